@@ -1,0 +1,103 @@
+# godis-operator — one Makefile for the whole tree.
+# Sources are discovered by folder so a new module needs no Makefile edit:
+#   common/*.c            -> build/<v>/libgodiscommon.a
+#   manager|informer|worker/*.c -> bin/godis-<dir>
+#   tools/<name>/*.c      -> bin/<name>      (a tools/ folder with C files)
+#   tests/unit/test_*.c   -> build/<v>/tests/test_*  (cmocka, linked with common + helpers)
+CC      ?= gcc
+ifeq ($(origin CC),default)
+CC      := gcc
+endif
+V       ?= release
+PKGS    := libcurl libcjson libzmq yaml-0.1 openssl libmicrohttpd
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+               -Icommon $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+ifeq ($(V),asan)
+OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+OPT     := -O2 -g
+endif
+CFLAGS  ?=
+ALL_CFLAGS := $(CFLAGS_BASE) $(OPT) $(CFLAGS)
+LDFLAGS_ALL := $(OPT) $(LDFLAGS)
+B       := build/$(V)-$(notdir $(CC))
+
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/%.o)
+COMMON_LIB := $(B)/libgodiscommon.a
+PROGS      := manager informer worker
+PROG_BINS  := $(foreach p,$(PROGS),$(if $(wildcard $(p)/*.c),bin/godis-$(p)))
+TOOL_DIRS  := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
+TOOL_BINS  := $(foreach t,$(TOOL_DIRS),bin/$(t))
+TEST_SRC   := $(wildcard tests/unit/test_*.c)
+TEST_HELP  := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
+TEST_BINS  := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
+ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
+ITEST_BINS := $(ITEST_SRC:tests/integration/%.c=bin/tests/%)
+STAMP_DEPS := build/.deps-ok
+
+.PHONY: all deps test unit-test asan-test clang-build integration-test bench demo clean
+all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS)
+
+# Installs every Debian package the build, the tests and the demo need. Idempotent: it only
+# calls apt-get when something is missing, so every other target can depend on it.
+deps:
+	@tools/deps.sh
+$(STAMP_DEPS): tools/deps.sh
+	@tools/deps.sh && mkdir -p build && touch $@
+
+$(B)/%.o: %.c | $(STAMP_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(COMMON_LIB): $(COMMON_OBJ)
+	@rm -f $@; ar rcs $@ $^
+
+.SECONDEXPANSION:
+bin/godis-%: $$(patsubst %.c,$(B)/%.o,$$(wildcard $$*/*.c)) $(COMMON_LIB)
+	@mkdir -p bin
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
+
+bin/%: $$(patsubst %.c,$(B)/%.o,$$(wildcard tools/$$*/*.c)) $(COMMON_LIB)
+	@mkdir -p bin
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
+
+bin/tests/%: $(B)/tests/integration/%.o $(patsubst %.c,$(B)/%.o,$(wildcard tests/integration/[!i]*.c)) $(COMMON_LIB)
+	@mkdir -p bin/tests
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka
+
+$(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka
+
+unit-test: $(STAMP_DEPS) $(TEST_BINS) $(PROG_BINS) $(TOOL_BINS)
+	@tests/run-unit.sh $(TEST_BINS)
+
+asan-test: $(STAMP_DEPS)
+	@$(MAKE) --no-print-directory V=asan unit-test
+
+clang-build: $(STAMP_DEPS)
+	@$(MAKE) --no-print-directory CC=clang V=release all $(patsubst build/release-$(notdir $(CC))/%,build/release-clang/%,$(TEST_BINS))
+
+integration-test: all
+	@tests/run-integration.sh
+
+# The README's test command: unit tests (gcc), the same under ASan+UBSan, a warning-free
+# clang build, then the integration tests on the local control plane.
+test: $(STAMP_DEPS)
+	@$(MAKE) --no-print-directory unit-test
+	@$(MAKE) --no-print-directory asan-test
+	@$(MAKE) --no-print-directory clang-build
+	@$(MAKE) --no-print-directory integration-test
+
+bench: all
+	@tools/bench/run.sh
+
+demo: all
+	@tools/demo.sh
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every cmocka unit-test binary given, lets each print its own counts, and closes with
+# one "N passed, N failed" line over all of them. Exit status non-zero on any failure.
+set -u
+pass=0; fail=0; bad=()
+for t in "$@"; do
+  out=$("$t" 2>&1); rc=$?
+  printf '%s\n' "$out"
+  p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+  f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+  pass=$((pass+p)); fail=$((fail+f))
+  if [ $rc -ne 0 ]; then bad+=("$t"); [ "$f" -eq 0 ] && fail=$((fail+1)); fi
+done
+echo "unit: $pass passed, $fail failed"
+[ ${#bad[@]} -eq 0 ] || { echo "failing test binaries: ${bad[*]}" >&2; exit 1; }
