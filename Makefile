@@ -21,7 +21,7 @@ endif
 CFLAGS  ?=
 ALL_CFLAGS := $(CFLAGS_BASE) $(OPT) $(CFLAGS)
 LDFLAGS_ALL := $(OPT) $(LDFLAGS)
-B       := build/$(V)-$(notdir $(CC))
+B       ?= build/$(V)-$(notdir $(CC))
 
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/%.o)
