@@ -1,0 +1,109 @@
+/* gd_sub.h — subscriber side of the informer publication protocol (GDI1, docs/PROTOCOL.md §1).
+ *
+ * One gd_sub follows one informer (one kind): it subscribes to a set of shard topics on the
+ * informer's PUB socket, fetches a snapshot of those shards from its ROUTER socket, keeps a
+ * read-only cache replica (key → parsed object) and applies updates strictly in order.
+ * Gaps (a per-topic sequence that jumps, a HEARTBEAT listing a newer topic sequence than we
+ * have, an informer restart) are repaired by re-fetching a snapshot of the affected topics
+ * and diffing it against the replica, so the owner's handler sees ADDED/MODIFIED/DELETED for
+ * exactly what changed — never a silent loss.
+ *
+ * Threads: the gd_sub itself (its sockets, gd_sub_set_shards, gd_sub_dispatch, gd_sub_poll)
+ * belongs to ONE thread, as ZeroMQ sockets do. The replica is behind a read-write lock, so
+ * gd_sub_get / gd_sub_foreach / gd_sub_count may be called from any thread (reconcilers).
+ * The event handler runs on the owning thread, after the replica was updated and without the
+ * lock held (it may call gd_sub_get). Snapshots are fetched synchronously inside
+ * gd_sub_dispatch/gd_sub_set_shards (bounded by snapshot_timeout_ms); PUB messages that
+ * arrive meanwhile are buffered and applied after the snapshot (CHP / clone pattern). */
+#ifndef GD_SUB_H
+#define GD_SUB_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "gd_err.h"
+
+typedef struct gd_sub gd_sub;
+
+typedef enum {
+    GD_SUB_ADDED = 1,   /* new key in the replica (old == NULL) */
+    GD_SUB_MODIFIED,    /* key replaced (old and new set; a resync may repeat the same rv) */
+    GD_SUB_DELETED,     /* key removed (new == NULL, old is the last known object) */
+    GD_SUB_SYNCED,      /* the informer finished a (re)list, or our first snapshot said it
+                         * had: from now on gd_sub_synced() is true (key/objects NULL) */
+} gd_sub_event;
+
+/* Called on the owning thread for every change applied to the replica. old/new are
+ * borrowed and valid only during the call. shard is 0..GD_NSHARDS-1 or GD_SHARD_BROADCAST.
+ * resync is true when the change was found by diffing a snapshot (after a gap, a restart of
+ * the informer or newly assigned shards) rather than received as a PUB event. */
+typedef void (*gd_sub_event_fn)(void *ud, gd_sub_event ev, const char *key, int shard,
+                                const cJSON *old_obj, const cJSON *new_obj, bool resync);
+
+typedef struct {
+    const char *kind;              /* for logs, e.g. "Pod" (copied) */
+    const char *pub_endpoint;      /* informer PUB, e.g. ipc:///run/x/Pod.pub (copied) */
+    const char *snap_endpoint;     /* informer ROUTER, e.g. ipc:///run/x/Pod.snap (copied) */
+    int  rcvhwm;                   /* SUB receive high-water mark; 0 → 100000 */
+    int  snapshot_timeout_ms;      /* one snapshot request; 0 → 10000 */
+    int  max_batch;                /* gd_sub_dispatch: messages per call; 0 → 1000 */
+    gd_sub_event_fn on_event;      /* may be NULL */
+    void *ud;
+} gd_sub_opts;
+void gd_sub_opts_default(gd_sub_opts *o);
+
+/* zctx: a ZeroMQ context (borrowed, must outlive the gd_sub). Connects but subscribes to
+ * nothing until gd_sub_set_shards / gd_sub_set_all. NULL on failure (bad endpoint, NOMEM). */
+gd_sub *gd_sub_new(void *zctx, const gd_sub_opts *o);
+void    gd_sub_destroy(gd_sub **s);
+
+/* Follows exactly these shards plus the broadcast topic. Newly added shards are snapshotted
+ * (their objects reported as ADDED with resync=true); objects of shards no longer followed
+ * are dropped from the replica WITHOUT events (a revoked shard is not a deletion).
+ * GD_ERR_TIMEOUT when the informer did not answer the snapshot in time: the shards stay
+ * followed and the snapshot is retried by later gd_sub_dispatch calls. */
+gd_err gd_sub_set_shards(gd_sub *s, const int *shards, size_t n);
+/* Follows every topic (all shards and broadcast), e.g. for Nodes or for the manager. */
+gd_err gd_sub_set_all(gd_sub *s);
+
+/* The SUB socket, for the owner's zmq_poll (ZMQ_POLLIN) alongside its other sockets. */
+void  *gd_sub_socket(gd_sub *s);
+/* Applies the messages already received (up to max_batch) without blocking, repairs any
+ * gap found (synchronous snapshot), and retries a pending snapshot. Returns GD_OK, or the
+ * error of a failed snapshot (the caller just keeps calling; the gap stays pending). */
+gd_err gd_sub_dispatch(gd_sub *s);
+/* Waits up to timeout_ms for messages, then dispatches. For simple loops and tests. */
+gd_err gd_sub_poll(gd_sub *s, int timeout_ms);
+
+/* True once a SYNCED was seen (or a snapshot said the informer had synced) and no snapshot
+ * repair is pending. */
+bool    gd_sub_synced(const gd_sub *s);
+/* Milliseconds (gd_mono_ms) of the last message from the informer, 0 if never: the owner
+ * decides what "informer silent too long" means (heartbeats come every ~1 s). */
+int64_t gd_sub_last_heard_ms(const gd_sub *s);
+/* The informer's last resourceVersion as carried by the latest message ("" if none), copied
+ * into buf. Lets a worker check "has the cache caught up with my write" (read your writes). */
+void    gd_sub_last_rv(const gd_sub *s, char *buf, size_t cap);
+
+/* ---- the replica: safe from any thread ---- */
+/* Deep copy of the cached object (caller cJSON_Delete's it), or NULL when absent. */
+cJSON  *gd_sub_get(gd_sub *s, const char *key);
+/* resourceVersion of the cached object into buf; false when absent. */
+bool    gd_sub_get_rv(gd_sub *s, const char *key, char *buf, size_t cap);
+size_t  gd_sub_count(gd_sub *s);
+/* Calls fn for every cached object under the read lock (obj borrowed; do not call other
+ * gd_sub functions from fn). fn returns non-zero to stop early. */
+void    gd_sub_foreach(gd_sub *s, int (*fn)(void *ud, const char *key, int shard,
+                                            const cJSON *obj), void *ud);
+
+typedef struct {
+    uint64_t messages;             /* PUB messages received */
+    uint64_t applied;              /* ADDED/MODIFIED/DELETED applied from PUB */
+    uint64_t gaps;                 /* gaps detected */
+    uint64_t snapshots;            /* snapshots applied */
+    uint64_t snapshot_failures;    /* timeouts / protocol errors */
+    uint64_t protocol_errors;      /* malformed messages dropped */
+} gd_sub_stats;
+void gd_sub_get_stats(const gd_sub *s, gd_sub_stats *out);
+
+#endif
