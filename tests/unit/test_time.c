@@ -1,0 +1,215 @@
+/* test_time.c — injected clock, RFC 3339 formatting, backoff bounds, token bucket rates. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <string.h>
+#include <pthread.h>
+#include <cmocka.h>
+#include "gd_time.h"
+
+static int64_t fake_now_ns;
+static int64_t fake_clock(void) { return fake_now_ns; }
+static void advance_ms(int64_t ms) { fake_now_ns += ms * 1000000LL; }
+
+static int setup_clock(void **state)
+{
+    fake_now_ns = 1000LL * 1000000000LL;
+    gd_clock_set(fake_clock);
+    return 0;
+}
+
+static int teardown_clock(void **state)
+{
+    gd_clock_set(NULL);
+    return 0;
+}
+
+static void test_injected_clock(void **state)
+{
+    assert_int_equal(gd_mono_ms(), 1000000);
+    advance_ms(250);
+    assert_int_equal(gd_mono_ms(), 1000250);
+    assert_int_equal(gd_mono_ns(), fake_now_ns);
+    gd_clock_set(NULL);
+    int64_t a = gd_mono_ns(), b = gd_mono_ns();
+    assert_true(b >= a);
+    assert_true(a != fake_now_ns);
+    gd_clock_set(fake_clock);
+}
+
+static void test_sleep(void **state)
+{
+    gd_clock_set(NULL);
+    int64_t t0 = gd_mono_ns();
+    gd_sleep_ms(20);
+    int64_t dt = gd_mono_ns() - t0;
+    assert_true(dt >= 20 * 1000000LL);
+    gd_sleep_ms(0);
+    gd_sleep_ms(-5);
+    gd_clock_set(fake_clock);
+}
+
+static void test_rfc3339(void **state)
+{
+    char out[32];
+    gd_format_rfc3339_micro(0, out);
+    assert_string_equal(out, "1970-01-01T00:00:00.000000Z");
+    /* 2026-11-22T11:02:03.123456Z */
+    gd_format_rfc3339_micro(1795345323123456LL, out);
+    assert_string_equal(out, "2026-11-22T11:02:03.123456Z");
+    gd_format_rfc3339_micro(-1, out);
+    assert_string_equal(out, "1969-12-31T23:59:59.999999Z");
+    assert_true(gd_wall_ms() > 1700000000000LL);
+}
+
+static void test_rand01(void **state)
+{
+    double sum = 0;
+    for (int i = 0; i < 10000; i++) {
+        double r = gd_rand01();
+        assert_true(r >= 0.0 && r < 1.0);
+        sum += r;
+    }
+    assert_true(sum / 10000 > 0.45 && sum / 10000 < 0.55);
+}
+
+static void *rand_thread(void *arg)
+{
+    double *out = arg;
+    for (int i = 0; i < 1000; i++)
+        *out += gd_rand01();
+    return NULL;
+}
+
+static void test_rand01_threads(void **state)
+{
+    pthread_t t[4];
+    double sums[4] = { 0 };
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, rand_thread, &sums[i]);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_true(sums[i] > 400 && sums[i] < 600);
+    }
+    /* each thread has its own stream */
+    assert_true(sums[0] != sums[1]);
+}
+
+static void test_backoff_bounds(void **state)
+{
+    gd_backoff b;
+    gd_backoff_init(&b, 100, 5000, 2.0, 0.2, 60000);
+    int64_t base = 100;
+    for (int i = 0; i < 20; i++) {
+        int64_t d = gd_backoff_next(&b);
+        assert_true(d >= (int64_t)(base * 0.8) - 1);
+        assert_true(d <= (int64_t)(base * 1.2) + 1);
+        base = base * 2 > 5000 ? 5000 : base * 2;
+        advance_ms(d);
+    }
+    assert_int_equal(b.current_ms, 5000);
+}
+
+static void test_backoff_no_jitter_sequence(void **state)
+{
+    gd_backoff b;
+    gd_backoff_init(&b, 10, 100, 3.0, 0.0, 0);
+    assert_int_equal(gd_backoff_next(&b), 10);
+    assert_int_equal(gd_backoff_next(&b), 30);
+    assert_int_equal(gd_backoff_next(&b), 90);
+    assert_int_equal(gd_backoff_next(&b), 100);
+    assert_int_equal(gd_backoff_next(&b), 100);
+    gd_backoff_reset(&b);
+    assert_int_equal(gd_backoff_next(&b), 10);
+}
+
+static void test_backoff_reset_after_healthy(void **state)
+{
+    gd_backoff b;
+    gd_backoff_init(&b, 10, 1000, 2.0, 0.0, 5000);
+    gd_backoff_next(&b);
+    gd_backoff_next(&b);
+    assert_int_equal(gd_backoff_next(&b), 40);
+    advance_ms(4999);  /* not healthy long enough */
+    assert_int_equal(gd_backoff_next(&b), 80);
+    advance_ms(5000);  /* quiet for reset_after: start over */
+    assert_int_equal(gd_backoff_next(&b), 10);
+}
+
+static void test_backoff_hostile_params(void **state)
+{
+    gd_backoff b;
+    gd_backoff_init(&b, 0, -5, 0.5, 7.0, 0);
+    for (int i = 0; i < 10; i++) {
+        int64_t d = gd_backoff_next(&b);
+        assert_true(d >= 1 && d <= 2);
+    }
+    /* huge values do not overflow */
+    gd_backoff_init(&b, 1000, INT64_C(1) << 50, 10.0, 0.0, 0);
+    for (int i = 0; i < 40; i++)
+        assert_true(gd_backoff_next(&b) > 0);
+    assert_int_equal(b.current_ms, INT64_C(1) << 50);
+}
+
+static void test_bucket_burst_then_rate(void **state)
+{
+    gd_bucket b;
+    gd_bucket_init(&b, 10.0, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(gd_bucket_reserve_ns(&b), 0);
+    /* the 6th waits one token period (100 ms), the 7th queues behind it (200 ms) */
+    assert_int_equal(gd_bucket_reserve_ns(&b), 100000000);
+    assert_int_equal(gd_bucket_reserve_ns(&b), 200000000);
+    advance_ms(200);  /* debt paid back exactly */
+    assert_int_equal(gd_bucket_reserve_ns(&b), 100000000);
+    advance_ms(10000);  /* refill caps at burst */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(gd_bucket_reserve_ns(&b), 0);
+    assert_true(gd_bucket_reserve_ns(&b) > 0);
+    gd_bucket_destroy(&b);
+}
+
+static void test_bucket_sustained_rate(void **state)
+{
+    gd_bucket b;
+    gd_bucket_init(&b, 50.0, 1);
+    /* a caller that always honours the wait: over 10 s of fake time it gets the burst plus
+     * qps * 10 tokens, no more */
+    int64_t start = fake_now_ns;
+    int n = 0;
+    while (fake_now_ns - start < 10000000000LL) {
+        fake_now_ns += gd_bucket_reserve_ns(&b);
+        n++;
+    }
+    assert_in_range(n, 500, 502);
+    gd_bucket_destroy(&b);
+}
+
+static void test_bucket_unlimited(void **state)
+{
+    gd_bucket b;
+    gd_bucket_init(&b, 0, 0);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(gd_bucket_reserve_ns(&b), 0);
+    gd_bucket_wait(&b);
+    gd_bucket_destroy(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_injected_clock, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_sleep, setup_clock, teardown_clock),
+        cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_rand01),
+        cmocka_unit_test(test_rand01_threads),
+        cmocka_unit_test_setup_teardown(test_backoff_bounds, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_backoff_no_jitter_sequence, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_backoff_reset_after_healthy, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_backoff_hostile_params, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_bucket_burst_then_rate, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_bucket_sustained_rate, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_bucket_unlimited, setup_clock, teardown_clock),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
