@@ -55,15 +55,17 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@; ar rcs $@ $^
 
 .SECONDEXPANSION:
-bin/godis-%: $$(patsubst %.c,$(B)/%.o,$$(wildcard $$*/*.c)) $(COMMON_LIB)
+# Static pattern rules, so bin/% (tools) can never claim bin/godis-worker; foreach rather
+# than patsubst because a % in a pattern rule's prerequisites is replaced by the stem.
+$(PROG_BINS): bin/godis-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
-bin/%: $$(patsubst %.c,$(B)/%.o,$$(wildcard tools/$$*/*.c)) $(COMMON_LIB)
+$(TOOL_BINS): bin/%: $$(foreach f,$$(wildcard tools/$$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
-bin/tests/%: $(B)/tests/integration/%.o $(patsubst %.c,$(B)/%.o,$(wildcard tests/integration/[!i]*.c)) $(COMMON_LIB)
+bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integration/[!i]*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB)
 	@mkdir -p bin/tests
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka
 

@@ -1,0 +1,733 @@
+/* workqueue.c — see workqueue.h for the guarantees; this file says how.
+ *
+ * One entry per known key carries all of the key's state, so the client-go sets become flags:
+ *   dirty       the key needs processing (client-go's dirty set)
+ *   processing  handed out by get, not yet done (the processing set)
+ *   queued      linked into the FIFO (every queued key is dirty and not processing)
+ *   heap_idx    position in the delay heap, -1 when not waiting
+ *   failures    the exponential limiter's count for the key
+ * An entry is freed as soon as none of these hold, so memory follows the live key count. */
+#include "workqueue.h"
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gd_log.h"
+#include "gd_time.h"
+#include "strmap.h"
+
+typedef struct entry {
+    const char *key;            /* the map's copy */
+    bool dirty, processing, queued, has_add_time;
+    struct entry *qprev, *qnext;
+    int heap_idx;
+    int64_t ready_ns;
+    uint64_t heap_seq;          /* FIFO among equal ready times */
+    int failures;
+    int64_t add_ns;             /* when it became dirty (queue duration metric) */
+    int64_t start_ns;           /* when get handed it out (work duration metric) */
+} entry;
+
+struct wq {
+    pthread_mutex_t mu;
+    pthread_cond_t  cond;       /* a key was queued, the heap head changed, or shutdown */
+    pthread_cond_t  drained;    /* processing became empty */
+    wq_config cfg;
+    gd_bucket bucket;
+    strmap *entries;            /* key -> entry */
+    entry *head, *tail;         /* FIFO */
+    int nqueued, nprocessing;
+    entry **heap;
+    int nheap, heap_cap;
+    uint64_t heap_seq;
+    bool shutting_down, drain;
+    /* metrics, as client-go's queueMetrics */
+    int64_t depth;
+    uint64_t adds, retries, gets, dones;
+    histogram queue_dur, work_dur;
+};
+
+#define MAX_WAIT_NS (10LL * 1000000000LL)   /* re-check at least this often (client-go maxWait) */
+
+void wq_config_default(wq_config *c, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name ? name : "");
+    c->base_delay_ns = 5LL * 1000000;           /* 5 ms */
+    c->max_delay_ns = 1000LL * 1000000000;      /* 1000 s */
+    c->qps = 10;
+    c->burst = 100;
+}
+
+wq *wq_new(const wq_config *c)
+{
+    wq *q = calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    q->cfg = *c;
+    q->entries = strmap_new(free);
+    if (!q->entries) {
+        free(q);
+        return NULL;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cond, &ca);
+    pthread_cond_init(&q->drained, &ca);
+    pthread_condattr_destroy(&ca);
+    gd_bucket_init(&q->bucket, c->qps, c->burst);
+    /* workqueue metrics buckets: prometheus.ExponentialBuckets(10e-9, 10, 10) */
+    hist_init_exponential(&q->queue_dur, 10e-9, 10, 10);
+    hist_init_exponential(&q->work_dur, 10e-9, 10, 10);
+    return q;
+}
+
+void wq_destroy(wq **pq)
+{
+    if (!pq || !*pq)
+        return;
+    wq *q = *pq;
+    strmap_destroy(&q->entries);
+    free(q->heap);
+    gd_bucket_destroy(&q->bucket);
+    pthread_cond_destroy(&q->cond);
+    pthread_cond_destroy(&q->drained);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+    *pq = NULL;
+}
+
+/* ---- entries ---- */
+
+static entry *lookup(wq *q, const char *key) { return strmap_get(q->entries, key); }
+
+static entry *lookup_or_create(wq *q, const char *key)
+{
+    entry *e = strmap_get(q->entries, key);
+    if (e)
+        return e;
+    e = calloc(1, sizeof *e);
+    if (!e || strmap_put(q->entries, key, e) != GD_OK) {
+        free(e);
+        gd_log(GD_LOG_ERROR, "workqueue: out of memory, key dropped", "queue", q->cfg.name,
+               "key", key, NULL);
+        return NULL;
+    }
+    e->key = strmap_key(q->entries, key);
+    e->heap_idx = -1;
+    return e;
+}
+
+static void maybe_free(wq *q, entry *e)
+{
+    if (!e->dirty && !e->processing && e->heap_idx < 0 && e->failures == 0)
+        strmap_del(q->entries, e->key);     /* frees e and the key */
+}
+
+/* ---- FIFO ---- */
+
+static void fifo_push(wq *q, entry *e)
+{
+    e->qnext = NULL;
+    e->qprev = q->tail;
+    if (q->tail)
+        q->tail->qnext = e;
+    else
+        q->head = e;
+    q->tail = e;
+    e->queued = true;
+    q->nqueued++;
+}
+
+static void fifo_unlink(wq *q, entry *e)
+{
+    if (e->qprev)
+        e->qprev->qnext = e->qnext;
+    else
+        q->head = e->qnext;
+    if (e->qnext)
+        e->qnext->qprev = e->qprev;
+    else
+        q->tail = e->qprev;
+    e->qprev = e->qnext = NULL;
+    e->queued = false;
+    q->nqueued--;
+}
+
+/* ---- delay heap (min by ready_ns, then insertion order) ---- */
+
+static bool heap_less(const entry *a, const entry *b)
+{
+    return a->ready_ns < b->ready_ns || (a->ready_ns == b->ready_ns && a->heap_seq < b->heap_seq);
+}
+
+static void heap_set(wq *q, int i, entry *e)
+{
+    q->heap[i] = e;
+    e->heap_idx = i;
+}
+
+static void sift_up(wq *q, int i)
+{
+    entry *e = q->heap[i];
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!heap_less(e, q->heap[p]))
+            break;
+        heap_set(q, i, q->heap[p]);
+        i = p;
+    }
+    heap_set(q, i, e);
+}
+
+static void sift_down(wq *q, int i)
+{
+    entry *e = q->heap[i];
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        const entry *best = e;
+        if (l < q->nheap && heap_less(q->heap[l], best)) {
+            m = l;
+            best = q->heap[l];
+        }
+        if (r < q->nheap && heap_less(q->heap[r], best))
+            m = r;
+        if (m == i)
+            break;
+        heap_set(q, i, q->heap[m]);
+        i = m;
+    }
+    heap_set(q, i, e);
+}
+
+static gd_err heap_push(wq *q, entry *e)
+{
+    if (q->nheap == q->heap_cap) {
+        int cap = q->heap_cap ? q->heap_cap * 2 : 64;
+        entry **h = realloc(q->heap, (size_t)cap * sizeof *h);
+        if (!h)
+            return GD_ERR_NOMEM;
+        q->heap = h;
+        q->heap_cap = cap;
+    }
+    e->heap_seq = q->heap_seq++;
+    heap_set(q, q->nheap++, e);
+    sift_up(q, e->heap_idx);
+    return GD_OK;
+}
+
+static void heap_remove(wq *q, entry *e)
+{
+    int i = e->heap_idx;
+    entry *last = q->heap[--q->nheap];
+    e->heap_idx = -1;
+    if (i == q->nheap)
+        return;
+    heap_set(q, i, last);
+    sift_up(q, i);
+    sift_down(q, last->heap_idx);
+}
+
+/* ---- the queue proper (all *_locked run under q->mu) ---- */
+
+static gd_err add_locked(wq *q, entry *e, int64_t now)
+{
+    if (q->shutting_down || e->dirty)
+        return GD_OK;
+    q->adds++;
+    q->depth++;
+    if (!e->has_add_time) {
+        e->add_ns = now;
+        e->has_add_time = true;
+    }
+    e->dirty = true;
+    if (e->processing)
+        return GD_OK;   /* wq_done re-queues it: never two threads on one key */
+    fifo_push(q, e);
+    pthread_cond_signal(&q->cond);
+    return GD_OK;
+}
+
+/* Moves every delayed key that is due into the queue (client-go's waitingLoop, run inline). */
+static void promote_locked(wq *q, int64_t now)
+{
+    while (q->nheap > 0 && q->heap[0]->ready_ns <= now) {
+        entry *e = q->heap[0];
+        heap_remove(q, e);
+        add_locked(q, e, now);
+        maybe_free(q, e);
+    }
+}
+
+gd_err wq_add(wq *q, const char *key)
+{
+    if (!key)
+        return GD_ERR_ARG;
+    pthread_mutex_lock(&q->mu);
+    gd_err rc = GD_OK;
+    if (!q->shutting_down) {
+        entry *e = lookup_or_create(q, key);
+        rc = e ? add_locked(q, e, gd_mono_ns()) : GD_ERR_NOMEM;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+gd_err wq_add_after_ns(wq *q, const char *key, int64_t delay_ns)
+{
+    if (!key)
+        return GD_ERR_ARG;
+    gd_err rc = GD_OK;
+    pthread_mutex_lock(&q->mu);
+    if (q->shutting_down)
+        goto out;
+    q->retries++;
+    int64_t now = gd_mono_ns();
+    entry *e = lookup_or_create(q, key);
+    if (!e) {
+        rc = GD_ERR_NOMEM;
+        goto out;
+    }
+    if (delay_ns <= 0) {
+        add_locked(q, e, now);
+        goto out;
+    }
+    int64_t ready = now + delay_ns;
+    if (e->heap_idx >= 0) {
+        if (ready < e->ready_ns) {      /* keep the earlier time, as knownEntries does */
+            e->ready_ns = ready;
+            sift_up(q, e->heap_idx);
+        }
+    } else {
+        e->ready_ns = ready;
+        rc = heap_push(q, e);
+        if (rc != GD_OK)
+            maybe_free(q, e);
+    }
+    if (rc == GD_OK && q->heap[0] == e)
+        pthread_cond_broadcast(&q->cond);   /* sleepers must shorten their wait */
+out:
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+gd_err wq_add_after(wq *q, const char *key, int64_t delay_ms)
+{
+    return wq_add_after_ns(q, key, delay_ms * 1000000);
+}
+
+/* MaxOf(ItemExponentialFailureRateLimiter, BucketRateLimiter).When(key): both limiters are
+ * consulted every time (each counts the call), the larger delay wins. */
+static int64_t when_locked(wq *q, entry *e)
+{
+    int exp = e->failures++;
+    double backoff = (double)q->cfg.base_delay_ns * pow(2.0, (double)exp);
+    int64_t d = (backoff >= (double)q->cfg.max_delay_ns) ? q->cfg.max_delay_ns : (int64_t)backoff;
+    int64_t b = gd_bucket_reserve_ns(&q->bucket);
+    return b > d ? b : d;
+}
+
+int64_t wq_when_ns(wq *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    entry *e = lookup_or_create(q, key);
+    int64_t d = e ? when_locked(q, e) : q->cfg.max_delay_ns;
+    pthread_mutex_unlock(&q->mu);
+    return d;
+}
+
+gd_err wq_add_rate_limited(wq *q, const char *key)
+{
+    if (!key)
+        return GD_ERR_ARG;
+    pthread_mutex_lock(&q->mu);
+    if (q->shutting_down) {     /* client-go still counts the failure; nothing observes it */
+        pthread_mutex_unlock(&q->mu);
+        return GD_OK;
+    }
+    entry *e = lookup_or_create(q, key);
+    int64_t d = e ? when_locked(q, e) : 0;
+    pthread_mutex_unlock(&q->mu);
+    return e ? wq_add_after_ns(q, key, d) : GD_ERR_NOMEM;
+}
+
+void wq_forget(wq *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    entry *e = lookup(q, key);
+    if (e) {
+        e->failures = 0;
+        maybe_free(q, e);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+int wq_num_requeues(wq *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    entry *e = lookup(q, key);
+    int n = e ? e->failures : 0;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+static int64_t real_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void wait_until(pthread_cond_t *c, pthread_mutex_t *mu, int64_t real_deadline_ns)
+{
+    struct timespec ts = {.tv_sec = real_deadline_ns / 1000000000LL,
+                          .tv_nsec = real_deadline_ns % 1000000000LL};
+    pthread_cond_timedwait(c, mu, &ts);
+}
+
+const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
+{
+    if (shutdown)
+        *shutdown = false;
+    pthread_mutex_lock(&q->mu);
+    int64_t give_up = timeout_ms > 0 ? real_mono_ns() + timeout_ms * 1000000 : -1;
+    for (;;) {
+        int64_t now = gd_mono_ns();
+        if (!q->shutting_down)
+            promote_locked(q, now);
+        if (q->head)
+            break;
+        if (q->shutting_down) {
+            if (shutdown)
+                *shutdown = true;
+            pthread_mutex_unlock(&q->mu);
+            return NULL;
+        }
+        int64_t real = real_mono_ns();
+        if (timeout_ms == 0 || (give_up >= 0 && real >= give_up)) {
+            pthread_mutex_unlock(&q->mu);
+            return NULL;
+        }
+        /* Sleep until the caller's deadline or the next delayed key, whichever is first. */
+        int64_t until = give_up;
+        if (q->nheap > 0) {
+            int64_t wait = q->heap[0]->ready_ns - now;
+            if (wait > MAX_WAIT_NS)
+                wait = MAX_WAIT_NS;
+            if (until < 0 || real + wait < until)
+                until = real + wait;
+        }
+        if (until < 0)
+            pthread_cond_wait(&q->cond, &q->mu);
+        else
+            wait_until(&q->cond, &q->mu, until);
+    }
+    entry *e = q->head;
+    fifo_unlink(q, e);
+    int64_t now = gd_mono_ns();
+    q->depth--;
+    q->gets++;
+    if (e->has_add_time) {
+        hist_observe(&q->queue_dur, (double)(now - e->add_ns) / 1e9);
+        e->has_add_time = false;
+    }
+    e->start_ns = now;
+    e->processing = true;
+    e->dirty = false;
+    q->nprocessing++;
+    const char *key = e->key;
+    pthread_mutex_unlock(&q->mu);
+    return key;
+}
+
+void wq_done(wq *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    entry *e = lookup(q, key);
+    if (!e || !e->processing) {
+        pthread_mutex_unlock(&q->mu);
+        gd_log(GD_LOG_WARN, "workqueue: done for a key that is not processing", "queue",
+               q->cfg.name, "key", key, NULL);
+        return;
+    }
+    q->dones++;
+    hist_observe(&q->work_dur, (double)(gd_mono_ns() - e->start_ns) / 1e9);
+    e->processing = false;
+    q->nprocessing--;
+    if (e->dirty) {
+        fifo_push(q, e);
+        pthread_cond_signal(&q->cond);
+    } else {
+        maybe_free(q, e);
+    }
+    if (q->nprocessing == 0)
+        pthread_cond_broadcast(&q->drained);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Delayed keys are dropped at shutdown, as client-go's waiting loop exits with them. */
+static void shutdown_locked(wq *q)
+{
+    q->shutting_down = true;
+    while (q->nheap > 0) {
+        entry *e = q->heap[q->nheap - 1];
+        heap_remove(q, e);
+        maybe_free(q, e);
+    }
+    pthread_cond_broadcast(&q->cond);
+}
+
+void wq_shutdown(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->drain = false;
+    shutdown_locked(q);
+    pthread_cond_broadcast(&q->drained);
+    pthread_mutex_unlock(&q->mu);
+}
+
+gd_err wq_shutdown_drain(wq *q, int64_t timeout_ms)
+{
+    pthread_mutex_lock(&q->mu);
+    q->drain = true;
+    shutdown_locked(q);
+    int64_t give_up = timeout_ms >= 0 ? real_mono_ns() + timeout_ms * 1000000 : -1;
+    gd_err rc = GD_OK;
+    while (q->nprocessing > 0 && q->drain) {
+        if (give_up < 0) {
+            pthread_cond_wait(&q->drained, &q->mu);
+        } else if (real_mono_ns() >= give_up) {
+            rc = GD_ERR_TIMEOUT;
+            break;
+        } else {
+            wait_until(&q->drained, &q->mu, give_up);
+        }
+    }
+    if (rc == GD_OK && q->nprocessing > 0)
+        rc = GD_ERR_TIMEOUT;    /* a plain shutdown cut the drain short */
+    q->drain = false;
+    pthread_mutex_unlock(&q->mu);
+    if (rc != GD_OK)
+        gd_log(GD_LOG_WARN, "workqueue: drain deadline passed, abandoning in-flight keys",
+               "queue", q->cfg.name, NULL);
+    return rc;
+}
+
+bool wq_shutting_down(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    bool s = q->shutting_down;
+    pthread_mutex_unlock(&q->mu);
+    return s;
+}
+
+void wq_wake(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->mu);
+}
+
+int wq_len(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    if (!q->shutting_down)
+        promote_locked(q, gd_mono_ns());
+    int n = q->nqueued;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+int wq_waiting(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int n = q->nheap;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+int wq_processing(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int n = q->nprocessing;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+bool wq_is_processing(wq *q, const char *key)
+{
+    pthread_mutex_lock(&q->mu);
+    entry *e = lookup(q, key);
+    bool p = e && e->processing;
+    pthread_mutex_unlock(&q->mu);
+    return p;
+}
+
+int64_t wq_next_ready_ns(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int64_t t = q->nheap > 0 ? q->heap[0]->ready_ns : -1;
+    pthread_mutex_unlock(&q->mu);
+    return t;
+}
+
+/* ---- shard handoff ---- */
+
+typedef struct {
+    entry **v;
+    int n, cap;
+    wq_match_fn match;
+    void *ud;
+    bool oom;
+} collect_ctx;
+
+static int collect_matching(void *ud, const char *key, void *val)
+{
+    collect_ctx *c = ud;
+    if (!c->match(c->ud, key))
+        return 0;
+    if (c->n == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 32;
+        entry **v = realloc(c->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            c->oom = true;
+            return 1;
+        }
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = val;
+    return 0;
+}
+
+int wq_extract(wq *q, wq_match_fn match, wq_take_fn take, void *ud)
+{
+    collect_ctx c = {.match = match, .ud = ud};
+    int taken = 0;
+    pthread_mutex_lock(&q->mu);
+    strmap_each(q->entries, collect_matching, &c);
+    if (c.oom)
+        gd_log(GD_LOG_ERROR, "workqueue: out of memory while extracting keys", "queue",
+               q->cfg.name, NULL);
+    for (int i = 0; i < c.n; i++) {
+        entry *e = c.v[i];
+        bool pending = e->dirty || e->heap_idx >= 0;
+        if (e->queued)
+            fifo_unlink(q, e);
+        if (e->dirty) {
+            e->dirty = false;
+            e->has_add_time = false;
+            q->depth--;
+        }
+        if (e->heap_idx >= 0)
+            heap_remove(q, e);
+        e->failures = 0;
+        if (pending) {
+            if (take)
+                take(ud, e->key);
+            taken++;
+        }
+        maybe_free(q, e);
+    }
+    pthread_mutex_unlock(&q->mu);
+    free(c.v);
+    return taken;
+}
+
+/* ---- metrics ---- */
+
+static const struct {
+    const char *name, *type, *help;
+} families[] = {
+    {"workqueue_depth", "gauge", "Current depth of workqueue"},
+    {"workqueue_adds_total", "counter", "Total number of adds handled by workqueue"},
+    {"workqueue_queue_duration_seconds", "histogram",
+     "How long in seconds an item stays in workqueue before being requested"},
+    {"workqueue_work_duration_seconds", "histogram",
+     "How long in seconds processing an item from workqueue takes."},
+    {"workqueue_unfinished_work_seconds", "gauge",
+     "How many seconds of work has been done that is in progress and hasn't been observed by "
+     "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
+     "threads by observing the rate at which this increases."},
+    {"workqueue_longest_running_processor_seconds", "gauge",
+     "How many seconds has the longest running processor for workqueue been running."},
+    {"workqueue_retries_total", "counter", "Total number of retries handled by workqueue"},
+};
+#define NFAMILIES ((int)(sizeof families / sizeof families[0]))
+
+const char *wq_metrics_family(int fam, sbuf *out)
+{
+    if (fam < 0 || fam >= NFAMILIES)
+        return NULL;
+    if (out)
+        metrics_header(out, families[fam].name, families[fam].type, families[fam].help);
+    return families[fam].name;
+}
+
+typedef struct {
+    int64_t now;
+    double total, longest;
+} unfinished_ctx;
+
+static int sum_unfinished(void *ud, const char *key, void *val)
+{
+    unfinished_ctx *u = ud;
+    const entry *e = val;
+    if (e->processing) {
+        double s = (double)(u->now - e->start_ns) / 1e9;
+        u->total += s;
+        if (s > u->longest)
+            u->longest = s;
+    }
+    return 0;
+}
+
+void wq_metrics_render_family(wq *q, int fam, sbuf *out)
+{
+    char esc[160], labels[180];
+    metrics_escape(q->cfg.name, esc, sizeof esc);
+    snprintf(labels, sizeof labels, "name=\"%s\"", esc);
+    const char *n = wq_metrics_family(fam, NULL);
+    if (!n)
+        return;
+    pthread_mutex_lock(&q->mu);
+    switch (fam) {
+    case 0: metrics_sample(out, n, labels, (double)q->depth); break;
+    case 1: metrics_sample(out, n, labels, (double)q->adds); break;
+    case 2: metrics_hist(out, n, labels, &q->queue_dur); break;
+    case 3: metrics_hist(out, n, labels, &q->work_dur); break;
+    case 4:
+    case 5: {
+        unfinished_ctx u = {.now = gd_mono_ns()};
+        strmap_each(q->entries, sum_unfinished, &u);
+        metrics_sample(out, n, labels, fam == 4 ? u.total : u.longest);
+        break;
+    }
+    case 6: metrics_sample(out, n, labels, (double)q->retries); break;
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void wq_metrics_render(wq *q, sbuf *out)
+{
+    for (int f = 0; f < NFAMILIES; f++) {
+        wq_metrics_family(f, out);
+        wq_metrics_render_family(q, f, out);
+    }
+}
+
+void wq_get_stats(wq *q, wq_stats *s)
+{
+    pthread_mutex_lock(&q->mu);
+    s->depth = q->depth;
+    s->adds = q->adds;
+    s->retries = q->retries;
+    s->gets = q->gets;
+    s->dones = q->dones;
+    pthread_mutex_unlock(&q->mu);
+}
