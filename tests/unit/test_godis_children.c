@@ -1,0 +1,155 @@
+/* Tests of the Godis children builders: the pod contract of DESIGN.md §1 and drift checks. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "../../worker/godis_children.h"
+#include "gd_json.h"
+
+static godis_child_spec spec(bool preferred)
+{
+    godis_child_spec s = {.ns = "ns1", .cluster = "example-godis", .godis = "example-godis-4",
+                          .godis_uid = "uid-4", .id = 4, .preferred = preferred};
+    return s;
+}
+
+static const cJSON *env_named(const cJSON *rs, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, gd_json_path(cJSON_GetArrayItem(gd_json_path(rs, "spec.template.spec.containers"), 0), "env"))
+        if (strcmp(gd_json_str_or(e, "name", ""), name) == 0) return e;
+    return NULL;
+}
+
+static void test_id_from_name(void **st)
+{
+    (void)st;
+    assert_int_equal(godis_id_from_name("a", "a-12"), 12);
+    assert_int_equal(godis_id_from_name("a-b", "a-b-3"), 3);
+    assert_int_equal(godis_id_from_name("a", "a-0"), 0);
+    assert_int_equal(godis_id_from_name("a", "a-01"), 0);
+    assert_int_equal(godis_id_from_name("a", "a-x"), 0);
+    assert_int_equal(godis_id_from_name("a", "b-1"), 0);
+    assert_int_equal(godis_id_from_name("a", "a-1x"), 0);
+    assert_int_equal(godis_id_from_name("a", "a-99999999999999999999999"), 0);
+}
+
+static void test_replicaset_contract(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(false);
+    cJSON *rs = godis_build_replicaset(&s);
+    assert_string_equal(gd_meta_name(rs), "example-godis-4");
+    assert_string_equal(gd_meta_label(rs, "cluster-name"), "example-godis");
+    assert_string_equal(gd_meta_label(rs, "node-name"), "example-godis-4");
+    const cJSON *own = gd_meta_controller_owner(rs);
+    assert_non_null(own);
+    assert_string_equal(gd_json_str_or(own, "kind", ""), "Godis");
+    assert_int_equal(gd_json_int_or(rs, "spec.replicas", 0), 1);
+    assert_string_equal(gd_json_str_or(env_named(rs, "CLUSTER_ID"), "value", ""), "4");
+    assert_string_equal(gd_json_str_or(env_named(rs, "CLUSTER_JOIN"), "value", ""), "true");
+    assert_string_equal(gd_json_str_or(env_named(rs, "CLUSTER_WALDIR"), "value", ""), "/tmp/godis/wal");
+    assert_string_equal(gd_json_str_or(env_named(rs, "CLUSTER_SNAPDIR"), "value", ""), "/tmp/godis/snap");
+    const cJSON *ic = env_named(rs, "CLUSTER_INITIAL-CLUSTER");
+    assert_string_equal(gd_json_str_or(ic, "valueFrom.configMapKeyRef.name", ""), "example-godis-config");
+    assert_string_equal(gd_json_str_or(ic, "valueFrom.configMapKeyRef.key", ""), "initial-cluster");
+    const cJSON *c = cJSON_GetArrayItem(gd_json_path(rs, "spec.template.spec.containers"), 0);
+    assert_string_equal(gd_json_str_or(c, "image", ""), GODIS_DEFAULT_IMAGE);
+    assert_int_equal(gd_json_int_or(c, "readinessProbe.tcpSocket.port", 0), 6379);
+    assert_string_equal(gd_json_str_or(cJSON_GetArrayItem(gd_json_path(c, "volumeMounts"), 0), "mountPath", ""), "/tmp/godis");
+    assert_string_equal(gd_json_str_or(cJSON_GetArrayItem(gd_json_path(rs, "spec.template.spec.volumes"), 0),
+                                       "persistentVolumeClaim.claimName", ""), "data-example-godis-4");
+    cJSON_Delete(rs);
+    s = spec(true);
+    rs = godis_build_replicaset(&s);
+    assert_string_equal(gd_json_str_or(env_named(rs, "CLUSTER_JOIN"), "value", ""), "false");
+    cJSON_Delete(rs);
+}
+
+static void test_service_and_pvc(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(true);
+    s.storage_size = "2Gi";
+    s.storage_class = "fast";
+    cJSON *svc = godis_build_service(&s);
+    assert_string_equal(gd_meta_name(svc), "example-godis-4-endpoint");
+    assert_int_equal(gd_json_int_or(cJSON_GetArrayItem(gd_json_path(svc, "spec.ports"), 0), "port", 0), 6379);
+    assert_int_equal(gd_json_int_or(cJSON_GetArrayItem(gd_json_path(svc, "spec.ports"), 1), "port", 0), 6300);
+    assert_string_equal(gd_json_str_or(svc, "spec.selector.node-name", ""), "example-godis-4");
+    cJSON *pvc = godis_build_pvc(&s);
+    assert_string_equal(gd_meta_name(pvc), "data-example-godis-4");
+    assert_string_equal(gd_json_str_or(pvc, "spec.resources.requests.storage", ""), "2Gi");
+    assert_string_equal(gd_json_str_or(pvc, "spec.storageClassName", ""), "fast");
+    cJSON_Delete(svc);
+    cJSON_Delete(pvc);
+}
+
+static void test_drift(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(false);
+    cJSON *want = godis_build_replicaset(&s);
+    cJSON *have = cJSON_Duplicate(want, 1);
+    /* server-side defaults are not drift */
+    cJSON *c = cJSON_GetArrayItem(gd_json_path(have, "spec.template.spec.containers"), 0);
+    cJSON_AddStringToObject(c, "imagePullPolicy", "Always");
+    cJSON_AddStringToObject(c, "terminationMessagePath", "/dev/termination-log");
+    gd_json_set(have, "metadata.resourceVersion", cJSON_CreateString("77"));
+    assert_false(godis_child_drifted("ReplicaSet", want, have));
+    cJSON_ReplaceItemInObject(c, "image", cJSON_CreateString("evil/image"));
+    assert_true(godis_child_drifted("ReplicaSet", want, have));
+    cJSON *fixed = godis_child_repair("ReplicaSet", want, have);
+    assert_false(godis_child_drifted("ReplicaSet", want, fixed));
+    assert_string_equal(gd_meta_rv(fixed), "77");
+    cJSON_Delete(fixed);
+    gd_json_set(have, "spec.replicas", cJSON_CreateNumber(0));
+    assert_true(godis_child_drifted("ReplicaSet", want, have));
+    cJSON_Delete(want);
+    cJSON_Delete(have);
+
+    want = godis_build_service(&s);
+    have = cJSON_Duplicate(want, 1);
+    gd_json_set(have, "spec.clusterIP", cJSON_CreateString("10.96.0.12"));
+    assert_false(godis_child_drifted("Service", want, have));
+    gd_json_set(have, "spec.selector", cJSON_CreateObject());
+    assert_true(godis_child_drifted("Service", want, have));
+    fixed = godis_child_repair("Service", want, have);
+    assert_false(godis_child_drifted("Service", want, fixed));
+    assert_string_equal(gd_json_str_or(fixed, "spec.clusterIP", ""), "10.96.0.12");
+    cJSON_Delete(fixed);
+    cJSON_Delete(want);
+    cJSON_Delete(have);
+}
+
+static void test_configmap_and_godis(void **st)
+{
+    (void)st;
+    cJSON *cm = godis_build_configmap("ns1", "c", "uid-c", "1@http://c-1-endpoint.ns1.svc.cluster.local:6300");
+    assert_string_equal(gd_meta_name(cm), "c-config");
+    assert_string_equal(gd_json_str_or(cm, "data.initial-cluster", ""), "1@http://c-1-endpoint.ns1.svc.cluster.local:6300");
+    assert_true(gd_meta_owned_by(cm, "GodisCluster", "uid-c"));
+    cJSON_Delete(cm);
+    godis_child_spec s = spec(true);
+    cJSON *g = godis_build_godis(&s, "uid-c");
+    assert_string_equal(gd_json_str_or(g, "kind", ""), "Godis");
+    bool pref = false;
+    assert_int_equal(gd_json_bool(g, "spec.preferred", &pref), GD_OK);
+    assert_true(pref);
+    assert_string_equal(gd_meta_label(g, "cluster-name"), "example-godis");
+    cJSON_Delete(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_id_from_name),
+        cmocka_unit_test(test_replicaset_contract),
+        cmocka_unit_test(test_service_and_pvc),
+        cmocka_unit_test(test_drift),
+        cmocka_unit_test(test_configmap_and_godis),
+    };
+    return cmocka_run_group_tests_name("godis_children", tests, NULL, NULL);
+}

@@ -1,0 +1,485 @@
+/* Tests of the GodisCluster membership planner, step by step and by simulation: a model of
+ * the API objects and of the godis Raft membership applies each planned step, and
+ * invariants are checked after every one (ids never reused, one membership change at a
+ * time, forget before delete, quorum kept, ConfigMap == status.members == Raft members at
+ * rest). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdio.h>
+#include <cmocka.h>
+#include "../../worker/godis_plan.h"
+#include "gd_json.h"
+
+/* ---------- a small world model ---------- */
+typedef struct {
+    godis_view v;
+    const char *phase_buf;
+    bool raft[128];          /* godis membership as the members themselves know it */
+    bool godis[128];         /* Godis objects */
+    int ready_in[128];       /* steps until a created Godis's pod is Ready (0 = Ready) */
+    bool bad[128];
+    bool ever_used[128];     /* ids handed out so far */
+    int raft_changes_in_flight;
+    int steps;
+} world;
+
+static void sync_view(world *w)
+{
+    godis_view *v = &w->v;
+    v->nobserved = 0;
+    for (int id = 1; id < 128; id++) {
+        if (!w->godis[id]) continue;
+        godis_member *m = &v->observed[v->nobserved++];
+        memset(m, 0, sizeof *m);
+        m->id = id;
+        m->godis_exists = true;
+        m->ready = w->ready_in[id] == 0;
+        m->node_bad = w->bad[id];
+    }
+    /* members whose Godis vanished still need an entry? no: absence means !godis_exists */
+}
+
+static int raft_size(world *w)
+{
+    int n = 0;
+    for (int i = 0; i < 128; i++) n += w->raft[i];
+    return n;
+}
+
+static int raft_ready(world *w)
+{
+    int n = 0;
+    for (int i = 0; i < 128; i++) n += w->raft[i] && w->godis[i] && w->ready_in[i] == 0;
+    return n;
+}
+
+static void set_members(world *w, const int64_t *ids, int n)
+{
+    memcpy(w->v.members, ids, n * sizeof *ids);
+    w->v.nmembers = n;
+}
+
+static void cm_from(world *w, const int64_t *ids, int n)
+{
+    w->v.configmap_exists = true;
+    w->v.configmap_parsed = true;
+    memcpy(w->v.cm_ids, ids, n * sizeof *ids);
+    w->v.cm_n = n;
+}
+
+static void remove_member(world *w, int64_t id)
+{
+    int j = 0;
+    for (int i = 0; i < w->v.nmembers; i++)
+        if (w->v.members[i] != id) w->v.members[j++] = w->v.members[i];
+    w->v.nmembers = j;
+}
+
+/* Applies one step to the model; asserts the safety invariants. Returns the step kind. */
+static godis_step_kind apply(world *w)
+{
+    sync_view(w);
+    godis_step s = godis_plan_next(&w->v);
+    godis_view *v = &w->v;
+    int before = raft_size(w);
+    switch (s.kind) {
+    case GP_RECORD_INIT: {
+        int64_t base = v->next_id > 0 ? v->next_id : 1;
+        int64_t ids[GODIS_MAX_MEMBERS];
+        for (int i = 0; i < v->desired; i++) {
+            ids[i] = base + i;
+            assert_false(w->ever_used[ids[i]]);
+            w->ever_used[ids[i]] = true;
+        }
+        set_members(w, ids, v->desired);
+        v->members_recorded = true;
+        v->next_id = base + v->desired;
+        v->phase = "Initializing";
+        break;
+    }
+    case GP_ENSURE_CONFIGMAP: {
+        int64_t ids[GODIS_MAX_MEMBERS];
+        int n = 0;
+        for (int i = 0; i < v->nmembers; i++)
+            if (v->members[i] != v->scale_in_id) ids[n++] = v->members[i];
+        if (v->scale_out_id > 0) {
+            bool in = false;
+            for (int i = 0; i < n; i++) in |= ids[i] == v->scale_out_id;
+            if (!in) ids[n++] = v->scale_out_id;
+        }
+        cm_from(w, ids, n);
+        if (strcmp(v->phase, "Initializing") == 0 && v->scale_out_id == 0 && v->scale_in_id == 0)
+            for (int i = 0; i < n; i++) w->raft[ids[i]] = true; /* initial members form the cluster */
+        break;
+    }
+    case GP_CREATE_GODIS:
+        assert_false(w->godis[s.id]);
+        w->godis[s.id] = true;
+        w->ready_in[s.id] = 2;
+        break;
+    case GP_FINISH_INIT:
+        v->phase = "Running";
+        break;
+    case GP_RECORD_SCALE_OUT:
+        assert_false(w->ever_used[v->next_id]);   /* never reuse an id */
+        w->ever_used[v->next_id] = true;
+        v->scale_out_id = v->next_id++;
+        v->phase = "Scaling";
+        break;
+    case GP_MEET:
+        assert_int_not_equal(s.via_id, s.id);
+        assert_true(w->raft[s.via_id]);
+        /* meet needs quorum of the current Raft membership */
+        assert_true(raft_ready(w) >= raft_size(w) / 2 + 1);
+        w->raft[s.id] = true;
+        w->godis[s.id] = true;     /* the executor creates the Godis right after +OK */
+        w->ready_in[s.id] = 3;
+        break;
+    case GP_FINISH_SCALE_OUT:
+        v->members[v->nmembers++] = v->scale_out_id;
+        v->scale_out_id = 0;
+        v->phase = "Running";
+        break;
+    case GP_RECORD_SCALE_IN:
+        v->scale_in_id = s.id;
+        v->phase = "Scaling";
+        break;
+    case GP_FORGET: {
+        assert_int_not_equal(s.via_id, s.id);
+        assert_true(raft_ready(w) >= raft_size(w) / 2 + 1);
+        w->raft[s.id] = false;
+        int64_t ids[GODIS_MAX_MEMBERS];
+        int n = 0;
+        for (int i = 0; i < v->nmembers; i++)
+            if (v->members[i] != s.id) ids[n++] = v->members[i];
+        cm_from(w, ids, n);        /* the executor rewrites the ConfigMap after +OK */
+        break;
+    }
+    case GP_DELETE_GODIS:
+        assert_false(w->raft[s.id]);   /* forget before delete */
+        w->godis[s.id] = false;
+        break;
+    case GP_FINISH_SCALE_IN:
+        remove_member(w, v->scale_in_id);
+        v->scale_in_id = 0;
+        v->phase = "Running";
+        break;
+    case GP_ADOPT:
+    case GP_NOTHING:
+    case GP_WAIT:
+        break;
+    }
+    int after = raft_size(w);
+    assert_true(after - before <= 1 && before - after <= 1);   /* one change at a time */
+    for (int i = 1; i < 128; i++)
+        if (w->godis[i] && w->ready_in[i] > 0) w->ready_in[i]--;
+    w->steps++;
+    return s.kind;
+}
+
+static void run_until_converged(world *w)
+{
+    int quiet = 0;
+    for (int i = 0; i < 500 && quiet < 5; i++) {
+        godis_step_kind k = apply(w);
+        quiet = (k == GP_NOTHING) ? quiet + 1 : 0;
+    }
+    assert_int_equal(quiet, 5);
+}
+
+static void assert_consistent(world *w, int want)
+{
+    godis_view *v = &w->v;
+    assert_int_equal(v->nmembers, want);
+    assert_int_equal(raft_size(w), want);
+    assert_int_equal(v->cm_n, want);
+    for (int i = 0; i < v->nmembers; i++) {
+        int64_t id = v->members[i];
+        assert_true(w->raft[id]);
+        assert_true(w->godis[id]);
+        bool in_cm = false;
+        for (int j = 0; j < v->cm_n; j++) in_cm |= v->cm_ids[j] == id;
+        assert_true(in_cm);
+    }
+    int godis_count = 0;
+    for (int i = 0; i < 128; i++) godis_count += w->godis[i];
+    assert_int_equal(godis_count, want);
+}
+
+static void world_new(world *w, int desired)
+{
+    memset(w, 0, sizeof *w);
+    w->v.desired = desired;
+    w->v.phase = "";
+}
+
+/* ---------- tests ---------- */
+static void test_create_three(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    assert_int_equal(apply(&w), GP_RECORD_INIT);   /* intent before any side effect */
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_int_equal(w.v.next_id, 4);
+    assert_string_equal(w.v.phase, "Running");
+}
+
+static void test_scale_3_6_2(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.desired = 6;
+    run_until_converged(&w);
+    assert_consistent(&w, 6);
+    assert_int_equal(w.v.next_id, 7);
+    w.v.desired = 2;
+    run_until_converged(&w);
+    assert_consistent(&w, 2);
+    /* the highest ids go first when everything is healthy */
+    assert_int_equal(w.v.members[0], 1);
+    assert_int_equal(w.v.members[1], 2);
+    w.v.desired = 4;
+    run_until_converged(&w);
+    assert_consistent(&w, 4);
+    assert_true(w.raft[7] && w.raft[8]);   /* 3..6 are never reused */
+}
+
+static void test_scale_out_waits_for_ready(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.desired = 5;
+    /* record, configmap, meet (creates 4, not Ready for 3 ticks), finish */
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT);
+    assert_int_equal(apply(&w), GP_ENSURE_CONFIGMAP);
+    assert_int_equal(apply(&w), GP_MEET);
+    assert_int_equal(apply(&w), GP_FINISH_SCALE_OUT);
+    /* member 4 is not Ready yet: no second change starts */
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_WAIT);
+    run_until_converged(&w);
+    assert_consistent(&w, 5);
+}
+
+static void test_heal_deleted_godis(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.godis[2] = false;          /* deleted by hand; its pod is gone */
+    w.ready_in[2] = 0;
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[2]);
+    assert_true(w.raft[4]);      /* replaced by a new id */
+}
+
+static void test_configmap_deleted_is_rebuilt_not_reinitialised(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.configmap_exists = false;
+    w.v.configmap_parsed = false;
+    w.v.cm_n = 0;
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_ENSURE_CONFIGMAP);
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_int_equal(w.v.next_id, 4);   /* no re-initialise */
+}
+
+static void test_migrate_cordoned_adds_first(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.bad[1] = true;             /* cordoned; member 1 still Ready */
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT);
+    int peak = 0;
+    for (int i = 0; i < 100; i++) {
+        godis_step_kind k = apply(&w);
+        if (raft_size(&w) > peak) peak = raft_size(&w);
+        if (k == GP_NOTHING) break;
+    }
+    assert_int_equal(peak, 4);   /* added before removed */
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[1]);
+}
+
+static void test_migrate_dead_member_removes_first(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.bad[2] = true;             /* node NotReady past grace: member 2 down */
+    w.ready_in[2] = 1000;
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[2]);
+}
+
+static void test_victim_order(void **state)
+{
+    (void)state;
+    godis_view v = {0};
+    int64_t ids[] = {1, 2, 3, 4};
+    memcpy(v.members, ids, sizeof ids);
+    v.nmembers = 4;
+    for (int i = 0; i < 4; i++)
+        v.observed[v.nobserved++] = (godis_member){.id = ids[i], .godis_exists = true, .ready = true};
+    assert_int_equal(godis_plan_victim(&v), 4);          /* highest id */
+    v.observed[1].ready = false;
+    assert_int_equal(godis_plan_victim(&v), 2);          /* not Ready first */
+    v.observed[0].node_bad = true;
+    assert_int_equal(godis_plan_victim(&v), 1);          /* bad node first */
+}
+
+static void test_crash_resumes_recorded_step(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.desired = 4;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT);
+    int64_t recorded = w.v.scale_out_id;
+    /* a new worker picks up the same status: it must continue with the same id */
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_ENSURE_CONFIGMAP);
+    assert_int_equal(s.id, recorded);
+    run_until_converged(&w);
+    assert_consistent(&w, 4);
+    assert_int_equal(w.v.members[3], recorded);
+}
+
+static void test_paused_stops_changes(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.paused = true;
+    w.v.desired = 5;
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+}
+
+static void test_scale_in_needs_a_ready_peer(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 2);
+    run_until_converged(&w);
+    w.v.desired = 1;
+    w.ready_in[1] = 1000;        /* the only survivor is down: cannot forget safely */
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    /* victim is the not-Ready member 1; remaining {2} Ready ≥ majority(1) */
+    assert_int_equal(s.kind, GP_RECORD_SCALE_IN);
+    assert_int_equal(s.id, 1);
+}
+
+static void test_stray_godis_removed(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.godis[9] = true;
+    run_until_converged(&w);
+    assert_false(w.godis[9]);
+    assert_consistent(&w, 3);
+}
+
+static void test_adopt_old_controller_object(void **state)
+{
+    (void)state;
+    godis_view v = {0};
+    v.desired = 3;
+    v.phase = "Running";
+    v.next_id = 4;
+    v.observed[v.nobserved++] = (godis_member){.id = 1, .godis_exists = true};
+    godis_step s = godis_plan_next(&v);
+    assert_int_equal(s.kind, GP_ADOPT);
+}
+
+static void test_spec_validation(void **state)
+{
+    (void)state;
+    const char *bad[] = {"{\"spec\":{\"replicas\":0}}", "{\"spec\":{\"replicas\":10}}",
+                         "{\"spec\":{\"replicas\":-1}}", "{\"spec\":{\"replicas\":\"3\"}}",
+                         "{\"spec\":[]}", "{\"spec\":{\"replicas\":2.5}}",
+                         "{\"spec\":{\"paused\":\"yes\"}}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cJSON *o = cJSON_Parse(bad[i]);
+        godis_spec sp;
+        char msg[128] = "";
+        assert_false(godis_spec_validate(o, &sp, msg, sizeof msg));
+        assert_true(strlen(msg) > 0);
+        cJSON_Delete(o);
+    }
+    cJSON *o = cJSON_Parse("{\"spec\":{\"replicas\":9,\"paused\":true}}");
+    godis_spec sp;
+    char msg[128];
+    assert_true(godis_spec_validate(o, &sp, msg, sizeof msg));
+    assert_int_equal(sp.replicas, 9);
+    assert_true(sp.paused);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{}");
+    assert_true(godis_spec_validate(o, &sp, msg, sizeof msg));
+    assert_int_equal(sp.replicas, 3);
+    cJSON_Delete(o);
+}
+
+static void test_initial_cluster_string(void **state)
+{
+    (void)state;
+    char buf[512];
+    int64_t ids[] = {1, 2};
+    int n = godis_initial_cluster(buf, sizeof buf, "ns1", "example-godis", ids, 2);
+    assert_true(n > 0);
+    assert_string_equal(buf,
+        "1@http://example-godis-1-endpoint.ns1.svc.cluster.local:6300,"
+        "2@http://example-godis-2-endpoint.ns1.svc.cluster.local:6300");
+    assert_int_equal(godis_initial_cluster(buf, 20, "ns1", "example-godis", ids, 2), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_three),
+        cmocka_unit_test(test_scale_3_6_2),
+        cmocka_unit_test(test_scale_out_waits_for_ready),
+        cmocka_unit_test(test_heal_deleted_godis),
+        cmocka_unit_test(test_configmap_deleted_is_rebuilt_not_reinitialised),
+        cmocka_unit_test(test_migrate_cordoned_adds_first),
+        cmocka_unit_test(test_migrate_dead_member_removes_first),
+        cmocka_unit_test(test_victim_order),
+        cmocka_unit_test(test_crash_resumes_recorded_step),
+        cmocka_unit_test(test_paused_stops_changes),
+        cmocka_unit_test(test_scale_in_needs_a_ready_peer),
+        cmocka_unit_test(test_stray_godis_removed),
+        cmocka_unit_test(test_adopt_old_controller_object),
+        cmocka_unit_test(test_spec_validation),
+        cmocka_unit_test(test_initial_cluster_string),
+    };
+    return cmocka_run_group_tests_name("godis_plan", tests, NULL, NULL);
+}

@@ -1,0 +1,289 @@
+/* godis_children.c — see godis_children.h. The pod contract (names, labels, env names,
+ * mount path, ports) is the original Go controller's, so clusters it created keep working. */
+#include "godis_children.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include "gd_json.h"
+
+#define API_GROUP_VERSION "kumkeehyun.github.com/v1"
+
+int64_t godis_id_from_name(const char *cluster, const char *name)
+{
+    size_t cl = strlen(cluster);
+    if (!name || strncmp(name, cluster, cl) != 0 || name[cl] != '-') return 0;
+    const char *p = name + cl + 1;
+    if (*p < '1' || *p > '9') return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (errno || *end || v <= 0) return 0;
+    return v;
+}
+
+static cJSON *labels(const godis_child_spec *s)
+{
+    cJSON *l = cJSON_CreateObject();
+    cJSON_AddStringToObject(l, "cluster-name", s->cluster);
+    cJSON_AddStringToObject(l, "node-name", s->godis);
+    return l;
+}
+
+static cJSON *owner_ref(const char *kind, const char *name, const char *uid)
+{
+    cJSON *arr = cJSON_CreateArray();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", API_GROUP_VERSION);
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "uid", uid ? uid : "");
+    cJSON_AddBoolToObject(o, "controller", 1);
+    cJSON_AddBoolToObject(o, "blockOwnerDeletion", 1);
+    cJSON_AddItemToArray(arr, o);
+    return arr;
+}
+
+static cJSON *child_meta(const godis_child_spec *s, const char *name)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "namespace", s->ns);
+    cJSON_AddItemToObject(m, "labels", labels(s));
+    cJSON_AddItemToObject(m, "ownerReferences", owner_ref("Godis", s->godis, s->godis_uid));
+    return m;
+}
+
+static cJSON *new_object(const char *api_version, const char *kind, cJSON *meta)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", api_version);
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON_AddItemToObject(o, "metadata", meta);
+    return o;
+}
+
+static cJSON *port(const char *name, int number)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "name", name);
+    cJSON_AddNumberToObject(p, "port", number);
+    cJSON_AddNumberToObject(p, "targetPort", number);
+    cJSON_AddStringToObject(p, "protocol", "TCP");
+    return p;
+}
+
+cJSON *godis_build_service(const godis_child_spec *s)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s-endpoint", s->godis);
+    cJSON *o = new_object("v1", "Service", child_meta(s, name));
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON *ports = cJSON_AddArrayToObject(spec, "ports");
+    cJSON_AddItemToArray(ports, port("client", GODIS_CLIENT_PORT));
+    cJSON_AddItemToArray(ports, port("peer", GODIS_PEER_PORT));
+    cJSON_AddItemToObject(spec, "selector", labels(s));
+    /* Peers must reach a member before it is Ready (Raft needs it to become Ready). */
+    cJSON_AddBoolToObject(spec, "publishNotReadyAddresses", 1);
+    return o;
+}
+
+cJSON *godis_build_pvc(const godis_child_spec *s)
+{
+    char name[300];
+    snprintf(name, sizeof name, "data-%s", s->godis);
+    cJSON *o = new_object("v1", "PersistentVolumeClaim", child_meta(s, name));
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON *modes = cJSON_AddArrayToObject(spec, "accessModes");
+    cJSON_AddItemToArray(modes, cJSON_CreateString("ReadWriteOnce"));
+    cJSON *req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "resources"), "requests");
+    cJSON_AddStringToObject(req, "storage", s->storage_size ? s->storage_size : GODIS_DEFAULT_STORAGE);
+    if (s->storage_class) cJSON_AddStringToObject(spec, "storageClassName", s->storage_class);
+    return o;
+}
+
+static void add_env(cJSON *env, const char *name, const char *value)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", name);
+    cJSON_AddStringToObject(e, "value", value);
+    cJSON_AddItemToArray(env, e);
+}
+
+static cJSON *godis_container(const godis_child_spec *s)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "name", "godis");
+    cJSON_AddStringToObject(c, "image", s->image ? s->image : GODIS_DEFAULT_IMAGE);
+    cJSON *args = cJSON_AddArrayToObject(c, "args");
+    cJSON_AddItemToArray(args, cJSON_CreateString("cluster"));
+    cJSON *env = cJSON_AddArrayToObject(c, "env");
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)s->id);
+    add_env(env, "CLUSTER_ID", id);
+    cJSON *ic = cJSON_CreateObject();
+    cJSON_AddStringToObject(ic, "name", "CLUSTER_INITIAL-CLUSTER");
+    cJSON *ref = cJSON_AddObjectToObject(cJSON_AddObjectToObject(ic, "valueFrom"), "configMapKeyRef");
+    char cm[300];
+    snprintf(cm, sizeof cm, "%s-config", s->cluster);
+    cJSON_AddStringToObject(ref, "name", cm);
+    cJSON_AddStringToObject(ref, "key", "initial-cluster");
+    cJSON_AddItemToArray(env, ic);
+    add_env(env, "CLUSTER_JOIN", s->preferred ? "false" : "true");
+    add_env(env, "CLUSTER_WALDIR", "/tmp/godis/wal");
+    add_env(env, "CLUSTER_SNAPDIR", "/tmp/godis/snap");
+    cJSON *ports = cJSON_AddArrayToObject(c, "ports");
+    cJSON *p1 = cJSON_CreateObject();
+    cJSON_AddStringToObject(p1, "name", "client");
+    cJSON_AddNumberToObject(p1, "containerPort", GODIS_CLIENT_PORT);
+    cJSON_AddItemToArray(ports, p1);
+    cJSON *p2 = cJSON_CreateObject();
+    cJSON_AddStringToObject(p2, "name", "peer");
+    cJSON_AddNumberToObject(p2, "containerPort", GODIS_PEER_PORT);
+    cJSON_AddItemToArray(ports, p2);
+    cJSON *mounts = cJSON_AddArrayToObject(c, "volumeMounts");
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", "data");
+    cJSON_AddStringToObject(m, "mountPath", "/tmp/godis");
+    cJSON_AddItemToArray(mounts, m);
+    cJSON *probe = cJSON_AddObjectToObject(c, "readinessProbe");
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(probe, "tcpSocket"), "port", GODIS_CLIENT_PORT);
+    cJSON_AddNumberToObject(probe, "periodSeconds", 1);
+    return c;
+}
+
+cJSON *godis_build_replicaset(const godis_child_spec *s)
+{
+    cJSON *o = new_object("apps/v1", "ReplicaSet", child_meta(s, s->godis));
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON_AddNumberToObject(spec, "replicas", 1);
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(spec, "selector"), "matchLabels", labels(s));
+    cJSON *tpl = cJSON_AddObjectToObject(spec, "template");
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(tpl, "metadata"), "labels", labels(s));
+    cJSON *pspec = cJSON_AddObjectToObject(tpl, "spec");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "containers"), godis_container(s));
+    cJSON *vol = cJSON_CreateObject();
+    cJSON_AddStringToObject(vol, "name", "data");
+    char claim[300];
+    snprintf(claim, sizeof claim, "data-%s", s->godis);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(vol, "persistentVolumeClaim"), "claimName", claim);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "volumes"), vol);
+    cJSON_AddNumberToObject(pspec, "terminationGracePeriodSeconds", 10);
+    return o;
+}
+
+cJSON *godis_build_godis(const godis_child_spec *s, const char *cluster_uid)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", s->godis);
+    cJSON_AddStringToObject(m, "namespace", s->ns);
+    cJSON *l = cJSON_AddObjectToObject(m, "labels");
+    cJSON_AddStringToObject(l, "cluster-name", s->cluster);
+    cJSON_AddItemToObject(m, "ownerReferences", owner_ref("GodisCluster", s->cluster, cluster_uid));
+    cJSON *o = new_object(API_GROUP_VERSION, "Godis", m);
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON_AddBoolToObject(spec, "preferred", s->preferred);
+    return o;
+}
+
+cJSON *godis_build_configmap(const char *ns, const char *cluster, const char *cluster_uid,
+                             const char *initial_cluster)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s-config", cluster);
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "namespace", ns);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "labels"), "cluster-name", cluster);
+    cJSON_AddItemToObject(m, "ownerReferences", owner_ref("GodisCluster", cluster, cluster_uid));
+    cJSON *o = new_object("v1", "ConfigMap", m);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "data"), "initial-cluster", initial_cluster);
+    return o;
+}
+
+/* Compares one owned path; absent-vs-absent is equal. */
+static bool path_differs(const cJSON *a, const cJSON *b, const char *path)
+{
+    const cJSON *x = gd_json_path(a, path), *y = gd_json_path(b, path);
+    if (!x && !y) return false;
+    if (!x || !y) return true;
+    return !cJSON_Compare(x, y, 1);
+}
+
+/* Containers are compared by the fields we set; the API server adds defaults
+ * (terminationMessagePath, imagePullPolicy, probe thresholds...) that are not drift. */
+static bool container_differs(const cJSON *want, const cJSON *have)
+{
+    static const char *owned[] = {"name", "image", "args", "env", "volumeMounts",
+                                  "readinessProbe.tcpSocket"};
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++)
+        if (path_differs(want, have, owned[i])) return true;
+    const cJSON *wp = cJSON_GetObjectItemCaseSensitive(want, "ports");
+    const cJSON *hp = cJSON_GetObjectItemCaseSensitive(have, "ports");
+    if (cJSON_GetArraySize(wp) != cJSON_GetArraySize(hp)) return true;
+    for (int i = 0; i < cJSON_GetArraySize(wp); i++)
+        if (path_differs(cJSON_GetArrayItem(wp, i), cJSON_GetArrayItem(hp, i), "containerPort"))
+            return true;
+    return false;
+}
+
+static bool labels_missing(const cJSON *desired, const cJSON *actual)
+{
+    const cJSON *want = gd_json_path(desired, "metadata.labels");
+    const cJSON *l;
+    cJSON_ArrayForEach(l, want) {
+        const char *have = gd_meta_label(actual, l->string);
+        if (!have || strcmp(have, l->valuestring) != 0) return true;
+    }
+    return false;
+}
+
+bool godis_child_drifted(const char *kind, const cJSON *desired, const cJSON *actual)
+{
+    if (labels_missing(desired, actual)) return true;
+    if (strcmp(kind, "Service") == 0) {
+        if (path_differs(desired, actual, "spec.selector")) return true;
+        const cJSON *wp = gd_json_path(desired, "spec.ports"), *hp = gd_json_path(actual, "spec.ports");
+        if (cJSON_GetArraySize(wp) != cJSON_GetArraySize(hp)) return true;
+        for (int i = 0; i < cJSON_GetArraySize(wp); i++) {
+            const cJSON *a = cJSON_GetArrayItem(wp, i), *b = cJSON_GetArrayItem(hp, i);
+            if (path_differs(a, b, "port") || path_differs(a, b, "name")) return true;
+        }
+        return false;
+    }
+    if (strcmp(kind, "ReplicaSet") == 0) {
+        if (path_differs(desired, actual, "spec.replicas")) return true;
+        if (path_differs(desired, actual, "spec.template.spec.volumes")) {
+            /* the API server defaults nothing inside persistentVolumeClaim volumes */
+            return true;
+        }
+        const cJSON *wc = gd_json_path(desired, "spec.template.spec.containers");
+        const cJSON *hc = gd_json_path(actual, "spec.template.spec.containers");
+        if (cJSON_GetArraySize(wc) != cJSON_GetArraySize(hc)) return true;
+        for (int i = 0; i < cJSON_GetArraySize(wc); i++)
+            if (container_differs(cJSON_GetArrayItem(wc, i), cJSON_GetArrayItem(hc, i))) return true;
+        return false;
+    }
+    /* PVC specs are immutable once bound; only labels can be repaired. */
+    return false;
+}
+
+cJSON *godis_child_repair(const char *kind, const cJSON *desired, const cJSON *actual)
+{
+    cJSON *fixed = cJSON_Duplicate(actual, 1);
+    cJSON *labels_have = gd_json_path(fixed, "metadata.labels");
+    if (!labels_have) labels_have = cJSON_AddObjectToObject(cJSON_GetObjectItem(fixed, "metadata"), "labels");
+    const cJSON *l;
+    cJSON_ArrayForEach(l, gd_json_path(desired, "metadata.labels")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(labels_have, l->string);
+        cJSON_AddStringToObject(labels_have, l->string, l->valuestring);
+    }
+    if (strcmp(kind, "Service") == 0) {
+        gd_json_set(fixed, "spec.selector", cJSON_Duplicate(gd_json_path(desired, "spec.selector"), 1));
+        gd_json_set(fixed, "spec.ports", cJSON_Duplicate(gd_json_path(desired, "spec.ports"), 1));
+    } else if (strcmp(kind, "ReplicaSet") == 0) {
+        gd_json_set(fixed, "spec.replicas", cJSON_CreateNumber(1));
+        gd_json_set(fixed, "spec.template", cJSON_Duplicate(gd_json_path(desired, "spec.template"), 1));
+    }
+    return fixed;
+}

@@ -1,0 +1,49 @@
+/* godis_children.h — the objects a Godis owns (DESIGN.md §1), built as cJSON, and the
+ * drift check that decides whether an existing child must be repaired.
+ * Pure functions: the Godis controller and its unit tests share them. */
+#ifndef GODIS_CHILDREN_H
+#define GODIS_CHILDREN_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#define GODIS_DEFAULT_IMAGE "kbzjung359/godis"
+#define GODIS_DEFAULT_STORAGE "1Gi"
+#define GODIS_CLIENT_PORT 6379
+#define GODIS_PEER_PORT 6300
+
+/* What a Godis needs from its cluster (spec.image / spec.storage, with defaults). */
+typedef struct {
+    const char *ns;
+    const char *cluster;        /* GodisCluster name (label cluster-name) */
+    const char *godis;          /* Godis name <cluster>-<id> */
+    const char *godis_uid;      /* for the controller ownerReference */
+    int64_t id;
+    bool preferred;             /* initial member: CLUSTER_JOIN=false */
+    const char *image;          /* NULL: default */
+    const char *storage_size;   /* NULL: default */
+    const char *storage_class;  /* NULL: the cluster's default StorageClass */
+} godis_child_spec;
+
+/* Parses the id from "<cluster>-<id>"; 0 when the name does not end in -<positive int>. */
+int64_t godis_id_from_name(const char *cluster, const char *godis_name);
+
+cJSON *godis_build_service(const godis_child_spec *s);
+cJSON *godis_build_pvc(const godis_child_spec *s);
+cJSON *godis_build_replicaset(const godis_child_spec *s);
+/* The Godis object itself, owned by its GodisCluster. */
+cJSON *godis_build_godis(const godis_child_spec *s, const char *cluster_uid);
+/* The ConfigMap <cluster>-config with key initial-cluster. */
+cJSON *godis_build_configmap(const char *ns, const char *cluster, const char *cluster_uid,
+                             const char *initial_cluster);
+
+/* True when `actual` differs from `desired` in a field we own (ports, selector, replicas,
+ * image, env, probe, volumes, owner). Fields the API server fills in are ignored.
+ * kind: "Service", "ReplicaSet", "PersistentVolumeClaim". */
+bool godis_child_drifted(const char *kind, const cJSON *desired, const cJSON *actual);
+
+/* Builds a merge patch that puts the owned fields of desired onto actual (the update body
+ * for a drifted child: metadata.resourceVersion of actual kept). Returns a new object. */
+cJSON *godis_child_repair(const char *kind, const cJSON *desired, const cJSON *actual);
+
+#endif

@@ -1,0 +1,308 @@
+/* godis_plan.c — see godis_plan.h. Read the rules top to bottom: the first that applies
+ * wins, and recorded intent always comes before new decisions. */
+#include "godis_plan.h"
+#include <stdio.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "gd_json.h"
+
+static bool has_id(const int64_t *ids, int n, int64_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+static const godis_member *observed(const godis_view *v, int64_t id)
+{
+    for (int i = 0; i < v->nobserved; i++)
+        if (v->observed[i].id == id) return &v->observed[i];
+    return NULL;
+}
+
+static bool member_ready(const godis_view *v, int64_t id)
+{
+    const godis_member *m = observed(v, id);
+    return m && m->godis_exists && m->ready;
+}
+
+static bool member_bad(const godis_view *v, int64_t id)
+{
+    const godis_member *m = observed(v, id);
+    return m && (m->node_bad || m->reschedule);
+}
+
+static int majority(int n) { return n / 2 + 1; }
+
+/* The ids the ConfigMap must list now: members, plus a member being added (so a pod that
+ * restarts mid-scale-out already knows the newcomer), minus a member already forgotten. */
+static int expected_cm_ids(const godis_view *v, int64_t *out)
+{
+    int n = 0;
+    for (int i = 0; i < v->nmembers; i++)
+        if (v->members[i] != v->scale_in_id) out[n++] = v->members[i];
+    if (v->scale_out_id > 0 && !has_id(out, n, v->scale_out_id) && n < GODIS_MAX_MEMBERS)
+        out[n++] = v->scale_out_id;
+    return n;
+}
+
+static bool cm_matches(const godis_view *v)
+{
+    if (!v->configmap_exists || !v->configmap_parsed) return false;
+    int64_t want[GODIS_MAX_MEMBERS];
+    int n = expected_cm_ids(v, want);
+    if (n != v->cm_n) return false;
+    for (int i = 0; i < n; i++)
+        if (!has_id(v->cm_ids, v->cm_n, want[i])) return false;
+    return true;
+}
+
+/* A Ready member other than `not_id` to send meet/forget to; the lowest id for determinism. */
+static int64_t pick_via(const godis_view *v, int64_t not_id)
+{
+    int64_t best = 0;
+    for (int i = 0; i < v->nmembers; i++) {
+        int64_t id = v->members[i];
+        if (id != not_id && member_ready(v, id) && (best == 0 || id < best)) best = id;
+    }
+    return best;
+}
+
+static godis_step step(godis_step_kind k, int64_t id, const char *reason, const char *why)
+{
+    godis_step s = {.kind = k, .id = id, .reason = reason, .why = why};
+    return s;
+}
+
+int64_t godis_plan_victim(const godis_view *v)
+{
+    int64_t best = 0;
+    int best_rank = -1;
+    for (int i = 0; i < v->nmembers; i++) {
+        int64_t id = v->members[i];
+        int rank = member_bad(v, id) ? 2 : !member_ready(v, id) ? 1 : 0;
+        if (rank > best_rank || (rank == best_rank && id > best)) {
+            best = id;
+            best_rank = rank;
+        }
+    }
+    return best;
+}
+
+static int64_t newest_member(const godis_view *v)
+{
+    int64_t max = 0;
+    for (int i = 0; i < v->nmembers; i++)
+        if (v->members[i] > max) max = v->members[i];
+    return max;
+}
+
+/* Removing `victim` keeps quorum: the remaining Ready members are a majority of the smaller
+ * cluster, and the newest member (the one a migration just added) is Ready — so a member is
+ * never forgotten before its replacement serves. */
+static bool scale_in_safe(const godis_view *v, int64_t victim)
+{
+    int ready_remaining = 0;
+    for (int i = 0; i < v->nmembers; i++)
+        if (v->members[i] != victim && member_ready(v, v->members[i])) ready_remaining++;
+    int64_t newest = newest_member(v);
+    if (newest != victim && !member_ready(v, newest)) return false;
+    return ready_remaining >= majority(v->nmembers - 1);
+}
+
+static int count_ready(const godis_view *v)
+{
+    int n = 0;
+    for (int i = 0; i < v->nmembers; i++)
+        if (member_ready(v, v->members[i])) n++;
+    return n;
+}
+
+static godis_step plan_scale_out(const godis_view *v)
+{
+    int64_t id = v->scale_out_id;
+    if (has_id(v->members, v->nmembers, id))
+        return step(GP_FINISH_SCALE_OUT, id, "ScaledOut", "new member already recorded");
+    if (!cm_matches(v))
+        return step(GP_ENSURE_CONFIGMAP, id, "ScalingOut", "ConfigMap lists the new member before it joins");
+    const godis_member *m = observed(v, id);
+    if (!m || !m->godis_exists) {
+        int64_t via = pick_via(v, id);
+        if (!via) return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster meet to");
+        godis_step s = step(GP_MEET, id, "MemberAdded", "cluster meet, then create the Godis with join=true");
+        s.via_id = via;
+        return s;
+    }
+    return step(GP_FINISH_SCALE_OUT, id, "ScaledOut", "new member created");
+}
+
+static godis_step plan_scale_in(const godis_view *v)
+{
+    int64_t id = v->scale_in_id;
+    if (!has_id(v->members, v->nmembers, id))
+        return step(GP_FINISH_SCALE_IN, id, "ScaledIn", "member already removed from status");
+    /* The ConfigMap still listing the victim means forget has not been confirmed yet
+     * (the ConfigMap is rewritten only after +OK). */
+    if (v->configmap_parsed && has_id(v->cm_ids, v->cm_n, id)) {
+        int64_t via = pick_via(v, id);
+        if (!via) {
+            if (v->nmembers == 1)   /* the last member: there is nobody left to tell */
+                return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "last member: nothing to forget");
+            return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster forget to");
+        }
+        godis_step s = step(GP_FORGET, id, "MemberRemoved", "cluster forget, then rewrite the ConfigMap");
+        s.via_id = via;
+        return s;
+    }
+    if (!cm_matches(v))
+        return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "ConfigMap without the forgotten member");
+    const godis_member *m = observed(v, id);
+    if (m && m->godis_exists && !m->godis_deleting)
+        return step(GP_DELETE_GODIS, id, "MemberRemoved", "forgotten member deleted promptly");
+    return step(GP_FINISH_SCALE_IN, id, "ScaledIn", "member removed");
+}
+
+static godis_step plan_initializing(const godis_view *v)
+{
+    if (!cm_matches(v))
+        return step(GP_ENSURE_CONFIGMAP, 0, "Initializing", "ConfigMap with the initial members");
+    for (int i = 0; i < v->nmembers; i++) {
+        const godis_member *m = observed(v, v->members[i]);
+        if (!m || !m->godis_exists) {
+            godis_step s = step(GP_CREATE_GODIS, v->members[i], "Initializing", "initial member");
+            s.preferred = true;
+            return s;
+        }
+    }
+    return step(GP_FINISH_INIT, 0, "Initialized", "all initial members created");
+}
+
+/* Steady state: heal, migrate, scale — in that order, one change at a time. */
+static godis_step plan_running(const godis_view *v)
+{
+    if (!cm_matches(v))
+        return step(GP_ENSURE_CONFIGMAP, 0, "ConfigMapRepaired", "ConfigMap rebuilt from status.members");
+    /* A non-member Godis of ours (hand-made, or left by an interrupted adoption) would
+     * campaign like a forgotten follower: remove it. */
+    for (int i = 0; i < v->nobserved; i++) {
+        const godis_member *m = &v->observed[i];
+        if (m->godis_exists && !m->godis_deleting && !has_id(v->members, v->nmembers, m->id))
+            return step(GP_DELETE_GODIS, m->id, "StrayGodisRemoved", "Godis is not a recorded member");
+    }
+    if (v->paused) return step(GP_NOTHING, 0, "Paused", "spec.paused: membership changes stopped");
+    for (int i = 0; i < v->nmembers; i++) {
+        const godis_member *m = observed(v, v->members[i]);
+        if (!m || !m->godis_exists) {
+            if (!scale_in_safe(v, v->members[i]))
+                return step(GP_WAIT, v->members[i], "WaitingForQuorum", "lost member cannot be forgotten safely yet");
+            return step(GP_RECORD_SCALE_IN, v->members[i], "MemberLost", "Godis deleted: forget it, a new id replaces it");
+        }
+    }
+    if (v->nmembers == 0)
+        return step(GP_RECORD_INIT, 0, "AllMembersLost", "no member left: bootstrap with new ids");
+    if (v->nmembers > v->desired) {
+        int64_t victim = godis_plan_victim(v);
+        if (!scale_in_safe(v, victim))
+            return step(GP_WAIT, victim, "WaitingForReady", "scale-in waits until it keeps quorum");
+        return step(GP_RECORD_SCALE_IN, victim, member_bad(v, victim) ? "Migrating" : "ScalingIn",
+                    "remove one member");
+    }
+    int ready = count_ready(v);
+    if (v->nmembers < v->desired) {
+        if (ready < v->nmembers)
+            return step(GP_WAIT, 0, "WaitingForReady", "scale-out waits until every member is Ready");
+        return step(GP_RECORD_SCALE_OUT, v->next_id, "ScalingOut", "add one member");
+    }
+    for (int i = 0; i < v->nmembers; i++) {
+        int64_t id = v->members[i];
+        if (!member_bad(v, id)) continue;
+        /* Add before remove when the bigger cluster keeps quorum with today's Ready members;
+         * a member that is already down is removed first instead (a dead member in a bigger
+         * cluster would make quorum harder, not easier). */
+        if (ready >= majority(v->nmembers + 1))
+            return step(GP_RECORD_SCALE_OUT, v->next_id, "Migrating", "replacement for a member on a bad node");
+        if (!member_ready(v, id) && scale_in_safe(v, id))
+            return step(GP_RECORD_SCALE_IN, id, "Migrating", "member on a bad node is down: remove it first");
+        return step(GP_WAIT, id, "WaitingForQuorum", "migration waits for enough Ready members");
+    }
+    return step(GP_NOTHING, 0, "Converged", "membership matches spec");
+}
+
+godis_step godis_plan_next(const godis_view *v)
+{
+    const char *phase = v->phase ? v->phase : "";
+    if (!v->members_recorded) {
+        if (v->nobserved == 0 && v->next_id <= 1 && v->scale_out_id == 0)
+            return step(GP_RECORD_INIT, 0, "Initializing", "new cluster");
+        return step(GP_ADOPT, 0, "Adopted", "status.members derived from existing Godis objects");
+    }
+    if (v->scale_out_id > 0) return plan_scale_out(v);
+    if (v->scale_in_id > 0) return plan_scale_in(v);
+    if (strcmp(phase, "Initializing") == 0) return plan_initializing(v);
+    return plan_running(v);
+}
+
+const char *godis_step_name(godis_step_kind k)
+{
+    static const char *names[] = {"Nothing", "Wait", "RecordInit", "Adopt", "EnsureConfigMap",
+        "CreateGodis", "FinishInit", "RecordScaleOut", "Meet", "FinishScaleOut",
+        "RecordScaleIn", "Forget", "DeleteGodis", "FinishScaleIn"};
+    return (k >= 0 && k <= GP_FINISH_SCALE_IN) ? names[k] : "?";
+}
+
+bool godis_spec_validate(const void *cluster_json, godis_spec *out, char *msg, int msgcap)
+{
+    const cJSON *obj = cluster_json;
+    cJSON *spec = NULL;
+    out->replicas = 3;
+    out->paused = false;
+    gd_err e = gd_json_obj(obj, "spec", &spec);
+    if (e == GD_ERR_TYPE) {
+        snprintf(msg, msgcap, "spec must be an object");
+        return false;
+    }
+    if (e != GD_OK) return true;   /* no spec: defaults, as the CRD default would give */
+    int64_t r = 3;
+    e = gd_json_int(spec, "replicas", &r);
+    if (e == GD_ERR_TYPE) {
+        snprintf(msg, msgcap, "spec.replicas must be an integer");
+        return false;
+    }
+    if (e == GD_OK && (r < 1 || r > GODIS_MAX_REPLICAS)) {
+        snprintf(msg, msgcap, "spec.replicas must be between 1 and %d, got %lld",
+                 GODIS_MAX_REPLICAS, (long long)r);
+        return false;
+    }
+    out->replicas = (int)r;
+    bool paused = false;
+    e = gd_json_bool(spec, "paused", &paused);
+    if (e == GD_ERR_TYPE) {
+        snprintf(msg, msgcap, "spec.paused must be a boolean");
+        return false;
+    }
+    out->paused = paused;
+    return true;
+}
+
+int godis_peer_url(char *buf, int cap, const char *ns, const char *cluster, int64_t id)
+{
+    int n = snprintf(buf, cap, "http://%s-%lld-endpoint.%s.svc.cluster.local:6300", cluster,
+                     (long long)id, ns);
+    return (n < 0 || n >= cap) ? -1 : n;
+}
+
+int godis_initial_cluster(char *buf, int cap, const char *ns, const char *cluster,
+                          const int64_t *ids, int n)
+{
+    int off = 0;
+    if (cap < 1) return -1;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char url[512];
+        if (godis_peer_url(url, sizeof url, ns, cluster, ids[i]) < 0) return -1;
+        int w = snprintf(buf + off, cap - off, "%s%lld@%s", i ? "," : "", (long long)ids[i], url);
+        if (w < 0 || w >= cap - off) return -1;
+        off += w;
+    }
+    return off;
+}

@@ -1,0 +1,94 @@
+/* godis_plan.h — the GodisCluster membership state machine as a pure function.
+ *
+ * Why a pure planner: every rule that keeps a Raft cluster safe (intent before side
+ * effects, ids never reused, one membership change at a time, forget before delete,
+ * add before remove) lives here, where it can be unit-tested exhaustively without an API
+ * server. The reconciler (reconcile_godiscluster.c) builds a godis_view from its cache,
+ * asks for the next step, performs exactly that step, and requeues. A crash between two
+ * steps is safe because every multi-step operation is first recorded in status
+ * (scaleOutID / scaleInID / nextID) and the planner resumes a recorded step before it
+ * considers a new one. */
+#ifndef GODIS_PLAN_H
+#define GODIS_PLAN_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GODIS_MAX_REPLICAS 9
+#define GODIS_MAX_MEMBERS  32      /* status.members cap (desired ≤ 9, +1 during migration) */
+
+/* What the planner knows about one member id. */
+typedef struct {
+    int64_t id;
+    bool godis_exists;     /* the Godis object <cluster>-<id> is in the cache */
+    bool godis_deleting;   /* it has a deletionTimestamp */
+    bool ready;            /* its pod is Ready */
+    bool node_bad;         /* its pod's node is cordoned, or NotReady past the grace period */
+    bool reschedule;       /* the pod/Godis asks to be moved (annotation) */
+} godis_member;
+
+typedef struct {
+    /* spec, already validated by godis_spec_validate() */
+    int desired;
+    bool paused;
+    /* status as recorded */
+    const char *phase;                 /* "", Initializing, Running, Scaling */
+    int64_t next_id, scale_out_id, scale_in_id, initial_replicas;
+    int64_t members[GODIS_MAX_MEMBERS];
+    int nmembers;
+    bool members_recorded;             /* status.members present (false: adopting an old object) */
+    /* observed */
+    bool configmap_exists;
+    bool configmap_parsed;             /* initial-cluster parsed as id@url,... */
+    int64_t cm_ids[GODIS_MAX_MEMBERS]; /* ids listed in the ConfigMap, in order */
+    int cm_n;
+    godis_member observed[GODIS_MAX_MEMBERS]; /* one per member id, plus stray Godis objects */
+    int nobserved;
+    int64_t max_seen_id;               /* highest id of any Godis object seen (adoption safety) */
+} godis_view;
+
+typedef enum {
+    GP_NOTHING = 0,        /* converged: update readiness/conditions only */
+    GP_WAIT,               /* wait (e.g. for a member to be Ready); requeue */
+    GP_RECORD_INIT,        /* status: phase Initializing, members 1..n, nextID n+1, initialReplicas n */
+    GP_ADOPT,              /* status: members from existing Godis ids (old controller objects) */
+    GP_ENSURE_CONFIGMAP,   /* create or update the ConfigMap from status.members (+ pending out id) */
+    GP_CREATE_GODIS,       /* create Godis id (preferred = initial member) */
+    GP_FINISH_INIT,        /* status: phase Running */
+    GP_RECORD_SCALE_OUT,   /* status: phase Scaling, scaleOutID = nextID, nextID++ */
+    GP_MEET,               /* `cluster meet id url` to a Ready member other than id */
+    GP_FINISH_SCALE_OUT,   /* status: members += id, scaleOutID = 0, phase Running */
+    GP_RECORD_SCALE_IN,    /* status: phase Scaling, scaleInID = victim */
+    GP_FORGET,             /* `cluster forget id` to a Ready member other than id */
+    GP_DELETE_GODIS,       /* delete Godis id */
+    GP_FINISH_SCALE_IN,    /* status: members -= id, scaleInID = 0, phase Running */
+} godis_step_kind;
+
+typedef struct {
+    godis_step_kind kind;
+    int64_t id;            /* the member the step is about (0 if none) */
+    bool preferred;        /* GP_CREATE_GODIS: spec.preferred */
+    int64_t via_id;        /* GP_MEET / GP_FORGET: the member to send the command to */
+    const char *reason;    /* short CamelCase reason for Events/conditions */
+    const char *why;       /* human sentence for logs/conditions */
+} godis_step;
+
+godis_step godis_plan_next(const godis_view *v);
+
+/* Deterministic scale-in victim: members on bad nodes (or asking to be rescheduled), then
+ * not-Ready members, then the highest id. Returns 0 when there are no members. */
+int64_t godis_plan_victim(const godis_view *v);
+
+const char *godis_step_name(godis_step_kind k);
+
+/* Spec validation as the CRD does it, for objects that bypassed it (old CRD, no schema).
+ * Writes a message on failure. replicas_json_type: the cJSON type name for messages. */
+typedef struct { int replicas; bool paused; } godis_spec;
+bool godis_spec_validate(const void *cluster_json, godis_spec *out, char *msg, int msgcap);
+
+/* The ConfigMap value: comma-joined <id>@http://<cluster>-<id>-endpoint.<ns>.svc.cluster.local:6300
+ * for ids (in the given order). Returns length or -1 if it does not fit. */
+int godis_initial_cluster(char *buf, int cap, const char *ns, const char *cluster,
+                          const int64_t *ids, int n);
+int godis_peer_url(char *buf, int cap, const char *ns, const char *cluster, int64_t id);
+
+#endif
