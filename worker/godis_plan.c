@@ -36,7 +36,7 @@ static int majority(int n) { return n / 2 + 1; }
 
 /* The ids the ConfigMap must list now: members, plus a member being added (so a pod that
  * restarts mid-scale-out already knows the newcomer), minus a member already forgotten. */
-static int expected_cm_ids(const godis_view *v, int64_t *out)
+int godis_plan_configmap_ids(const godis_view *v, int64_t *out)
 {
     int n = 0;
     for (int i = 0; i < v->nmembers; i++)
@@ -50,7 +50,7 @@ static bool cm_matches(const godis_view *v)
 {
     if (!v->configmap_exists || !v->configmap_parsed) return false;
     int64_t want[GODIS_MAX_MEMBERS];
-    int n = expected_cm_ids(v, want);
+    int n = godis_plan_configmap_ids(v, want);
     if (n != v->cm_n) return false;
     for (int i = 0; i < n; i++)
         if (!has_id(v->cm_ids, v->cm_n, want[i])) return false;

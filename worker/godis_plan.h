@@ -80,6 +80,10 @@ int64_t godis_plan_victim(const godis_view *v);
 
 const char *godis_step_name(godis_step_kind k);
 
+/* The ids the ConfigMap must list in this state (members + a member being added − a member
+ * being removed). out must hold GODIS_MAX_MEMBERS. Returns the count. */
+int godis_plan_configmap_ids(const godis_view *v, int64_t *out);
+
 /* Spec validation as the CRD does it, for objects that bypassed it (old CRD, no schema).
  * Writes a message on failure. replicas_json_type: the cJSON type name for messages. */
 typedef struct { int replicas; bool paused; } godis_spec;

@@ -1,0 +1,57 @@
+/* godis_reconcile.h — the GodisCluster and Godis reconcilers (DESIGN.md §1–§3).
+ *
+ * They read through a godis_env (the worker's cache replica in production; the API server
+ * directly in some tests) and write through common/'s client, asking the env before each
+ * write (fencing: no write after the lease deadline) and telling it after (read your own
+ * writes). One call performs at most one membership step and says whether to requeue. */
+#ifndef GODIS_RECONCILE_H
+#define GODIS_RECONCILE_H
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "gd_err.h"
+#include "k8s_client.h"
+
+typedef struct godis_env godis_env;
+struct godis_env {
+    k8s_client *client;
+    /* Cache reads: a copy the caller frees, or NULL when absent. kind: "GodisCluster",
+     * "Godis", "ConfigMap", "Service", "PersistentVolumeClaim", "ReplicaSet", "Pod", "Node". */
+    cJSON *(*get)(godis_env *e, const char *kind, const char *ns, const char *name);
+    /* Objects of kind in ns carrying label key=value, as a cJSON array the caller frees. */
+    cJSON *(*list)(godis_env *e, const char *kind, const char *ns, const char *label_key,
+                   const char *label_value);
+    /* Before every write: GD_OK, or GD_ERR_FENCED when writing is no longer allowed. */
+    gd_err (*may_write)(godis_env *e);
+    /* After every successful write, with what the API server returned (may be NULL). */
+    void (*wrote)(godis_env *e, const char *kind, const cJSON *obj);
+    int64_t node_notready_grace_ms;   /* a NotReady node counts as bad after this long */
+    int godis_timeout_ms;             /* one meet/forget, retries included */
+    int godis_port;                   /* client port to dial (6379) */
+    void *ud;
+};
+
+typedef enum {
+    GODIS_DONE = 0,
+    GODIS_REQUEUE,          /* more to do: requeue now (rate-limited by the queue) */
+    GODIS_REQUEUE_AFTER,    /* look again after after_ms */
+    GODIS_ERROR,            /* failed: rate-limited requeue with backoff */
+} godis_result_kind;
+
+typedef struct {
+    godis_result_kind kind;
+    int64_t after_ms;
+    gd_err err;
+} godis_result;
+
+/* key: "namespace/name". */
+godis_result godis_reconcile_cluster(godis_env *e, const char *key);
+godis_result godis_reconcile_godis(godis_env *e, const char *key);
+
+/* Creates a core/v1 Event about obj (best effort: failures are logged, not returned). */
+void godis_emit_event(godis_env *e, const cJSON *obj, const char *type, const char *reason,
+                      const char *message);
+
+/* Parses "1@http://...,2@http://..." into ids; -1 when the value is malformed. */
+int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap);
+
+#endif

@@ -1,0 +1,19 @@
+/* godis_status.h — GodisCluster status writes: recorded intents (the planner's RECORD_*
+ * and FINISH_* steps), readiness and the Ready/Progressing/Degraded conditions. A write
+ * happens only when something changed, so a converged cluster costs no API writes. */
+#ifndef GODIS_STATUS_H
+#define GODIS_STATUS_H
+#include "godis_plan.h"
+#include "godis_reconcile.h"
+
+godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
+                               const godis_step *s);
+/* An invalid spec: condition + Event (once per change), no other action. */
+godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char *msg);
+
+/* Sets or replaces condition `type` in a status object, keeping lastTransitionTime when
+ * the status did not change (Kubernetes API conventions). */
+void godis_set_condition(cJSON *status, const char *type, bool value, const char *reason,
+                         const char *message, int64_t generation);
+
+#endif

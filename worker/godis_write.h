@@ -1,0 +1,18 @@
+/* godis_write.h — the reconcilers' writes: fenced, recorded for read-your-writes, and
+ * tolerant of the idempotency answers (AlreadyExists on create, NotFound on delete). */
+#ifndef GODIS_WRITE_H
+#define GODIS_WRITE_H
+#include "godis_reconcile.h"
+
+/* GD_OK also for AlreadyExists. */
+gd_err gw_create(godis_env *e, const k8s_resource *r, const cJSON *obj);
+/* PUT with obj's resourceVersion; GD_ERR_CONFLICT when the cache was stale. */
+gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj);
+gd_err gw_update_status(godis_env *e, const k8s_resource *r, const cJSON *obj);
+/* Background propagation with a uid precondition; GD_OK also for NotFound. */
+gd_err gw_delete(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
+                 const char *uid);
+/* Maps an error of a write to a reconcile result (Conflict/NotFound: requeue at once). */
+godis_result gw_result(gd_err err);
+
+#endif
