@@ -10,7 +10,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <cmocka.h>
-#include "../../worker/godis_plan.h"
+#include "../../worker/godis_plan.c"
 #include "gd_json.h"
 
 /* ---------- a small world model ---------- */
@@ -111,14 +111,13 @@ static godis_step_kind apply(world *w)
             if (!in) ids[n++] = v->scale_out_id;
         }
         cm_from(w, ids, n);
-        if (strcmp(v->phase, "Initializing") == 0 && v->scale_out_id == 0 && v->scale_in_id == 0)
-            for (int i = 0; i < n; i++) w->raft[ids[i]] = true; /* initial members form the cluster */
         break;
     }
     case GP_CREATE_GODIS:
         assert_false(w->godis[s.id]);
         w->godis[s.id] = true;
         w->ready_in[s.id] = 2;
+        if (s.preferred) w->raft[s.id] = true;   /* initial members form the cluster */
         break;
     case GP_FINISH_INIT:
         v->phase = "Running";
