@@ -1,0 +1,364 @@
+/* commands.c — one thread per client connection: read RESP2 requests, answer like godis.
+ *
+ * What godis does with each kind of bad input is kept (see standin.h): a request that is not
+ * RESP closes the connection; a request that is not an array answers `-invalid format`; a
+ * short command or a non-string argument kills the process; a malformed `cluster meet` is
+ * persisted first and then kills the process. Command names are case-sensitive, as in godis. */
+#include "standin.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gd_log.h"
+
+/* ------------------------------------------------------------------------------------------
+ * Reply buffer */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = (b->len + n + 1) * 2;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            GD_ERROR("out of memory building a reply");
+            _exit(STANDIN_EXIT_CRASH);
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void sb_fmt(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_fmt(sbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    sb_add(b, tmp, n < (int)sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+static void sb_bulk(sbuf *b, const char *s, size_t n)
+{
+    sb_fmt(b, "$%zu\r\n", n);
+    sb_add(b, s, n);
+    sb_add(b, "\r\n", 2);
+}
+
+static void sb_bulkz(sbuf *b, const char *s)
+{
+    sb_bulk(b, s, strlen(s));
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Helpers */
+
+static __attribute__((noreturn)) void crash(const char *why, const char *detail)
+{
+    GD_ERROR("panic: godis would crash here; exiting", "reason", why, "detail", detail);
+    _exit(STANDIN_EXIT_CRASH);
+}
+
+static double rand01(void)
+{
+    static __thread unsigned long long x;
+    if (!x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)(uintptr_t)&x << 16) ^ 0x9E37;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return (double)(x >> 11) / 9007199254740992.0;
+}
+
+/* Real godis sometimes answers a proposal that it did apply with this error. */
+static int fault_cancel(standin *s)
+{
+    return s->fault_propose_cancel > 0 && rand01() < s->fault_propose_cancel;
+}
+
+static void reply_proposal_ok(standin *s, sbuf *out)
+{
+    if (fault_cancel(s))
+        sb_fmt(out, "-propose canceled by context\r\n");
+    else
+        sb_fmt(out, "+OK\r\n");
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Commands. argv[i] are strings (checked by the caller); argc >= 1. */
+
+static void cmd_hello(standin *s, sbuf *out)
+{
+    sb_fmt(out, "*14\r\n");
+    sb_bulkz(out, "server");
+    sb_bulkz(out, "godis");
+    sb_bulkz(out, "version");
+    sb_bulkz(out, "255.255.255");
+    sb_bulkz(out, "proto");
+    sb_fmt(out, ":2\r\n");
+    sb_bulkz(out, "id");
+    sb_fmt(out, ":%lld\r\n", s->self_id);
+    sb_bulkz(out, "mode");
+    sb_bulkz(out, "cluster");
+    sb_bulkz(out, "role");
+    sb_bulkz(out, "master");
+    sb_bulkz(out, "modules");
+    sb_fmt(out, "*0\r\n");
+}
+
+static void cmd_set(standin *s, godis_reply **a, size_t n, sbuf *out)
+{
+    if (n < 3)
+        crash("short command", "set");
+    int nx = 0, xx = 0, get = 0;
+    for (size_t i = 3; i < n; i++) {
+        if (!strcmp(a[i]->str, "nx"))
+            nx = 1;
+        else if (!strcmp(a[i]->str, "xx"))
+            xx = 1;
+        else if (!strcmp(a[i]->str, "get"))
+            get = 1;
+        else {
+            sb_fmt(out, "-ERR illegal argument\r\n");
+            return;
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    size_t ol = 0;
+    const char *old = standin_kv_get(s, a[1]->str, a[1]->len, &ol);
+    char *oldcopy = NULL;
+    if (get && old && (oldcopy = malloc(ol + 1)))
+        memcpy(oldcopy, old, ol);
+    int skip = (nx && old) || (xx && !old);
+    int rc = skip ? 0 : standin_kv_set(s, a[1]->str, a[1]->len, a[2]->str, a[2]->len);
+    pthread_mutex_unlock(&s->mu);
+    if (rc != 0)
+        sb_fmt(out, "-ERR out of memory\r\n");
+    else if (skip)
+        sb_fmt(out, "$-1\r\n");
+    else if (get)
+        oldcopy ? sb_bulk(out, oldcopy, ol) : sb_fmt(out, "$-1\r\n");
+    else
+        reply_proposal_ok(s, out);
+    free(oldcopy);
+}
+
+static void cmd_get(standin *s, godis_reply **a, size_t n, sbuf *out)
+{
+    if (n < 2)
+        crash("short command", "get");
+    pthread_mutex_lock(&s->mu);
+    size_t vl = 0;
+    const char *v = standin_kv_get(s, a[1]->str, a[1]->len, &vl);
+    if (v)
+        sb_bulk(out, v, vl);
+    else
+        sb_fmt(out, "-redis: nil\r\n");
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void cmd_mget(standin *s, godis_reply **a, size_t n, sbuf *out)
+{
+    pthread_mutex_lock(&s->mu);
+    sb_fmt(out, "*%zu\r\n", n - 1);
+    for (size_t i = 1; i < n; i++) {
+        size_t vl = 0;
+        const char *v = standin_kv_get(s, a[i]->str, a[i]->len, &vl);
+        v ? sb_bulk(out, v, vl) : sb_fmt(out, "$-1\r\n");
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void cmd_meet(standin *s, godis_reply **a, size_t n, sbuf *out)
+{
+    if (n < 4)
+        crash("short command", "cluster meet");
+    long long id = godis_parse_id(a[2]->str);
+    int url_ok = strlen(a[3]->str) == a[3]->len && godis_valid_peer_url(a[3]->str);
+    pthread_mutex_lock(&s->mu);
+    if (!id || !url_ok || strlen(a[2]->str) != a[2]->len) {
+        /* godis commits the conf change first and dies applying it, on every restart. */
+        standin_state_save(s, a[2]->str, a[3]->str);
+        crash("malformed cluster meet committed to the log", a[3]->str);
+    }
+    int ignored = standin_member_add(s, id, a[3]->str);
+    if (ignored)
+        GD_WARN("cluster meet ignored: id was removed before or membership is full",
+                "id", a[2]->str);
+    else
+        GD_INFO("cluster meet applied", "id", a[2]->str, "url", a[3]->str);
+    standin_state_save(s, NULL, NULL);
+    pthread_mutex_unlock(&s->mu);
+    reply_proposal_ok(s, out);
+}
+
+static void cmd_forget(standin *s, godis_reply **a, size_t n, sbuf *out, int *forgotten)
+{
+    if (n < 3)
+        crash("short command", "cluster forget");
+    long long id = godis_parse_id(a[2]->str);
+    if (!id || strlen(a[2]->str) != a[2]->len)
+        crash("cluster forget with a non-numeric id", a[2]->str);
+    pthread_mutex_lock(&s->mu);
+    standin_member_remove(s, id);
+    if (id == s->self_id) {
+        s->self_removed = 1;
+        *forgotten = 1;
+    }
+    standin_state_save(s, NULL, NULL);
+    pthread_mutex_unlock(&s->mu);
+    GD_INFO("cluster forget applied", "id", a[2]->str);
+    reply_proposal_ok(s, out);
+}
+
+static void cmd_members(standin *s, sbuf *out)
+{
+    pthread_mutex_lock(&s->mu);
+    sb_fmt(out, "*%d\r\n", s->nmembers);
+    for (int i = 0; i < s->nmembers; i++) {
+        char item[GODIS_MAX_URL + 32];
+        snprintf(item, sizeof(item), "%lld@%s", s->members[i].id, s->members[i].url);
+        sb_bulkz(out, item);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Answers one request into out. Sets *forgotten when this member was removed. */
+static void handle(standin *s, const godis_reply *req, sbuf *out, int *forgotten)
+{
+    if (req->type == GODIS_REPLY_NIL || (req->type == GODIS_REPLY_ARRAY && req->n == 0)) {
+        sb_fmt(out, "-empty request\r\n");
+        return;
+    }
+    if (req->type != GODIS_REPLY_ARRAY) {
+        sb_fmt(out, "-invalid format\r\n");
+        return;
+    }
+    godis_reply **a = req->elems;
+    size_t n = req->n;
+    for (size_t i = 0; i < n; i++)
+        if (a[i]->type != GODIS_REPLY_BULK && a[i]->type != GODIS_REPLY_STATUS)
+            crash("non-string argument", "interface conversion");
+    const char *name = a[0]->str;
+    if (!strcmp(name, "hello"))
+        cmd_hello(s, out);
+    else if (!strcmp(name, "set"))
+        cmd_set(s, a, n, out);
+    else if (!strcmp(name, "get"))
+        cmd_get(s, a, n, out);
+    else if (!strcmp(name, "mget"))
+        cmd_mget(s, a, n, out);
+    else if (!strcmp(name, "cluster")) {
+        if (n < 2)
+            crash("short command", "cluster");
+        if (!strcmp(a[1]->str, "meet"))
+            cmd_meet(s, a, n, out);
+        else if (!strcmp(a[1]->str, "forget"))
+            cmd_forget(s, a, n, out, forgotten);
+        else
+            sb_fmt(out, "-ERR unknown command\r\n");
+    } else if (!strcmp(name, "standin") && n >= 2 && !strcmp(a[1]->str, "members"))
+        cmd_members(s, out);      /* stand-in extension, see standin.h */
+    else
+        sb_fmt(out, "-ERR unknown command\r\n");
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Connection loop */
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+void *standin_conn_thread(void *arg)
+{
+    standin *s = &g_standin;
+    int fd = *(int *)arg;
+    free(arg);
+    size_t cap = 16384, len = 0;
+    const size_t maxcap = GODIS_MAX_BULK * 4;
+    char *buf = malloc(cap);
+    sbuf out = {0};
+    while (buf) {
+        /* Answer every complete request already buffered (pipelining works). */
+        godis_reply *req = NULL;
+        size_t used = 0;
+        gd_err e = godis_reply_parse(buf, len, &req, &used);
+        if (e != GD_OK) {
+            GD_WARN("failed to read request; closing connection", "error", gd_strerror(e));
+            break;
+        }
+        if (req) {
+            int forgotten = 0;
+            out.len = 0;
+            handle(s, req, &out, &forgotten);
+            godis_reply_destroy(&req);
+            memmove(buf, buf + used, len - used);
+            len -= used;
+            if (s->fault_delay_ms > 0)
+                sleep_ms(s->fault_delay_ms);
+            int wrc = send_all(fd, out.p, out.len);
+            if (forgotten) {
+                GD_INFO("this member was forgotten; shutting down as godis does");
+                standin_request_exit(s, 'F');
+            }
+            if (wrc != 0)
+                break;
+            continue;
+        }
+        if (len == cap) {
+            if (cap >= maxcap)
+                break;
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = recv(fd, buf + len, cap - len, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    free(buf);
+    free(out.p);
+    close(fd);
+    __atomic_sub_fetch(&s->nconns, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
