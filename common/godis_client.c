@@ -44,7 +44,7 @@ void godis_reply_destroy(godis_reply **rp)
     *rp = NULL;
 }
 
-/* Finds the CRLF-terminated line at st->pos. Sets *line/*llen (without CRLF). */
+/* Finds the CRLF-terminated line at st->pos. Sets *line and *llen (without CRLF). */
 static int read_line(parse_state *st, const char **line, size_t *llen)
 {
     const char *p = st->buf + st->pos;
@@ -344,7 +344,7 @@ struct godis_client {
     int fd;                      /* -1 when not connected */
     char *rbuf;                  /* bytes read but not yet parsed */
     size_t rlen, rcap;
-    char err[256];
+    char err[512];
 };
 
 static int64_t now_ms(void)
