@@ -639,6 +639,30 @@ int wq_extract(wq *q, wq_match_fn match, wq_take_fn take, void *ud)
     return taken;
 }
 
+typedef struct {
+    wq_match_fn match;
+    void *ud;
+    int n;
+} count_ctx;
+
+static int count_processing(void *ud, const char *key, void *val)
+{
+    count_ctx *c = ud;
+    const entry *e = val;
+    if (e->processing && c->match(c->ud, key))
+        c->n++;
+    return 0;
+}
+
+int wq_count_processing(wq *q, wq_match_fn match, void *ud)
+{
+    count_ctx c = {match, ud, 0};
+    pthread_mutex_lock(&q->mu);
+    strmap_each(q->entries, count_processing, &c);
+    pthread_mutex_unlock(&q->mu);
+    return c.n;
+}
+
 /* ---- metrics ---- */
 
 static const struct {

@@ -90,6 +90,9 @@ typedef bool (*wq_match_fn)(void *ud, const char *key);
 typedef void (*wq_take_fn)(void *ud, const char *key);
 int wq_extract(wq *q, wq_match_fn match, wq_take_fn take, void *ud);
 
+/* Number of keys being processed (handed out, not Done) for which match returns true. */
+int wq_count_processing(wq *q, wq_match_fn match, void *ud);
+
 /* Appends every workqueue_* family (HELP/TYPE lines included) with label name="<name>". */
 void wq_metrics_render(wq *q, sbuf *out);
 /* The HELP/TYPE lines of one workqueue_* family; fam is the index 0..6 (returns the family

@@ -1,0 +1,429 @@
+/* test_controller.c — reconcile results as controller-runtime handles them, exclusivity with
+ * MaxConcurrentReconciles 8, read-your-own-writes, the write fence, shard revocation with
+ * pending keys, and the metrics text. Real clock, tiny delays. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "../../worker/strmap.c"
+#include "../../worker/metrics.c"
+#include "../../worker/workqueue.c"
+#include "../../worker/controller.c"
+
+#define NK 200
+typedef struct {
+    atomic_int calls[NK];
+    atomic_int in_flight[NK];
+    atomic_int overlaps;
+    atomic_int total;
+    atomic_int script[NK];      /* how many more times to return the scripted result */
+    gd_result result;           /* scripted result */
+    atomic_bool block;          /* reconciles of key 0 wait while set */
+    atomic_bool record_write;   /* key 0 records a write at rv 10 */
+    atomic_int cached_rv;       /* what the fake cache says for the written object */
+} rec_state;
+
+static int key_no(const char *key) { return atoi(strchr(key, '/') + 2); }
+
+static gd_result test_reconcile(rec_ctx *ctx, const char *key)
+{
+    rec_state *st = ctx->ud;
+    int k = key_no(key);
+    if (atomic_fetch_add(&st->in_flight[k], 1) != 0)
+        atomic_fetch_add(&st->overlaps, 1);
+    atomic_fetch_add(&st->calls[k], 1);
+    atomic_fetch_add(&st->total, 1);
+    if (k == 0)
+        while (atomic_load(&st->block))
+            usleep(1000);
+    if (k == 0 && atomic_load(&st->record_write))
+        rec_record_write(ctx, "GodisCluster", key, "10", false);
+    usleep((useconds_t)(rand() % 500));
+    gd_result r = gd_done();
+    if (atomic_load(&st->script[k]) > 0) {
+        atomic_fetch_sub(&st->script[k], 1);
+        r = st->result;
+    }
+    atomic_fetch_sub(&st->in_flight[k], 1);
+    return r;
+}
+
+static bool fake_lookup(void *ud, const char *kind, const char *key, char *rv, size_t cap,
+                        bool *deleting)
+{
+    rec_state *st = ud;
+    *deleting = false;
+    int v = atomic_load(&st->cached_rv);
+    if (v < 0)
+        return false;
+    snprintf(rv, cap, "%d", v);
+    return true;
+}
+
+typedef struct {
+    gd_fence fence;
+    gd_worker_env env;
+    rec_state st;
+    controller *c;
+} fixture;
+
+static fixture *fx_new(int workers, bool ryow)
+{
+    fixture *f = calloc(1, sizeof *f);
+    gd_fence_init(&f->fence, GD_FENCE_NONE);
+    f->env.fence = &f->fence;
+    if (ryow) {
+        f->env.rv_lookup = fake_lookup;
+        f->env.rv_lookup_ud = &f->st;
+    }
+    controller_opts o;
+    controller_opts_default(&o, "test", test_reconcile);
+    o.ud = &f->st;
+    o.max_concurrent = workers;
+    o.queue.base_delay_ns = 1000000;    /* 1 ms backoff */
+    o.queue.qps = 0;
+    o.stale_requeue_ms = 5;
+    f->c = controller_new(&o, &f->env);
+    assert_non_null(f->c);
+    return f;
+}
+
+static void fx_free(fixture *f)
+{
+    controller_destroy(&f->c);
+    assert_null(f->c);
+    free(f);
+}
+
+static char *key_of(int i, char *buf)
+{
+    sprintf(buf, "ns/k%d", i);
+    return buf;
+}
+
+static bool wait_for(atomic_int *v, int want, int ms)
+{
+    for (int i = 0; i < ms; i++) {
+        if (atomic_load(v) >= want)
+            return true;
+        usleep(1000);
+    }
+    return atomic_load(v) >= want;
+}
+
+static void wait_idle(controller *c)
+{
+    for (int i = 0; i < 3000; i++) {
+        if (wq_len(c->q) == 0 && wq_processing(c->q) == 0 && wq_waiting(c->q) == 0)
+            return;
+        usleep(1000);
+    }
+    fail_msg("controller did not become idle");
+}
+
+static void test_bad_opts(void **state)
+{
+    gd_fence fence;
+    gd_fence_init(&fence, GD_FENCE_NONE);
+    gd_worker_env env = {.fence = &fence};
+    controller_opts o;
+    controller_opts_default(&o, "x", NULL);
+    assert_null(controller_new(&o, &env));
+    controller_opts_default(&o, "", test_reconcile);
+    assert_null(controller_new(&o, &env));
+    controller_opts_default(&o, "x", test_reconcile);
+    assert_null(controller_new(&o, NULL));
+    gd_worker_env noenv = {0};
+    assert_null(controller_new(&o, &noenv));
+    assert_null(controller_new(NULL, &env));
+}
+
+static void test_shard_of_key(void **state)
+{
+    assert_int_equal(gd_shard_of_key_cluster("ns/foo"), gd_shard_of_cluster("ns", "foo"));
+    assert_int_equal(gd_shard_of_key_member("ns/foo-12"), gd_shard_of_cluster("ns", "foo"));
+    assert_int_equal(gd_shard_of_key_member("ns/a-b-3"), gd_shard_of_cluster("ns", "a-b"));
+    assert_int_equal(gd_shard_of_key_member("ns/foo"), -1);
+    assert_int_equal(gd_shard_of_key_member("ns/foo-"), -1);
+    assert_int_equal(gd_shard_of_key_member("ns/-3"), -1);
+    assert_int_equal(gd_shard_of_key_member("ns/foo-1x"), -1);
+    assert_int_equal(gd_shard_of_key_member(NULL), -1);
+    assert_int_equal(gd_shard_of_key_cluster("nokey"), -1);
+    assert_int_equal(gd_shard_of_key_cluster("/x"), -1);
+    assert_int_equal(gd_shard_of_key_cluster("ns/"), -1);
+    char big[600];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    big[3] = '/';
+    assert_int_equal(gd_shard_of_key_cluster(big), -1);
+}
+
+/* 200 keys enqueued 5 times each while 8 threads reconcile: every key reconciled, never two
+ * reconciles of one key at once. */
+static void test_exclusivity_8(void **state)
+{
+    fixture *f = fx_new(8, false);
+    controller_own_all(f->c);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    char key[32];
+    for (int round = 0; round < 5; round++)
+        for (int i = 0; i < NK; i++)
+            controller_enqueue(f->c, key_of(i, key));
+    wait_idle(f->c);
+    assert_int_equal(atomic_load(&f->st.overlaps), 0);
+    for (int i = 0; i < NK; i++)
+        assert_true(atomic_load(&f->st.calls[i]) >= 1);
+    controller_stats s;
+    controller_get_stats(f->c, &s);
+    assert_int_equal(s.success, (uint64_t)atomic_load(&f->st.total));
+    assert_int_equal(s.active, 0);
+    assert_int_equal(controller_stop(f->c, 2000), GD_OK);
+    fx_free(f);
+}
+
+static void test_results(void **state)
+{
+    fixture *f = fx_new(2, false);
+    controller_own_all(f->c);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    char key[32];
+    /* error ×3 then done: rate-limited retries, counted as errors, then forgotten */
+    f->st.result = gd_error(GD_ERR_SERVER);
+    atomic_store(&f->st.script[1], 3);
+    controller_enqueue(f->c, key_of(1, key));
+    assert_true(wait_for(&f->st.calls[1], 4, 2000));
+    wait_idle(f->c);
+    assert_int_equal(wq_num_requeues(f->c->q, key), 0);
+    controller_stats s;
+    controller_get_stats(f->c, &s);
+    assert_int_equal(s.error, 3);
+    assert_int_equal(s.success, 1);
+    /* requeue-after 30 ms ×1 */
+    f->st.result = gd_requeue_after(30);
+    atomic_store(&f->st.script[2], 1);
+    int64_t t0 = gd_mono_ms();
+    controller_enqueue(f->c, key_of(2, key));
+    assert_true(wait_for(&f->st.calls[2], 2, 2000));
+    assert_true(gd_mono_ms() - t0 >= 29);
+    wait_idle(f->c);
+    /* requeue ×2 */
+    f->st.result = gd_requeue();
+    atomic_store(&f->st.script[3], 2);
+    controller_enqueue(f->c, key_of(3, key));
+    assert_true(wait_for(&f->st.calls[3], 3, 2000));
+    wait_idle(f->c);
+    controller_get_stats(f->c, &s);
+    assert_int_equal(s.requeue_after, 1);
+    assert_int_equal(s.requeue, 2);
+    assert_int_equal(s.success, 3);
+    /* fenced error: back to the queue without counting an error */
+    f->st.result = gd_error(GD_ERR_FENCED);
+    atomic_store(&f->st.script[4], 1);
+    controller_enqueue(f->c, key_of(4, key));
+    assert_true(wait_for(&f->st.calls[4], 2, 2000));
+    wait_idle(f->c);
+    controller_get_stats(f->c, &s);
+    assert_int_equal(s.error, 3);
+    assert_int_equal(s.fenced, 1);
+
+    sbuf b;
+    sbuf_init(&b);
+    controller *cs[] = {f->c};
+    controllers_render_metrics(cs, 1, &b);
+    char *text = sbuf_detach(&b);
+    assert_non_null(strstr(text, "controller_runtime_reconcile_total{controller=\"test\",result=\"error\"} 3\n"));
+    assert_non_null(strstr(text, "controller_runtime_reconcile_total{controller=\"test\",result=\"requeue\"} 2\n"));
+    assert_non_null(strstr(text, "controller_runtime_reconcile_total{controller=\"test\",result=\"requeue_after\"} 1\n"));
+    assert_non_null(strstr(text, "controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 4\n"));
+    assert_non_null(strstr(text, "controller_runtime_reconcile_errors_total{controller=\"test\"} 3\n"));
+    assert_non_null(strstr(text, "controller_runtime_max_concurrent_reconciles{controller=\"test\"} 2\n"));
+    assert_non_null(strstr(text, "controller_runtime_active_workers{controller=\"test\"} 0\n"));
+    assert_non_null(strstr(text, "controller_runtime_reconcile_time_seconds_bucket{controller=\"test\",le=\"0.005\"}"));
+    assert_non_null(strstr(text, "controller_runtime_reconcile_time_seconds_count{controller=\"test\"} 11\n"));
+    assert_non_null(strstr(text, "workqueue_depth{name=\"test\"} 0\n"));
+    assert_non_null(strstr(text, "# TYPE workqueue_retries_total counter\n"));
+    free(text);
+    fx_free(f);
+}
+
+/* A write recorded at rv 10 holds the key back until the cache shows rv >= 10. */
+static void test_read_your_writes(void **state)
+{
+    fixture *f = fx_new(2, true);
+    controller_own_all(f->c);
+    atomic_store(&f->st.cached_rv, 5);
+    atomic_store(&f->st.record_write, true);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    char key[32];
+    controller_enqueue(f->c, key_of(0, key));
+    assert_true(wait_for(&f->st.calls[0], 1, 2000));
+    wait_idle(f->c);
+    atomic_store(&f->st.record_write, false);
+    controller_enqueue(f->c, key);
+    usleep(50000);
+    assert_int_equal(atomic_load(&f->st.calls[0]), 1);      /* held back: cache at 5 < 10 */
+    controller_stats s;
+    controller_get_stats(f->c, &s);
+    assert_true(s.stale >= 2);
+    atomic_store(&f->st.cached_rv, 11);                     /* cache caught up */
+    assert_true(wait_for(&f->st.calls[0], 2, 2000));
+    wait_idle(f->c);
+    assert_true(controller_caught_up(f->c, key));
+    /* an object that never shows up expires after the TTL */
+    f->c->o.expectation_ttl_ms = 20;
+    rec_ctx ctx = {.ctrl = f->c, .key = "ns/k5", .env = &f->env};
+    rec_record_write(&ctx, "Godis", "ns/gone-1", "3", false);
+    atomic_store(&f->st.cached_rv, -1);
+    assert_false(controller_caught_up(f->c, "ns/k5"));
+    usleep(30000);
+    assert_true(controller_caught_up(f->c, "ns/k5"));
+    /* a delete is caught up once the object is absent */
+    rec_record_write(&ctx, "Godis", "ns/x-1", NULL, true);
+    assert_true(controller_caught_up(f->c, "ns/k5"));
+    rec_record_write(&ctx, "Godis", "ns/x-1", NULL, true);
+    atomic_store(&f->st.cached_rv, 3);
+    assert_false(controller_caught_up(f->c, "ns/k5"));
+    fx_free(f);
+}
+
+static void test_fence(void **state)
+{
+    fixture *f = fx_new(2, false);
+    controller_own_all(f->c);
+    gd_fence_init(&f->fence, 0);                            /* no lease yet */
+    rec_ctx ctx = {.ctrl = f->c, .key = "ns/k0", .env = &f->env, .controller_name = "test"};
+    assert_int_equal(rec_may_write(&ctx), GD_ERR_FENCED);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    char key[32];
+    controller_enqueue(f->c, key_of(7, key));
+    usleep(60000);
+    assert_int_equal(atomic_load(&f->st.calls[7]), 0);     /* nothing runs while fenced */
+    gd_fence_extend(&f->fence, gd_wall_ms() + 10000);
+    assert_int_equal(rec_may_write(&ctx), GD_OK);
+    assert_true(wait_for(&f->st.calls[7], 1, 2000));
+    gd_fence_extend(&f->fence, gd_wall_ms() - 5);           /* smaller deadline: ignored */
+    assert_true(gd_fence_open(&f->fence));
+    gd_fence_close(&f->fence);
+    assert_false(gd_fence_open(&f->fence));
+    gd_fence_extend(&f->fence, gd_wall_ms() - 1);           /* an expired lease */
+    assert_int_equal(rec_may_write(&ctx), GD_ERR_FENCED);
+    fx_free(f);
+}
+
+static int same_shard_key(int shard, int skip, char *buf)
+{
+    for (int i = 1; i < NK; i++)
+        if (i != skip && gd_shard_of_key_cluster(key_of(i, buf)) == shard)
+            return i;
+    return -1;
+}
+
+static void test_revoke(void **state)
+{
+    fixture *f = fx_new(4, false);
+    char ka[32], kb[32], kc[32];
+    key_of(0, ka);
+    int sa = gd_shard_of_key_cluster(ka);
+    int ib = same_shard_key(sa, -1, kb);
+    int ic = -1;
+    for (int i = 1; i < NK; i++)
+        if (gd_shard_of_key_cluster(key_of(i, kc)) != sa) {
+            ic = i;
+            break;
+        }
+    assert_true(ib > 0 && ic > 0);
+    key_of(ib, kb);
+    int sc = gd_shard_of_key_cluster(kc);
+    int shards[] = {sa, sc};
+    controller_own_shards(f->c, shards, 2);
+    assert_true(controller_owns(f->c, sa));
+    assert_false(controller_owns(f->c, (sa + 1) % GD_NSHARDS == sc ? (sa + 2) % GD_NSHARDS
+                                                                   : (sa + 1) % GD_NSHARDS));
+    atomic_store(&f->st.block, true);
+    f->st.result = gd_requeue();
+    atomic_store(&f->st.script[0], 1);              /* A asks to be requeued */
+    assert_int_equal(controller_start(f->c), GD_OK);
+    controller_enqueue(f->c, ka);
+    assert_true(wait_for(&f->st.calls[0], 1, 2000)); /* A in flight, blocked */
+    /* hold B back so it is still queued at revoke time: fence off new keys briefly */
+    gd_fence_init(&f->fence, 0);
+    usleep(30000);
+    controller_enqueue(f->c, kb);
+    controller_enqueue_after(f->c, kc, 1);
+    controller_revoke_begin(f->c, &sa, 1);
+    assert_false(controller_owns(f->c, sa));
+    assert_true(controller_owns(f->c, sc));
+    assert_int_equal(controller_inflight(f->c, &sa, 1), 1);
+    gd_fence_init(&f->fence, GD_FENCE_NONE);
+    atomic_store(&f->st.block, false);               /* A finishes, asks for a requeue */
+    for (int i = 0; i < 2000 && controller_inflight(f->c, &sa, 1) > 0; i++)
+        usleep(1000);
+    assert_int_equal(controller_inflight(f->c, &sa, 1), 0);
+    controller_enqueue(f->c, ka);                     /* an event during revocation */
+    cJSON *arr = cJSON_CreateArray();
+    controller_revoke_finish(f->c, &sa, 1, arr);
+    assert_int_equal(cJSON_GetArraySize(arr), 2);
+    char *s = cJSON_PrintUnformatted(arr);
+    assert_non_null(strstr(s, ka));
+    assert_non_null(strstr(s, kb));
+    free(s);
+    cJSON_Delete(arr);
+    assert_true(wait_for(&f->st.calls[ic], 1, 2000)); /* the other shard keeps working */
+    assert_int_equal(atomic_load(&f->st.calls[ib]), 0);
+    assert_int_equal(atomic_load(&f->st.calls[0]), 1);
+    controller_enqueue(f->c, kb);                     /* not ours any more: dropped */
+    usleep(20000);
+    assert_int_equal(atomic_load(&f->st.calls[ib]), 0);
+    arr = cJSON_CreateArray();
+    controller_revoke_finish(f->c, &sa, 1, arr);
+    assert_int_equal(cJSON_GetArraySize(arr), 0);
+    cJSON_Delete(arr);
+    controller_own_shards(f->c, &sa, 1);              /* assigned back */
+    controller_enqueue(f->c, kb);
+    assert_true(wait_for(&f->st.calls[ib], 1, 2000));
+    /* revoking a shard never owned finishes at once with nothing */
+    int other = (sa + 7) % GD_NSHARDS;
+    controller_revoke_begin(f->c, &other, 1);
+    assert_int_equal(controller_inflight(f->c, &other, 1), 0);
+    controller_revoke_finish(f->c, &other, 1, NULL);
+    fx_free(f);
+}
+
+static void test_stop_abandons_queued(void **state)
+{
+    fixture *f = fx_new(1, false);
+    controller_own_all(f->c);
+    atomic_store(&f->st.block, true);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    char key[32];
+    controller_enqueue(f->c, key_of(0, key));
+    assert_true(wait_for(&f->st.calls[0], 1, 2000));
+    for (int i = 1; i < 20; i++)
+        controller_enqueue(f->c, key_of(i, key));
+    assert_int_equal(controller_stop(f->c, 30), GD_ERR_TIMEOUT);   /* A still running */
+    atomic_store(&f->st.block, false);
+    assert_int_equal(controller_stop(f->c, 2000), GD_OK);
+    assert_int_equal(atomic_load(&f->st.total), 1);                /* nothing else ran */
+    fx_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_opts),
+        cmocka_unit_test(test_shard_of_key),
+        cmocka_unit_test(test_exclusivity_8),
+        cmocka_unit_test(test_results),
+        cmocka_unit_test(test_read_your_writes),
+        cmocka_unit_test(test_fence),
+        cmocka_unit_test(test_revoke),
+        cmocka_unit_test(test_stop_abandons_queued),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
