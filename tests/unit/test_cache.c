@@ -1,0 +1,226 @@
+/* test_cache.c — the worker's cache replica: upsert/delete, the four indexes following
+ * updates, shard drops, sorted listings, copies, hostile input, readers beside a writer. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <cmocka.h>
+#include "../../worker/strmap.c"
+#include "../../worker/cache.c"
+
+static cJSON *obj(const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    return o;
+}
+
+static void put(cache *c, const char *kind, const char *key, int shard, const char *json)
+{
+    cJSON *o = obj(json);
+    assert_int_equal(cache_apply(c, CACHE_UPSERT, kind, key, shard, o), GD_OK);
+    cJSON_Delete(o);
+}
+
+#define POD(name, node, cl, rv)                                                            \
+    "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv  \
+    "\",\"labels\":{\"cluster-name\":\"" cl "\"},\"ownerReferences\":[{\"kind\":\"ReplicaSet\"," \
+    "\"name\":\"x\",\"uid\":\"rs-" name "\",\"controller\":true}]},\"spec\":{\"nodeName\":\"" node "\"}}"
+
+static int count_cb(void *ud, const char *key, const cJSON *o)
+{
+    (*(int *)ud)++;
+    return 0;
+}
+
+static void test_upsert_get_delete(void **state)
+{
+    cache *c = cache_new();
+    assert_non_null(c);
+    put(c, "Pod", "ns/p1", 3, POD("p1", "n1", "c1", "10"));
+    assert_int_equal(cache_count(c, "Pod"), 1);
+    assert_int_equal(cache_count(c, "Node"), 0);
+    cJSON *g = cache_get(c, "Pod", "ns/p1");
+    assert_non_null(g);
+    assert_string_equal(gd_meta_rv(g), "10");
+    cJSON_AddStringToObject(g, "scribble", "x");    /* a copy: the cache is unaffected */
+    cJSON_Delete(g);
+    g = cache_get_nsname(c, "Pod", "ns", "p1");
+    assert_null(cJSON_GetObjectItem(g, "scribble"));
+    cJSON_Delete(g);
+    char rv[16];
+    bool del = true;
+    assert_true(cache_get_rv(c, "Pod", "ns/p1", rv, sizeof rv, &del));
+    assert_string_equal(rv, "10");
+    assert_false(del);
+    assert_true(cache_rv_lookup(c, "Pod", "ns/p1", rv, sizeof rv, &del));
+    assert_false(cache_get_rv(c, "Pod", "ns/nope", rv, sizeof rv, &del));
+    assert_false(cache_get_rv(c, "Service", "ns/p1", rv, sizeof rv, &del));
+    put(c, "Pod", "ns/p1", 3,
+        "{\"metadata\":{\"name\":\"p1\",\"namespace\":\"ns\",\"resourceVersion\":\"11\","
+        "\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"}}");
+    assert_true(cache_get_rv(c, "Pod", "ns/p1", rv, sizeof rv, &del));
+    assert_string_equal(rv, "11");
+    assert_true(del);
+    assert_int_equal(cache_apply(c, CACHE_DELETE, "Pod", "ns/p1", 3, NULL), GD_OK);
+    assert_false(cache_has(c, "Pod", "ns/p1"));
+    assert_int_equal(cache_apply(c, CACHE_DELETE, "Pod", "ns/p1", 3, NULL), GD_OK);
+    assert_int_equal(cache_apply(c, CACHE_DELETE, "Never", "ns/p1", 3, NULL), GD_OK);
+    cache_destroy(&c);
+    assert_null(c);
+    cache_destroy(&c);
+}
+
+static void test_indexes_follow_updates(void **state)
+{
+    cache *c = cache_new();
+    put(c, "Pod", "ns/p1", 3, POD("p1", "n1", "c1", "1"));
+    put(c, "Pod", "ns/p2", 3, POD("p2", "n1", "c1", "1"));
+    put(c, "Pod", "ns/p3", 4, POD("p3", "n2", "c2", "1"));
+    int n = 0;
+    cache_each_indexed(c, "Pod", CACHE_IDX_NODE, "n1", count_cb, &n);
+    assert_int_equal(n, 2);
+    n = 0;
+    cache_each_indexed(c, "Pod", CACHE_IDX_CLUSTER, "ns/c2", count_cb, &n);
+    assert_int_equal(n, 1);
+    n = 0;
+    cache_each_indexed(c, "Pod", CACHE_IDX_NAMESPACE, "ns", count_cb, &n);
+    assert_int_equal(n, 3);
+    n = 0;
+    cache_each_indexed(c, "Pod", CACHE_IDX_OWNER, "rs-p2", count_cb, &n);
+    assert_int_equal(n, 1);
+    /* p2 moves to n2 and loses its label: both indexes follow */
+    put(c, "Pod", "ns/p2", 3,
+        "{\"metadata\":{\"name\":\"p2\",\"namespace\":\"ns\"},\"spec\":{\"nodeName\":\"n2\"}}");
+    cJSON *l = cache_list(c, "Pod", CACHE_IDX_NODE, "n2");
+    assert_int_equal(cJSON_GetArraySize(l), 2);
+    assert_string_equal(gd_meta_name(cJSON_GetArrayItem(l, 0)), "p2");   /* sorted by key */
+    assert_string_equal(gd_meta_name(cJSON_GetArrayItem(l, 1)), "p3");
+    cJSON_Delete(l);
+    l = cache_list(c, "Pod", CACHE_IDX_CLUSTER, "ns/c1");
+    assert_int_equal(cJSON_GetArraySize(l), 1);
+    cJSON_Delete(l);
+    l = cache_list(c, "Pod", CACHE_IDX_OWNER, "rs-p2");
+    assert_int_equal(cJSON_GetArraySize(l), 0);
+    cJSON_Delete(l);
+    /* the node index is for Pods only */
+    put(c, "Service", "ns/s", 3, POD("s", "n1", "c1", "1"));
+    l = cache_list(c, "Service", CACHE_IDX_NODE, "n1");
+    assert_int_equal(cJSON_GetArraySize(l), 0);
+    cJSON_Delete(l);
+    cache_apply(c, CACHE_DELETE, "Pod", "ns/p1", 3, NULL);
+    l = cache_list(c, "Pod", CACHE_IDX_NODE, "n1");
+    assert_int_equal(cJSON_GetArraySize(l), 0);
+    cJSON_Delete(l);
+    l = cache_list(c, "Pod", CACHE_IDX_CLUSTER, "ns/nothing");
+    assert_non_null(l);
+    assert_int_equal(cJSON_GetArraySize(l), 0);
+    cJSON_Delete(l);
+    l = cache_list(c, "Pod", (cache_index)99, "x");
+    assert_int_equal(cJSON_GetArraySize(l), 0);
+    cJSON_Delete(l);
+    n = 0;
+    assert_int_equal(cache_each(c, "Pod", count_cb, &n), 2);
+    cache_destroy(&c);
+}
+
+static int stop_first(void *ud, const char *key, const cJSON *o) { return 1; }
+
+static void test_drop_shards(void **state)
+{
+    cache *c = cache_new();
+    put(c, "Pod", "ns/a", 1, POD("a", "n1", "c1", "1"));
+    put(c, "Pod", "ns/b", 2, POD("b", "n1", "c2", "1"));
+    put(c, "Godis", "ns/c1-1", 1, "{\"metadata\":{\"name\":\"c1-1\",\"namespace\":\"ns\"}}");
+    put(c, "Node", "n1", -1, "{\"metadata\":{\"name\":\"n1\"}}");
+    int one = 1, broadcast = -1;
+    assert_int_equal(cache_drop_shards(c, "Pod", &one, 1), 1);
+    assert_false(cache_has(c, "Pod", "ns/a"));
+    assert_true(cache_has(c, "Godis", "ns/c1-1"));
+    assert_int_equal(cache_drop_shards(c, NULL, &one, 1), 1);
+    assert_false(cache_has(c, "Godis", "ns/c1-1"));
+    assert_int_equal(cache_drop_shards(c, NULL, &broadcast, 1), 0);  /* Nodes stay */
+    assert_true(cache_has(c, "Node", "n1"));
+    cJSON *l = cache_list(c, "Pod", CACHE_IDX_NODE, "n1");
+    assert_int_equal(cJSON_GetArraySize(l), 1);                    /* index unfiled */
+    cJSON_Delete(l);
+    assert_int_equal(cache_each(c, "Pod", stop_first, NULL), 1);
+    cache_destroy(&c);
+}
+
+static void test_hostile(void **state)
+{
+    cache *c = cache_new();
+    cJSON *o = obj("{\"metadata\":{\"name\":\"x\"}}");
+    assert_int_equal(cache_apply(c, CACHE_UPSERT, NULL, "k", 0, o), GD_ERR_ARG);
+    assert_int_equal(cache_apply(c, CACHE_UPSERT, "Pod", NULL, 0, o), GD_ERR_ARG);
+    assert_int_equal(cache_apply(c, CACHE_UPSERT, "Pod", "", 0, o), GD_ERR_ARG);
+    assert_int_equal(cache_apply(c, CACHE_UPSERT, "Pod", "k", 0, NULL), GD_ERR_ARG);
+    assert_int_equal(cache_apply(c, (cache_op)7, "Pod", "k", 0, o), GD_ERR_ARG);
+    assert_int_equal(cache_apply(NULL, CACHE_UPSERT, "Pod", "k", 0, o), GD_ERR_ARG);
+    cJSON_Delete(o);
+    /* objects without metadata, with wrong types, are stored but not indexed */
+    put(c, "Pod", "ns/weird", 0, "{\"metadata\":{\"labels\":{\"cluster-name\":5},"
+                                 "\"ownerReferences\":\"no\"},\"spec\":{\"nodeName\":[]}}");
+    put(c, "Pod", "ns/arr", 0, "[1,2,3]");
+    put(c, "Pod", "ns/str", 0, "\"s\"");
+    assert_int_equal(cache_count(c, "Pod"), 3);
+    char rv[4];
+    assert_true(cache_get_rv(c, "Pod", "ns/weird", rv, sizeof rv, NULL));
+    assert_string_equal(rv, "");
+    assert_null(cache_get(c, NULL, "x"));
+    assert_null(cache_get(c, "Pod", NULL));
+    char longname[600];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    assert_null(cache_get_nsname(c, "Pod", "ns", longname));
+    cache_destroy(&c);
+}
+
+static cache *shared;
+static void *reader(void *arg)
+{
+    for (int i = 0; i < 2000; i++) {
+        cJSON *l = cache_list(shared, "Pod", CACHE_IDX_NODE, "n1");
+        assert_non_null(l);
+        cJSON_Delete(l);
+        cJSON *g = cache_get(shared, "Pod", "ns/p1");
+        cJSON_Delete(g);
+    }
+    return NULL;
+}
+
+static void test_readers_beside_writer(void **state)
+{
+    shared = cache_new();
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, reader, NULL);
+    for (int i = 0; i < 2000; i++) {
+        char rv[16];
+        snprintf(rv, sizeof rv, "%d", i);
+        cJSON *o = obj(i % 2 ? POD("p1", "n1", "c1", "1") : POD("p1", "n2", "c1", "2"));
+        assert_int_equal(cache_apply(shared, CACHE_UPSERT, "Pod", "ns/p1", 0, o), GD_OK);
+        cJSON_Delete(o);
+        if (i % 7 == 0)
+            cache_apply(shared, CACHE_DELETE, "Pod", "ns/p1", 0, NULL);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    cache_destroy(&shared);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upsert_get_delete),
+        cmocka_unit_test(test_indexes_follow_updates),
+        cmocka_unit_test(test_drop_shards),
+        cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_readers_beside_writer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,430 @@
+/* cache.c — see cache.h. Each object remembers the index values it was filed under, so an
+ * update or delete unfiles it from exactly those buckets without re-reading the old JSON. */
+#include "cache.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_proto.h"
+#include "strmap.h"
+
+typedef struct {
+    cJSON *obj;
+    char *idx[CACHE_IDX__COUNT];    /* index values, NULL when not indexed */
+    int shard;
+} item;
+
+typedef struct {
+    strmap *items;                        /* key -> item */
+    strmap *index[CACHE_IDX__COUNT];      /* value -> set of keys (strmap, NULL values) */
+} store;
+
+struct cache {
+    pthread_rwlock_t lock;
+    strmap *kinds;                        /* kind -> store */
+};
+
+static void item_free(void *p)
+{
+    item *it = p;
+    cJSON_Delete(it->obj);
+    for (int i = 0; i < CACHE_IDX__COUNT; i++)
+        free(it->idx[i]);
+    free(it);
+}
+
+static void set_free(void *p)
+{
+    strmap *m = p;
+    strmap_destroy(&m);
+}
+
+static void store_free(void *p)
+{
+    store *s = p;
+    strmap_destroy(&s->items);
+    for (int i = 0; i < CACHE_IDX__COUNT; i++)
+        strmap_destroy(&s->index[i]);
+    free(s);
+}
+
+cache *cache_new(void)
+{
+    cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->kinds = strmap_new(store_free);
+    if (!c->kinds) {
+        free(c);
+        return NULL;
+    }
+    pthread_rwlock_init(&c->lock, NULL);
+    return c;
+}
+
+void cache_destroy(cache **pc)
+{
+    if (!pc || !*pc)
+        return;
+    strmap_destroy(&(*pc)->kinds);
+    pthread_rwlock_destroy(&(*pc)->lock);
+    free(*pc);
+    *pc = NULL;
+}
+
+static store *store_get(cache *c, const char *kind, bool create)
+{
+    store *s = strmap_get(c->kinds, kind);
+    if (s || !create)
+        return s;
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    bool ok = (s->items = strmap_new(item_free)) != NULL;
+    for (int i = 0; ok && i < CACHE_IDX__COUNT; i++)
+        ok = (s->index[i] = strmap_new(set_free)) != NULL;
+    if (!ok || strmap_put(c->kinds, kind, s) != GD_OK) {
+        store_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- index values of one object ---- */
+
+static char *dup_or_null(const char *s) { return (s && *s) ? strdup(s) : NULL; }
+
+static void index_values(const char *kind, const cJSON *obj, char *out[CACHE_IDX__COUNT])
+{
+    const char *ns = gd_meta_namespace(obj);
+    out[CACHE_IDX_NAMESPACE] = dup_or_null(ns);
+    const char *cl = gd_meta_label(obj, "cluster-name");
+    if (cl && *cl) {
+        size_t n = strlen(ns) + strlen(cl) + 2;
+        out[CACHE_IDX_CLUSTER] = malloc(n);
+        if (out[CACHE_IDX_CLUSTER])
+            snprintf(out[CACHE_IDX_CLUSTER], n, "%s/%s", ns, cl);
+    }
+    const cJSON *owner = gd_meta_controller_owner(obj);
+    out[CACHE_IDX_OWNER] = owner ? dup_or_null(gd_json_str_or(owner, "uid", "")) : NULL;
+    if (strcmp(kind, "Pod") == 0)
+        out[CACHE_IDX_NODE] = dup_or_null(gd_json_str_or(obj, "spec.nodeName", ""));
+}
+
+static void unfile(store *s, const char *key, item *it)
+{
+    for (int i = 0; i < CACHE_IDX__COUNT; i++) {
+        if (!it->idx[i])
+            continue;
+        strmap *set = strmap_get(s->index[i], it->idx[i]);
+        if (set) {
+            strmap_del(set, key);
+            if (strmap_size(set) == 0)
+                strmap_del(s->index[i], it->idx[i]);
+        }
+    }
+}
+
+static gd_err file(store *s, const char *key, item *it)
+{
+    for (int i = 0; i < CACHE_IDX__COUNT; i++) {
+        if (!it->idx[i])
+            continue;
+        strmap *set = strmap_get(s->index[i], it->idx[i]);
+        if (!set) {
+            set = strmap_new(NULL);
+            if (!set || strmap_put(s->index[i], it->idx[i], set) != GD_OK) {
+                strmap_destroy(&set);
+                return GD_ERR_NOMEM;
+            }
+        }
+        if (strmap_put(set, key, NULL) != GD_OK)
+            return GD_ERR_NOMEM;
+    }
+    return GD_OK;
+}
+
+/* ---- writes ---- */
+
+gd_err cache_apply(cache *c, cache_op op, const char *kind, const char *key, int shard,
+                   const cJSON *obj)
+{
+    if (!c || !kind || !*kind || !key || !*key || (op == CACHE_UPSERT && !obj) ||
+        (op != CACHE_UPSERT && op != CACHE_DELETE))
+        return GD_ERR_ARG;
+    item *it = NULL;
+    if (op == CACHE_UPSERT) {   /* build outside the lock: readers are never held up by it */
+        it = calloc(1, sizeof *it);
+        if (!it || !(it->obj = cJSON_Duplicate(obj, 1))) {
+            free(it);
+            return GD_ERR_NOMEM;
+        }
+        it->shard = shard;
+        index_values(kind, obj, it->idx);
+    }
+    gd_err rc = GD_OK;
+    pthread_rwlock_wrlock(&c->lock);
+    store *s = store_get(c, kind, op == CACHE_UPSERT);
+    if (!s) {
+        rc = op == CACHE_UPSERT ? GD_ERR_NOMEM : GD_OK;
+        goto out;
+    }
+    item *old = strmap_get(s->items, key);
+    if (old)
+        unfile(s, key, old);
+    if (op == CACHE_DELETE) {
+        strmap_del(s->items, key);
+        goto out;
+    }
+    if ((rc = strmap_put(s->items, key, it)) != GD_OK)
+        goto out;
+    it = NULL;                  /* owned by the store now (old was freed by the put) */
+    rc = file(s, key, strmap_get(s->items, key));
+out:
+    pthread_rwlock_unlock(&c->lock);
+    if (it)
+        item_free(it);
+    if (rc == GD_ERR_NOMEM)
+        gd_log(GD_LOG_ERROR, "cache: out of memory applying a change", "kind", kind, "key",
+               key, NULL);
+    return rc;
+}
+
+typedef struct {
+    bool in[GD_NSHARDS];
+    char **keys;
+    int n, cap;
+} drop_ctx;
+
+static int collect_drop(void *ud, const char *key, void *val)
+{
+    drop_ctx *d = ud;
+    const item *it = val;
+    if (it->shard < 0 || it->shard >= GD_NSHARDS || !d->in[it->shard])
+        return 0;       /* broadcast objects (Nodes) belong to no shard */
+    if (d->n == d->cap) {
+        int cap = d->cap ? d->cap * 2 : 64;
+        char **k = realloc(d->keys, (size_t)cap * sizeof *k);
+        if (!k)
+            return 1;
+        d->keys = k;
+        d->cap = cap;
+    }
+    d->keys[d->n] = strdup(key);
+    if (d->keys[d->n])
+        d->n++;
+    return 0;
+}
+
+static int drop_in_store(store *s, drop_ctx *d)
+{
+    d->n = 0;
+    strmap_each(s->items, collect_drop, d);
+    for (int i = 0; i < d->n; i++) {
+        item *it = strmap_get(s->items, d->keys[i]);
+        if (it)
+            unfile(s, d->keys[i], it);
+        strmap_del(s->items, d->keys[i]);
+        free(d->keys[i]);
+    }
+    return d->n;
+}
+
+typedef struct {
+    drop_ctx *d;
+    int total;
+} drop_all_ctx;
+
+static int drop_each_store(void *ud, const char *kind, void *val)
+{
+    drop_all_ctx *a = ud;
+    a->total += drop_in_store(val, a->d);
+    return 0;
+}
+
+int cache_drop_shards(cache *c, const char *kind, const int *shards, int n)
+{
+    drop_ctx *d = calloc(1, sizeof *d);
+    if (!d)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (shards[i] >= 0 && shards[i] < GD_NSHARDS)
+            d->in[shards[i]] = true;
+    int total = 0;
+    pthread_rwlock_wrlock(&c->lock);
+    if (kind) {
+        store *s = store_get(c, kind, false);
+        if (s)
+            total = drop_in_store(s, d);
+    } else {
+        drop_all_ctx a = {d, 0};
+        strmap_each(c->kinds, drop_each_store, &a);
+        total = a.total;
+    }
+    pthread_rwlock_unlock(&c->lock);
+    free(d->keys);
+    free(d);
+    return total;
+}
+
+/* ---- reads ---- */
+
+static item *find(cache *c, const char *kind, const char *key)
+{
+    store *s = (kind && key) ? store_get(c, kind, false) : NULL;
+    return s ? strmap_get(s->items, key) : NULL;
+}
+
+cJSON *cache_get(cache *c, const char *kind, const char *key)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    item *it = find(c, kind, key);
+    cJSON *copy = it ? cJSON_Duplicate(it->obj, 1) : NULL;
+    pthread_rwlock_unlock(&c->lock);
+    return copy;
+}
+
+cJSON *cache_get_nsname(cache *c, const char *kind, const char *ns, const char *name)
+{
+    char key[512];
+    int n = (ns && *ns) ? snprintf(key, sizeof key, "%s/%s", ns, name ? name : "")
+                        : snprintf(key, sizeof key, "%s", name ? name : "");
+    if (n < 0 || (size_t)n >= sizeof key)
+        return NULL;
+    return cache_get(c, kind, key);
+}
+
+bool cache_get_rv(cache *c, const char *kind, const char *key, char *rv, size_t cap,
+                  bool *deleting)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    item *it = find(c, kind, key);
+    if (it) {
+        if (rv && cap)
+            snprintf(rv, cap, "%s", gd_meta_rv(it->obj));
+        if (deleting)
+            *deleting = gd_meta_deleting(it->obj);
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return it != NULL;
+}
+
+bool cache_rv_lookup(void *ud, const char *kind, const char *key, char *rv, size_t cap,
+                     bool *deleting)
+{
+    return cache_get_rv(ud, kind, key, rv, cap, deleting);
+}
+
+bool cache_has(cache *c, const char *kind, const char *key)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    bool h = find(c, kind, key) != NULL;
+    pthread_rwlock_unlock(&c->lock);
+    return h;
+}
+
+size_t cache_count(cache *c, const char *kind)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    store *s = kind ? store_get(c, kind, false) : NULL;
+    size_t n = s ? strmap_size(s->items) : 0;
+    pthread_rwlock_unlock(&c->lock);
+    return n;
+}
+
+typedef struct {
+    const char **keys;
+    int n, cap;
+} keyvec;
+
+static int push_key(void *ud, const char *key, void *val)
+{
+    keyvec *v = ud;
+    if (v->n == v->cap) {
+        int cap = v->cap ? v->cap * 2 : 16;
+        const char **k = realloc(v->keys, (size_t)cap * sizeof *k);
+        if (!k)
+            return 1;
+        v->keys = k;
+        v->cap = cap;
+    }
+    v->keys[v->n++] = key;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Under the read lock: the sorted keys of kind matching idx=value (all when value NULL). */
+static int matching_keys(cache *c, const char *kind, int idx, const char *value, keyvec *v,
+                         store **out)
+{
+    store *s = kind ? store_get(c, kind, false) : NULL;
+    *out = s;
+    if (!s)
+        return 0;
+    if (idx < 0) {
+        strmap_each(s->items, push_key, v);
+    } else {
+        strmap *set = value ? strmap_get(s->index[idx], value) : NULL;
+        if (set)
+            strmap_each(set, push_key, v);
+    }
+    if (v->n > 1)
+        qsort(v->keys, (size_t)v->n, sizeof *v->keys, cmp_str);
+    return v->n;
+}
+
+static int each(cache *c, const char *kind, int idx, const char *value, cache_fn fn, void *ud)
+{
+    keyvec v = {0};
+    store *s;
+    int calls = 0;
+    pthread_rwlock_rdlock(&c->lock);
+    matching_keys(c, kind, idx, value, &v, &s);
+    for (int i = 0; i < v.n; i++) {
+        item *it = strmap_get(s->items, v.keys[i]);
+        if (!it)
+            continue;
+        calls++;
+        if (fn(ud, v.keys[i], it->obj))
+            break;
+    }
+    pthread_rwlock_unlock(&c->lock);
+    free(v.keys);
+    return calls;
+}
+
+int cache_each_indexed(cache *c, const char *kind, cache_index idx, const char *value,
+                       cache_fn fn, void *ud)
+{
+    if (idx < 0 || idx >= CACHE_IDX__COUNT || !fn)
+        return 0;
+    return each(c, kind, (int)idx, value, fn, ud);
+}
+
+int cache_each(cache *c, const char *kind, cache_fn fn, void *ud)
+{
+    return fn ? each(c, kind, -1, NULL, fn, ud) : 0;
+}
+
+static int add_copy(void *ud, const char *key, const cJSON *obj)
+{
+    cJSON *dup = cJSON_Duplicate(obj, 1);
+    if (!dup)
+        return 1;
+    cJSON_AddItemToArray(ud, dup);
+    return 0;
+}
+
+cJSON *cache_list(cache *c, const char *kind, cache_index idx, const char *value)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (arr)
+        cache_each_indexed(c, kind, idx, value, add_copy, arr);
+    return arr;
+}

@@ -1,0 +1,64 @@
+/* cache.h — the worker's read-only cache replica: one store per kind, with the indexes the
+ * mappings and reconcilers need (client-go Indexers):
+ *   CACHE_IDX_NAMESPACE  "ns"                 every namespaced object
+ *   CACHE_IDX_CLUSTER    "ns/<cluster-name>"  objects labelled cluster-name
+ *   CACHE_IDX_OWNER      "<uid>"              the controller ownerReference's uid
+ *   CACHE_IDX_NODE       "<node name>"        Pods by spec.nodeName
+ * Fed by one thread (the subscriber's event handler: cache_apply), read by many (reconcile
+ * threads, mappings) under a readers/writer lock. Reads hand out deep copies or run a
+ * callback under the read lock, so no caller ever sees an object change under it. */
+#ifndef WORKER_CACHE_H
+#define WORKER_CACHE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <cjson/cJSON.h>
+#include "gd_err.h"
+
+typedef struct cache cache;
+
+typedef enum { CACHE_UPSERT = 1, CACHE_DELETE } cache_op;
+
+typedef enum {
+    CACHE_IDX_NAMESPACE = 0,
+    CACHE_IDX_CLUSTER,
+    CACHE_IDX_OWNER,
+    CACHE_IDX_NODE,
+    CACHE_IDX__COUNT
+} cache_index;
+
+cache *cache_new(void);
+void   cache_destroy(cache **c);
+
+/* Stores a copy of obj under kind/key (UPSERT) or removes it (DELETE; obj may be NULL).
+ * shard is remembered for cache_drop_shards. GD_ERR_ARG for a NULL kind/key or an UPSERT
+ * without an object; GD_ERR_NOMEM. Deleting an absent key is GD_OK. */
+gd_err cache_apply(cache *c, cache_op op, const char *kind, const char *key, int shard,
+                   const cJSON *obj);
+/* Removes every object of kind (NULL: all kinds) whose shard is in shards — a revoked shard
+ * is forgotten, not deleted. Returns the number removed. */
+int    cache_drop_shards(cache *c, const char *kind, const int *shards, int n);
+
+/* Deep copy (caller cJSON_Delete's it), or NULL when absent. */
+cJSON *cache_get(cache *c, const char *kind, const char *key);
+cJSON *cache_get_nsname(cache *c, const char *kind, const char *ns, const char *name);
+/* resourceVersion and deletion state without copying; false when absent. */
+bool   cache_get_rv(cache *c, const char *kind, const char *key, char *rv, size_t cap,
+                    bool *deleting);
+bool   cache_has(cache *c, const char *kind, const char *key);
+size_t cache_count(cache *c, const char *kind);
+
+/* A JSON array of copies of the objects of kind whose index value equals value (ordered by
+ * key, so callers iterate deterministically). Never NULL except on NOMEM. */
+cJSON *cache_list(cache *c, const char *kind, cache_index idx, const char *value);
+/* Calls fn under the read lock for each matching object (borrowed). fn returns non-zero to
+ * stop. fn must not call into the cache. Returns the number of calls. */
+typedef int (*cache_fn)(void *ud, const char *key, const cJSON *obj);
+int    cache_each_indexed(cache *c, const char *kind, cache_index idx, const char *value,
+                          cache_fn fn, void *ud);
+int    cache_each(cache *c, const char *kind, cache_fn fn, void *ud);
+
+/* The controller's read-your-own-writes lookup (gd_rv_lookup_fn); ud is the cache. */
+bool   cache_rv_lookup(void *ud, const char *kind, const char *key, char *rv, size_t cap,
+                       bool *deleting);
+
+#endif
