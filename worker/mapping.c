@@ -1,0 +1,229 @@
+/* mapping.c — see mapping.h. */
+#include "mapping.h"
+#include <stdio.h>
+#include <string.h>
+#include "gd_json.h"
+#include "gd_log.h"
+
+#define KEY_CAP 512
+
+/* ---- predicates ---- */
+
+/* A copy of obj without the fields no controller reacts to (and without status when
+ * drop_status), for cJSON_Compare. */
+static cJSON *stripped(const cJSON *obj, bool drop_status, bool drop_generation)
+{
+    cJSON *c = cJSON_Duplicate(obj, 1);
+    if (!c)
+        return NULL;
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(c, "metadata");
+    if (cJSON_IsObject(meta)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "managedFields");
+        if (drop_generation)
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");
+    }
+    if (drop_status)
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "status");
+    return c;
+}
+
+static bool differs(const cJSON *a, const cJSON *b, bool drop_status, bool drop_generation)
+{
+    cJSON *sa = stripped(a, drop_status, drop_generation);
+    cJSON *sb = stripped(b, drop_status, drop_generation);
+    bool d = !sa || !sb || !cJSON_Compare(sa, sb, 1);   /* on NOMEM, err towards enqueueing */
+    cJSON_Delete(sa);
+    cJSON_Delete(sb);
+    return d;
+}
+
+bool mapping_for_update_matters(const cJSON *old_obj, const cJSON *new_obj)
+{
+    if (!old_obj || !new_obj)
+        return true;
+    if (gd_meta_generation(old_obj) != gd_meta_generation(new_obj))
+        return true;
+    const cJSON *om = cJSON_GetObjectItemCaseSensitive(old_obj, "metadata");
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(new_obj, "metadata");
+    if (!om || !nm)
+        return differs(old_obj, new_obj, true, false);
+    /* Without a generation (objects that have none) fall back to "anything but status". */
+    if (gd_meta_generation(new_obj) == 0)
+        return differs(old_obj, new_obj, true, false);
+    cJSON *a = cJSON_CreateObject(), *b = cJSON_CreateObject();
+    bool d = true;
+    if (a && b) {
+        cJSON_AddItemReferenceToObject(a, "metadata", (cJSON *)om);
+        cJSON_AddItemReferenceToObject(b, "metadata", (cJSON *)nm);
+        d = differs(a, b, true, true);
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    return d;
+}
+
+bool mapping_owned_update_matters(const cJSON *old_obj, const cJSON *new_obj)
+{
+    if (!old_obj || !new_obj)
+        return true;
+    return differs(old_obj, new_obj, false, false);
+}
+
+static const cJSON *ready_condition(const cJSON *node)
+{
+    cJSON *conds = gd_json_path(node, "status.conditions");
+    const cJSON *c;
+    if (!cJSON_IsArray(conds))
+        return NULL;
+    cJSON_ArrayForEach(c, conds) {
+        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static bool json_equal(const cJSON *a, const cJSON *b)
+{
+    if (!a || !b)
+        return a == b;
+    return cJSON_Compare(a, b, 1);
+}
+
+bool mapping_node_update_matters(const cJSON *old_obj, const cJSON *new_obj)
+{
+    if (!old_obj || !new_obj)
+        return true;
+    if (!json_equal(gd_json_path(old_obj, "spec.unschedulable"),
+                    gd_json_path(new_obj, "spec.unschedulable")) ||
+        !json_equal(gd_json_path(old_obj, "spec.taints"), gd_json_path(new_obj, "spec.taints")))
+        return true;
+    const cJSON *ro = ready_condition(old_obj), *rn = ready_condition(new_obj);
+    return strcmp(gd_json_str_or(ro, "status", ""), gd_json_str_or(rn, "status", "")) != 0 ||
+           gd_meta_deleting(old_obj) != gd_meta_deleting(new_obj);
+}
+
+/* ---- key helpers ---- */
+
+typedef struct {
+    map_emit_fn emit;
+    void *ud;
+    int n;
+} emitter;
+
+static void emit_nsname(emitter *e, const char *ctrl, const char *ns, const char *name)
+{
+    if (!ns || !*ns || !name || !*name)
+        return;
+    char key[KEY_CAP];
+    int n = snprintf(key, sizeof key, "%s/%s", ns, name);
+    if (n < 0 || (size_t)n >= sizeof key) {
+        gd_log(GD_LOG_WARN, "mapping: key too long, event ignored", "controller", ctrl,
+               "namespace", ns, NULL);
+        return;
+    }
+    e->emit(e->ud, ctrl, key);
+    e->n++;
+}
+
+static void emit_self(emitter *e, const char *ctrl, const cJSON *obj)
+{
+    emit_nsname(e, ctrl, gd_meta_namespace(obj), gd_meta_name(obj));
+}
+
+/* The controller owner's name when it is of kind owner_kind, else NULL. */
+static const char *owner_name(const cJSON *obj, const char *owner_kind)
+{
+    const cJSON *o = gd_meta_controller_owner(obj);
+    if (!o || strcmp(gd_json_str_or(o, "kind", ""), owner_kind) != 0)
+        return NULL;
+    const char *n = gd_json_str_or(o, "name", "");
+    return *n ? n : NULL;
+}
+
+/* Owner of kind owner_kind, else the fallback label; NULL when neither. */
+static const char *owner_or_label(const cJSON *obj, const char *owner_kind, const char *label)
+{
+    const char *name = owner_name(obj, owner_kind);
+    if (!name && label)
+        name = gd_meta_label(obj, label);
+    return name;
+}
+
+/* Owns: on an update both the old and the new owner hear of it (once when they agree). */
+static void emit_owner_both(emitter *e, const char *ctrl, const cJSON *old_obj,
+                            const cJSON *new_obj, const char *owner_kind, const char *label)
+{
+    const cJSON *cur = new_obj ? new_obj : old_obj;
+    const char *name = owner_or_label(cur, owner_kind, label);
+    emit_nsname(e, ctrl, gd_meta_namespace(cur), name);
+    if (!old_obj || !new_obj)
+        return;
+    const char *old_name = owner_or_label(old_obj, owner_kind, label);
+    if (old_name && (!name || strcmp(old_name, name) != 0 ||
+                     strcmp(gd_meta_namespace(old_obj), gd_meta_namespace(new_obj)) != 0))
+        emit_nsname(e, ctrl, gd_meta_namespace(old_obj), old_name);
+}
+
+/* ---- Node → clusters with a member pod on it ---- */
+
+static int emit_pod_cluster(void *ud, const char *key, const cJSON *pod)
+{
+    emitter *e = ud;
+    emit_nsname(e, MAP_CTRL_CLUSTER, gd_meta_namespace(pod), gd_meta_label(pod, "cluster-name"));
+    return 0;
+}
+
+static void map_node(cache *c, emitter *e, const cJSON *node)
+{
+    const char *name = gd_meta_name(node);
+    if (!c || !*name)
+        return;
+    cache_each_indexed(c, "Pod", CACHE_IDX_NODE, name, emit_pod_cluster, e);
+}
+
+/* ---- the dispatcher ---- */
+
+int mapping_event(cache *c, const char *kind, const cJSON *old_obj, const cJSON *new_obj,
+                  map_emit_fn emit, void *ud)
+{
+    if (!kind || !emit || (!old_obj && !new_obj))
+        return 0;
+    emitter e = {emit, ud, 0};
+    const cJSON *obj = new_obj ? new_obj : old_obj;
+    bool update = old_obj && new_obj;
+
+    if (strcmp(kind, "GodisCluster") == 0) {
+        if (!update || mapping_for_update_matters(old_obj, new_obj))
+            emit_self(&e, MAP_CTRL_CLUSTER, obj);
+    } else if (strcmp(kind, "Godis") == 0) {
+        if (!update || mapping_for_update_matters(old_obj, new_obj))
+            emit_self(&e, MAP_CTRL_GODIS, obj);
+        if (!update || mapping_owned_update_matters(old_obj, new_obj))
+            emit_owner_both(&e, MAP_CTRL_CLUSTER, old_obj, new_obj, "GodisCluster",
+                            "cluster-name");
+    } else if (strcmp(kind, "ConfigMap") == 0) {
+        if (!update || mapping_owned_update_matters(old_obj, new_obj))
+            emit_owner_both(&e, MAP_CTRL_CLUSTER, old_obj, new_obj, "GodisCluster",
+                            "cluster-name");
+    } else if (strcmp(kind, "ReplicaSet") == 0 || strcmp(kind, "Service") == 0 ||
+               strcmp(kind, "PersistentVolumeClaim") == 0) {
+        if (!update || mapping_owned_update_matters(old_obj, new_obj))
+            emit_owner_both(&e, MAP_CTRL_GODIS, old_obj, new_obj, "Godis", "node-name");
+    } else if (strcmp(kind, "Pod") == 0) {
+        if (!update || mapping_owned_update_matters(old_obj, new_obj)) {
+            emit_nsname(&e, MAP_CTRL_GODIS, gd_meta_namespace(obj),
+                        gd_meta_label(obj, "node-name"));
+            const char *was = update ? gd_meta_label(old_obj, "node-name") : NULL;
+            const char *is = gd_meta_label(obj, "node-name");
+            if (was && (!is || strcmp(was, is) != 0))
+                emit_nsname(&e, MAP_CTRL_GODIS, gd_meta_namespace(old_obj), was);
+            emit_nsname(&e, MAP_CTRL_CLUSTER, gd_meta_namespace(obj),
+                        gd_meta_label(obj, "cluster-name"));
+        }
+    } else if (strcmp(kind, "Node") == 0) {
+        if (!update || mapping_node_update_matters(old_obj, new_obj))
+            map_node(c, &e, obj);
+    }
+    return e.n;
+}
