@@ -72,6 +72,13 @@ static gd_err from_yaml(const char *yaml, const char *ctx)
     return k8s_config_from_yaml(yaml, strlen(yaml), "/x/config", ctx, &cfg, err, sizeof err);
 }
 
+static gd_err load(const k8s_config_opts *o)
+{
+    k8s_config_destroy(&cfg);
+    err[0] = 0;
+    return k8s_config_load(o, &cfg, err, sizeof err);
+}
+
 static int setup(void **state)
 {
     snprintf(tmp, sizeof tmp, "/tmp/gdcfgtestXXXXXX");
@@ -353,7 +360,7 @@ static void test_relative_paths(void **state)
     /* cwd is elsewhere: paths must resolve against the kubeconfig's directory */
     assert_int_equal(chdir("/"), 0);
     k8s_config_destroy(&cfg);
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_memory_equal(cfg->ca_pem, CA_PEM, strlen(CA_PEM));
     assert_memory_equal(cfg->cert_pem, CERT_PEM, strlen(CERT_PEM));
     assert_memory_equal(cfg->key_pem, KEY_PEM, strlen(KEY_PEM));
@@ -371,7 +378,7 @@ static void test_relative_paths(void **state)
     char want[1024];
     snprintf(want, sizeof want, "%s: clusters[0] (name=c): certificate-authority: cannot read %s: "
              "No such file or directory", path_in("rel/config2"), path_in("rel/nope.crt"));
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_string_equal(err, want);
 
     write_file("rel/config3",
@@ -379,7 +386,7 @@ static void test_relative_paths(void **state)
                "users: [{name: u, user: {tokenFile: /nonexistent/token}}]\n"
                "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
     o.kubeconfig = path_in("rel/config3");
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_non_null(strstr(err, "users[0] (name=u): tokenFile: cannot read /nonexistent/token"));
 
     /* a directory given as CA */
@@ -387,7 +394,7 @@ static void test_relative_paths(void **state)
                "current-context: x\nclusters: [{name: c, cluster: {server: https://h, certificate-authority: certs}}]\n"
                "contexts: [{name: x, context: {cluster: c}}]\n");
     o.kubeconfig = path_in("rel/config4");
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_non_null(strstr(err, "not a regular file"));
 }
 
@@ -397,7 +404,7 @@ static void test_explicit_missing_file(void **state)
     char want[600];
     snprintf(want, sizeof want, "%s: cannot read kubeconfig: No such file or directory", path_in("does-not-exist"));
     k8s_config_destroy(&cfg);
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_string_equal(err, want);
     assert_null(cfg);
     /* an explicit file wins over KUBECONFIG */
@@ -405,14 +412,14 @@ static void test_explicit_missing_file(void **state)
     write_file("explicit", "current-context: x\nclusters: [{name: c, cluster: {server: https://e}}]\n"
                            "contexts: [{name: x, context: {cluster: c}}]\n");
     o.kubeconfig = path_in("explicit");
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->server, "https://e");
     unsetenv("KUBECONFIG");
     /* an empty explicit file */
     write_file("emptyfile", "");
     o.kubeconfig = path_in("emptyfile");
     k8s_config_destroy(&cfg);
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_non_null(strstr(err, "kubeconfig is empty"));
 }
 
@@ -438,7 +445,7 @@ static void test_kubeconfig_merge(void **state)
     k8s_config_opts o = { 0 };
     k8s_config_destroy(&cfg);
     /* current-context from the first file that sets one (a), entries first-wins */
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->context_name, "ctxA");
     assert_string_equal(cfg->server, "https://a1");
     assert_string_equal(cfg->token, "tokA");
@@ -446,7 +453,7 @@ static void test_kubeconfig_merge(void **state)
     k8s_config_destroy(&cfg);
     /* a context only b has, its tokenFile relative to b's directory */
     o.context = "ctxB";
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->server, "https://b2");
     assert_string_equal(cfg->token, "tokfile-b");
     assert_string_equal(cfg->token_file, path_in("b/tok"));
@@ -454,13 +461,13 @@ static void test_kubeconfig_merge(void **state)
     k8s_config_destroy(&cfg);
     /* b's context "mixed" resolves c1/u1 to a's entries (first wins per entry) */
     o.context = "mixed";
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->server, "https://a1");
     assert_string_equal(cfg->token, "tokA");
     k8s_config_destroy(&cfg);
     /* unknown context names every file read */
     o.context = "nope";
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     char want[2048];
     snprintf(want, sizeof want, "context \"nope\" not found in %s:%s:%s", path_in("c/config"),
              path_in("a/config"), path_in("b/config"));
@@ -469,22 +476,22 @@ static void test_kubeconfig_merge(void **state)
     snprintf(env, sizeof env, "%s:%s", path_in("b/config"), path_in("a/config"));
     setenv("KUBECONFIG", env, 1);
     o.context = NULL;
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->context_name, "ctxB");
     k8s_config_destroy(&cfg);
     o.context = "ctxA";
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->server, "https://b2");
     k8s_config_destroy(&cfg);
     /* a broken file anywhere in the list is an error naming it */
     write_file("broken/config", "clusters: [\n");
     snprintf(env, sizeof env, "%s:%s", path_in("a/config"), path_in("broken/config"));
     setenv("KUBECONFIG", env, 1);
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_true(strncmp(err, path_in("broken/config"), strlen(path_in("broken/config"))) == 0);
     /* none exist: error, or in-cluster when allowed */
     setenv("KUBECONFIG", "/nonexistent/a:/nonexistent/b", 1);
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_string_equal(err, "KUBECONFIG=/nonexistent/a:/nonexistent/b: none of these files exist");
     unsetenv("KUBECONFIG");
 }
@@ -497,22 +504,22 @@ static void test_home_and_fallback(void **state)
     setenv("HOME", path_in("home"), 1);
     k8s_config_opts o = { 0 };
     k8s_config_destroy(&cfg);
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->server, "https://home");
     k8s_config_destroy(&cfg);
     /* no kubeconfig anywhere: error unless in-cluster is allowed and present */
     setenv("HOME", path_in("nohome"), 1);
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_non_null(strstr(err, "no kubeconfig"));
     o.allow_in_cluster = true;
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_ERR_CONFIG);
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_non_null(strstr(err, "not running in a cluster"));
     write_file("sa/token", "sa-token\n");
     write_file("sa/ca.crt", CA_PEM);
     setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
     o.sa_dir = path_in("sa");
-    assert_int_equal(k8s_config_load(&o, &cfg, err, sizeof err), GD_OK);
+    assert_int_equal(load(&o), GD_OK);
     assert_string_equal(cfg->context_name, "in-cluster");
     k8s_config_destroy(&cfg);
     unsetenv("KUBERNETES_SERVICE_HOST");
