@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential pkg-config clang libcurl4-openssl-dev libcjson-dev libzmq3-dev
       libyaml-dev libssl-dev libcmocka-dev libmicrohttpd-dev openssl curl etcd-server
-      valgrind golang-go golang-github-modern-go-reflect2-dev dpkg-dev rsync procps psmisc)
+      valgrind etcd-client jq golang-go golang-github-modern-go-reflect2-dev dpkg-dev rsync procps psmisc)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
