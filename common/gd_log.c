@@ -79,6 +79,7 @@ typedef struct {
     char *buf;
     int cap, pos, limit;  /* limit = cap - LOG_RESERVE: body text stops here */
     bool truncated;
+    int nfields;          /* the first field has no separator before it */
 } line_writer;
 
 static void put_raw(line_writer *w, const char *s, int n, bool reserved)
@@ -106,9 +107,11 @@ static bool needs_quotes(const char *v)
     return false;
 }
 
-/* Escapes one value; an escape sequence is written whole or not at all. */
+/* Escapes one value; an escape sequence is written whole or not at all, and a cut never
+ * leaves half a UTF-8 character behind. */
 static void put_escaped(line_writer *w, const char *v, bool json)
 {
+    int start = w->pos;
     for (const unsigned char *p = (const unsigned char *)v; *p && !w->truncated; p++) {
         char esc[8];
         int n;
@@ -132,16 +135,27 @@ static void put_escaped(line_writer *w, const char *v, bool json)
         }
         put_raw(w, esc, n, false);
     }
+    if (w->truncated) {
+        while (w->pos > start && ((unsigned char)w->buf[w->pos - 1] & 0xC0) == 0x80)
+            w->pos--;
+        if (w->pos > start && (unsigned char)w->buf[w->pos - 1] >= 0xC0)
+            w->pos--;
+    }
 }
 
-static void put_value(line_writer *w, const char *v, bool json)
+/* Returns false (having written nothing) when not even the opening quote fits. */
+static bool put_value(line_writer *w, const char *v, bool json)
 {
     bool quote = json || needs_quotes(v);
-    if (quote)
+    if (quote) {
         put_str(w, "\"");
+        if (w->truncated)
+            return false;
+    }
     put_escaped(w, v, json);
     if (quote)
         put_raw(w, "\"", 1, true);  /* always closed, from the reserve */
+    return true;
 }
 
 /* Keys come from code, but keep them well-formed anyway: anything odd becomes '_'. */
@@ -156,31 +170,46 @@ static void put_key(line_writer *w, const char *k, bool json)
     tmp[n] = 0;
     if (n == 0)
         snprintf(tmp, sizeof tmp, "_");
+    if (w->nfields > 0)
+        put_str(w, json ? "," : " ");
     if (json) {
-        put_str(w, ",\"");
+        put_str(w, "\"");
         put_str(w, tmp);
         put_str(w, "\":");
     } else {
-        put_str(w, " ");
         put_str(w, tmp);
         put_str(w, "=");
     }
 }
 
-static void put_field(line_writer *w, const char *k, const char *v, bool json)
+/* A field is written whole or, when even its start does not fit, not at all: a key
+ * without its value would break JSON. raw values (numbers, our own timestamps) are written
+ * verbatim and unredacted. */
+static void put_field_ex(line_writer *w, const char *k, const char *v, bool json, bool raw)
 {
     if (w->truncated)
         return;
+    int saved = w->pos;
     put_key(w, k, json);
-    if (w->truncated)
-        return;
-    if (!v) {
-        put_str(w, json ? "null" : "\"\"");
-        return;
+    if (!w->truncated) {
+        if (!v) {
+            put_str(w, json ? "null" : "\"\"");
+        } else if (raw) {
+            put_str(w, v);
+        } else if (put_value(w, is_secret_key(k) || is_secret_value(v) ? "<redacted>" : v, json)) {
+            w->nfields++;
+            return;
+        }
     }
-    if (is_secret_key(k) || is_secret_value(v))
-        v = "<redacted>";
-    put_value(w, v, json);
+    if (w->truncated)
+        w->pos = saved;
+    else
+        w->nfields++;
+}
+
+static void put_field(line_writer *w, const char *k, const char *v, bool json)
+{
+    put_field_ex(w, k, v, json, false);
 }
 
 static int format_line(char *buf, int cap, gd_log_level lvl, const char *msg, va_list *kv)
@@ -192,7 +221,7 @@ static int format_line(char *buf, int cap, gd_log_level lvl, const char *msg, va
         return 0;
     }
     bool json = atomic_load(&log_json);
-    line_writer w = { buf, cap, 0, cap - LOG_RESERVE, false };
+    line_writer w = { buf, cap, 0, cap - LOG_RESERVE, false, 0 };
     if ((int)lvl < 0 || (int)lvl > GD_LOG_ERROR)
         lvl = GD_LOG_ERROR;
 
@@ -204,27 +233,13 @@ static int format_line(char *buf, int cap, gd_log_level lvl, const char *msg, va
     char pid[24];
     snprintf(pid, sizeof pid, "%d", (int)getpid());
 
-    if (json) {
-        put_str(&w, "{\"ts\":\"");
-        put_str(&w, tsbuf);
-        put_str(&w, "\",\"level\":\"");
-        put_str(&w, level_names[lvl]);
-        put_str(&w, "\",\"role\":");
-        put_value(&w, log_role, true);
-        put_str(&w, ",\"pid\":");
-        put_str(&w, pid);
-        put_field(&w, "msg", msg ? msg : "", true);
-    } else {
-        put_str(&w, "ts=");
-        put_str(&w, tsbuf);
-        put_str(&w, " level=");
-        put_str(&w, level_names[lvl]);
-        put_str(&w, " role=");
-        put_value(&w, log_role, false);
-        put_str(&w, " pid=");
-        put_str(&w, pid);
-        put_field(&w, "msg", msg ? msg : "", false);
-    }
+    if (json)
+        put_str(&w, "{");
+    put_field_ex(&w, "ts", tsbuf, json, !json);
+    put_field_ex(&w, "level", level_names[lvl], json, !json);
+    put_field_ex(&w, "role", log_role, json, false);
+    put_field_ex(&w, "pid", pid, json, true);
+    put_field(&w, "msg", msg ? msg : "", json);
     if (kv) {
         for (;;) {
             const char *k = va_arg(*kv, const char *);
@@ -234,8 +249,12 @@ static int format_line(char *buf, int cap, gd_log_level lvl, const char *msg, va
             put_field(&w, k, v, json);
         }
     }
-    if (w.truncated)
-        put_raw(&w, json ? ",\"truncated\":true" : " truncated=true", json ? 17 : 15, true);
+    if (w.truncated) {
+        const char *mark = json ? ",\"truncated\":true" : " truncated=true";
+        if (w.nfields == 0)
+            mark++;  /* no separator before the first field */
+        put_raw(&w, mark, (int)strlen(mark), true);
+    }
     if (json)
         put_raw(&w, "}", 1, true);
     put_raw(&w, "\n", 1, true);

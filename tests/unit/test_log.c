@@ -141,6 +141,37 @@ static void test_truncation(void **state)
     assert_int_equal(line[0], 0);
 }
 
+/* Every cut position gives a well-formed line: valid JSON in JSON mode, one trailing
+ * newline in both modes, never past the buffer. */
+static void test_truncation_every_cap(void **state)
+{
+    for (int json = 0; json <= 1; json++) {
+        gd_log_init("role with space", GD_LOG_DEBUG, json, 2);
+        for (int cap = 96; cap < 420; cap++) {
+            char *buf = malloc((size_t)cap);
+            int n = fmt(cap, GD_LOG_INFO, "m \"q\"", "a", "x\"y\\z", "b", NULL, "\xc3\xa9t\xc3\xa9",
+                        "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", "c", "\n\n\n\n\n\n\n\n\n\n\n\n", NULL);
+            assert_true(n < cap);
+            memcpy(buf, line, (size_t)n + 1);
+            assert_int_equal((int)strlen(buf), n);
+            assert_int_equal(buf[n - 1], '\n');
+            assert_ptr_equal(strchr(buf, '\n'), buf + n - 1);
+            if (json) {
+                cJSON *j = cJSON_Parse(buf);
+                if (!j)
+                    fail_msg("cap %d: invalid JSON: %s", cap, buf);
+                if (cap >= 200)
+                    assert_string_equal(cJSON_GetObjectItem(j, "role")->valuestring, "role with space");
+                cJSON_Delete(j);
+            } else if (cap >= 200) {
+                assert_non_null(strstr(buf, "role=\"role with space\""));
+            }
+            free(buf);
+        }
+    }
+    gd_log_init("manager", GD_LOG_DEBUG, 0, 2);
+}
+
 static void test_levels(void **state)
 {
     assert_int_equal(gd_log_level_parse("debug"), GD_LOG_DEBUG);
@@ -228,6 +259,7 @@ int main(void)
         cmocka_unit_test_setup(test_redaction, setup_kv),
         cmocka_unit_test_setup(test_json_mode, setup_json),
         cmocka_unit_test_setup(test_truncation, setup_kv),
+        cmocka_unit_test(test_truncation_every_cap),
         cmocka_unit_test(test_levels),
         cmocka_unit_test(test_write_and_filter),
         cmocka_unit_test(test_threads_no_interleave),

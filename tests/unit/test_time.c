@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <cmocka.h>
@@ -185,6 +186,42 @@ static void test_bucket_sustained_rate(void **state)
     gd_bucket_destroy(&b);
 }
 
+/* With the clock frozen, concurrent reservations queue up: each gets a distinct slot, so the
+ * sorted waits are exactly 0 (burst times) then 1, 2, 3... token periods. */
+static gd_bucket shared_bucket;
+static int64_t thread_waits[4][50];
+
+static void *reserve_thread(void *arg)
+{
+    int64_t *out = arg;
+    for (int i = 0; i < 50; i++)
+        out[i] = gd_bucket_reserve_ns(&shared_bucket);
+    return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_bucket_threads(void **state)
+{
+    gd_bucket_init(&shared_bucket, 100.0, 3);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, reserve_thread, thread_waits[i]);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    int64_t *all = &thread_waits[0][0];
+    qsort(all, 200, sizeof *all, cmp_i64);
+    for (int i = 0; i < 200; i++) {
+        int64_t want = i < 3 ? 0 : (int64_t)(i - 2) * 10000000LL;
+        assert_true(all[i] >= want - 2 && all[i] <= want + 2);
+    }
+    gd_bucket_destroy(&shared_bucket);
+}
+
 static void test_bucket_unlimited(void **state)
 {
     gd_bucket b;
@@ -209,6 +246,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_backoff_hostile_params, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_bucket_burst_then_rate, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_bucket_sustained_rate, setup_clock, teardown_clock),
+        cmocka_unit_test_setup_teardown(test_bucket_threads, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_bucket_unlimited, setup_clock, teardown_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
