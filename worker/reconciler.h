@@ -1,0 +1,57 @@
+/* reconciler.h — how reconcilers plug into the worker.
+ *
+ * A reconciler set is one or more controllers (name, For kind, reconcile function) chosen by
+ * --reconciler. Each set registers itself from its own file with GD_RECONCILER_SET(), a
+ * constructor that runs before main: the worker never names a reconciler's symbols, so a
+ * reconciler file is added (worker/reconcile_*.c) without touching main.c or the Makefile.
+ *
+ * The production set is "godis" (issue 7: controllers "godiscluster" For GodisCluster and
+ * "godis" For Godis). The test sets "noop" and "sleepy" (testing_reconcilers.c) serve the
+ * integration tests and benchmarks.
+ *
+ * Controller names must match the mapping's (MAP_CTRL_CLUSTER, MAP_CTRL_GODIS in
+ * mapping.h) for events to reach them; a set may also name its own controllers and map
+ * events itself through map_event. */
+#ifndef WORKER_RECONCILER_H
+#define WORKER_RECONCILER_H
+#include <cjson/cJSON.h>
+#include "controller.h"
+
+#define GD_RECONCILER_MAX_CONTROLLERS 4
+
+typedef struct {
+    const char *controller;         /* "godiscluster": queue name, metrics label, and the
+                                     * field of pending keys in GDW1 ASSIGN/REVOKED */
+    const char *for_kind;           /* "GodisCluster" */
+    gd_reconcile_fn reconcile;
+    int (*shard_of_key)(const char *key);   /* NULL: gd_shard_of_key_cluster */
+} gd_reconciler;
+
+/* Emits (controller, key) pairs; see mapping.h. */
+typedef void (*gd_emit_fn)(void *ud, const char *controller, const char *key);
+
+typedef struct gd_reconciler_set {
+    const char *name;               /* --reconciler value */
+    const char *help;               /* one line for --help */
+    int ncontrollers;
+    gd_reconciler controllers[GD_RECONCILER_MAX_CONTROLLERS];
+    /* Optional: set up with --reconciler-arg (may be NULL); *ud is handed to every
+     * reconcile as rec_ctx.ud. Non-GD_OK aborts start-up (exit 2). */
+    gd_err (*init)(gd_worker_env *env, const char *arg, void **ud);
+    void (*fini)(void *ud);
+    /* Optional: replaces the standard mapping (mapping_event) for this set. */
+    void (*map_event)(void *ud, const char *kind, const cJSON *old_obj, const cJSON *new_obj,
+                      gd_emit_fn emit, void *emit_ud);
+    struct gd_reconciler_set *next; /* registry link, set by gd_reconciler_register */
+} gd_reconciler_set;
+
+void gd_reconciler_register(gd_reconciler_set *s);
+const gd_reconciler_set *gd_reconciler_find(const char *name);
+/* First registered set (iterate with ->next). */
+const gd_reconciler_set *gd_reconciler_first(void);
+
+#define GD_RECONCILER_SET(var)                                                           \
+    static void var##_register(void) __attribute__((constructor));                      \
+    static void var##_register(void) { gd_reconciler_register(&var); }
+
+#endif

@@ -1,0 +1,58 @@
+/* worker.h — the godis-worker process: subscribers → cache → mapping → controllers, and the
+ * GDW1 conversation with the manager (or flags alone in standalone mode).
+ *
+ * One main thread owns every ZeroMQ socket (the subscribers and the control DEALER) and
+ * runs a poll loop; reconciles run on the controllers' own threads.
+ *
+ * Shards become active in two steps, so a reconcile never sees a half-loaded shard: ASSIGN
+ * (or --shards) first makes the subscribers follow the shards and snapshot them ("loading");
+ * once every subscriber is in sync the controllers take the shards, the ASSIGN's pending
+ * keys are enqueued, and every cached object of those shards is mapped as if just added (a
+ * full resync of the shard). Revoking runs the other way: the controllers stop taking the
+ * shards' keys at once, queued and newly arriving keys become pending, and when no key of
+ * those shards is in flight any more the worker answers REVOKED with the pending keys and
+ * only then forgets the shards' objects. */
+#ifndef WORKER_WORKER_H
+#define WORKER_WORKER_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "gd_err.h"
+#include "gd_proto.h"
+
+#define WORKER_MAX_KINDS 8
+
+typedef struct {
+    char kind[48];
+    char pub[256];
+    char snap[256];
+} worker_endpoint;
+
+typedef struct {
+    int index;                          /* --index; -1 when standalone */
+    const char *control_endpoint;       /* NULL: standalone (no manager, no fence) */
+    const char *runtime_dir;
+    worker_endpoint informers[WORKER_MAX_KINDS];
+    int ninformers;
+    int shards[GD_NSHARDS];             /* standalone: --shards */
+    int nshards;
+    int max_concurrent;                 /* per controller */
+    int heartbeat_ms;
+    const char *kubeconfig, *context;
+    const char *reconciler, *reconciler_arg;
+    int64_t stop_grace_ms;              /* SIGTERM: how long in-flight reconciles may take */
+} worker_opts;
+
+void worker_opts_default(worker_opts *o);
+/* Fills the endpoints of the eight kinds from a runtime directory (PROTOCOL.md §2). */
+gd_err worker_endpoints_from_dir(worker_opts *o, const char *dir);
+/* Parses "Kind=PUB,SNAP;Kind=PUB,SNAP". */
+gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_t cap);
+
+/* Runs until STOP, a signal, or a fatal error. Returns the process exit code. */
+int worker_run(const worker_opts *o);
+
+/* The eight kinds in the order the subscribers load them: children before parents, so a
+ * parent's keys are never reconciled against children that have not arrived yet. */
+extern const char *const worker_kinds[WORKER_MAX_KINDS];
+
+#endif
