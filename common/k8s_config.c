@@ -31,6 +31,10 @@ static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    /* One line whatever names and paths contain: a newline in a YAML key stays visible. */
+    for (char *c = err; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
 }
 
 static void wipe_free(void *p, size_t n)

@@ -23,6 +23,10 @@ static void kc_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    /* One line whatever names and paths contain: a newline in a YAML key stays visible. */
+    for (char *c = err; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
 }
 
 static const char *node_kind(const yaml_node_t *n)

@@ -249,6 +249,25 @@ static void test_contexts_and_missing_entries(void **state)
     assert_string_equal(err, "/x/config: no current-context set and no --context given");
 }
 
+static void test_error_is_one_line(void **state)
+{
+    assert_int_equal(from_yaml("current-context: \"a\\nb\"\ncontexts: [{name: \"x\\ny\", context: {}}]\n", NULL),
+                     GD_ERR_CONFIG);
+    assert_string_equal(err, "context \"a?b\" not found in /x/config");
+    assert_int_equal(from_yaml("contexts: [{name: \"x\\ny\", context: {}}]\n", "x\ny"), GD_ERR_CONFIG);
+    assert_string_equal(err, "/x/config: contexts[0] (name=x?y): cluster is missing");
+    /* a NUL inside a scalar */
+    assert_int_equal(from_yaml("users: [{name: u, user: {token: \"a\\0b\"}}]\n", NULL), GD_ERR_CONFIG);
+    assert_string_equal(err, "/x/config: users[0] (name=u): token: contains a NUL byte");
+    /* the error buffer is never overrun, and a tiny one still gets a terminated prefix */
+    char small[16];
+    k8s_config_destroy(&cfg);
+    assert_int_equal(k8s_config_from_yaml("x", 1, "/a/very/long/path/to/config", "nope", &cfg, small,
+                                          sizeof small), GD_ERR_CONFIG);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_int_equal(k8s_config_from_yaml("x", 1, "/p", "nope", &cfg, NULL, 0), GD_ERR_CONFIG);
+}
+
 static void test_empty(void **state)
 {
     assert_int_equal(from_yaml("", NULL), GD_ERR_CONFIG);
@@ -421,6 +440,34 @@ static void test_explicit_missing_file(void **state)
     k8s_config_destroy(&cfg);
     assert_int_equal(load(&o), GD_ERR_CONFIG);
     assert_non_null(strstr(err, "kubeconfig is empty"));
+}
+
+static void test_oversized_and_fallbacks(void **state)
+{
+    /* a 17 MiB file is refused before parsing */
+    write_file("huge", "");
+    assert_int_equal(truncate(path_in("huge"), 17 << 20), 0);
+    k8s_config_opts o = { .kubeconfig = path_in("huge") };
+    assert_int_equal(load(&o), GD_ERR_CONFIG);
+    assert_non_null(strstr(err, "cannot read kubeconfig: larger than"));
+    /* KUBECONFIG naming only missing files falls back to in-cluster when allowed */
+    write_file("sa9/token", "t9");
+    write_file("sa9/ca.crt", CA_PEM);
+    setenv("KUBECONFIG", "/nonexistent/a", 1);
+    setenv("KUBERNETES_SERVICE_HOST", "127.0.0.9", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
+    k8s_config_opts o2 = { .allow_in_cluster = true, .sa_dir = path_in("sa9") };
+    assert_int_equal(load(&o2), GD_OK);
+    assert_string_equal(cfg->server, "https://127.0.0.9:6443");
+    assert_string_equal(cfg->token, "t9");
+    /* but a kubeconfig that exists and is broken never falls back */
+    write_file("broken2", "clusters: {\n");
+    setenv("KUBECONFIG", path_in("broken2"), 1);
+    assert_int_equal(load(&o2), GD_ERR_CONFIG);
+    assert_null(cfg);
+    unsetenv("KUBECONFIG");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
 static void test_kubeconfig_merge(void **state)
@@ -653,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_broken_yaml),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_contexts_and_missing_entries),
+        cmocka_unit_test(test_error_is_one_line),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_bad_base64_and_pem),
         cmocka_unit_test(test_unsupported_auth),
@@ -660,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_big_kubeconfig),
         cmocka_unit_test(test_relative_paths),
         cmocka_unit_test(test_explicit_missing_file),
+        cmocka_unit_test(test_oversized_and_fallbacks),
         cmocka_unit_test(test_kubeconfig_merge),
         cmocka_unit_test(test_home_and_fallback),
         cmocka_unit_test(test_in_cluster),
