@@ -122,7 +122,8 @@ typedef struct {
     k8s_list_opts list;                 /* selectors, resource_version, timeout_seconds */
     bool allow_bookmarks;
     size_t max_event_bytes;             /* cap per event; default 16 MiB */
-    const volatile int *stop;           /* polled ~every 100 ms; non-zero aborts the watch */
+    const volatile int *stop;           /* polled ~every 100 ms; non-zero aborts the watch
+                                         * (read atomically: set it with __atomic_store_n) */
 } k8s_watch_opts;
 
 /* Streams until the server ends the watch (GD_OK or GD_ERR_CLOSED), the callback stops it,

@@ -1,6 +1,7 @@
 /* k8s_internal.h — helpers shared by the k8s_*.c files of common/, not a public API. */
 #ifndef K8S_INTERNAL_H
 #define K8S_INTERNAL_H
+#include <stdbool.h>
 #include <stddef.h>
 #include "k8s_client.h"
 
@@ -16,5 +17,32 @@ gd_err k8s_classify_ex(long http_status, const char *body, size_t len,
 /* Percent-encodes s into out (RFC 3986 unreserved characters pass through). Returns the
  * length written, or -1 when it does not fit. */
 int k8s_urlencode(char *out, size_t cap, const char *s);
+
+/* One HTTP exchange, as k8s_client.c asks k8s_http.c for it. */
+typedef struct {
+    const char *method;          /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+    const char *path;            /* "/api/v1/...?query", already encoded */
+    const char *body;            /* NULL: none */
+    size_t body_len;
+    const char *content_type;    /* for the body */
+    bool watch;                  /* no total timeout (only timeoutSeconds + slack) */
+    int watch_timeout_s;
+    /* Streaming: a 2xx body goes to sink as it arrives (non-zero return aborts the transfer
+     * with GD_ERR_CANCELLED); an error body is still collected and classified. */
+    int (*sink)(void *ud, const char *p, size_t n);
+    void *sink_ud;
+    const volatile int *stop;    /* polled every 100 ms; non-zero cancels */
+} k8s_http_req;
+
+typedef struct {
+    long status;
+    char *body;                  /* malloc'd, NUL-terminated, or NULL when empty */
+    size_t len;
+} k8s_http_resp;
+
+/* Sends rq (honouring the token bucket, retrying 429 as configured) and classifies the
+ * answer. On GD_OK, rs (if given) owns the body. After a stream that broke mid-way the
+ * result is GD_ERR_CLOSED (GD_ERR_TIMEOUT when our own deadline cut it). */
+gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s_status *st);
 
 #endif
