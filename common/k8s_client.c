@@ -309,7 +309,14 @@ static void watch_on_error(void *ud, gd_err err, const char *what)
 static int watch_sink(void *ud, const char *p, size_t n)
 {
     watch_ctx *w = ud;
-    return k8s_watch_decoder_feed(w->dec, p, n) == GD_OK ? 0 : 1;
+    gd_err e = k8s_watch_decoder_feed(w->dec, p, n);
+    if (e != GD_OK && e != GD_ERR_CANCELLED) {    /* the decoder itself failed (memory) */
+        w->stop_err = e;
+        w->error_status.err = e;
+        snprintf(w->error_status.message, sizeof w->error_status.message,
+                 "watch decoder failed: out of memory");
+    }
+    return e == GD_OK ? 0 : 1;
 }
 
 gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
