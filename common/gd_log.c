@@ -24,6 +24,13 @@ static atomic_int log_min_level = GD_LOG_INFO;
 static atomic_int log_json;
 static atomic_int log_fd = 2;
 static pthread_mutex_t log_write_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t log_atfork_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread holds the write lock would leave the child's copy locked
+ * forever; holding it across fork() guarantees both sides start unlocked. */
+static void log_lock(void) { pthread_mutex_lock(&log_write_mu); }
+static void log_unlock(void) { pthread_mutex_unlock(&log_write_mu); }
+static void log_register_atfork(void) { pthread_atfork(log_lock, log_unlock, log_unlock); }
 
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
@@ -274,6 +281,7 @@ int gd_log_format(char *buf, int cap, gd_log_level lvl, const char *msg, va_list
 static void emit(const char *line, int len)
 {
     int fd = atomic_load(&log_fd);
+    pthread_once(&log_atfork_once, log_register_atfork);
     pthread_mutex_lock(&log_write_mu);
     int saved = errno;  /* logging must not disturb the caller's errno */
     while (len > 0) {

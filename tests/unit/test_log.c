@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
@@ -250,6 +252,41 @@ static void test_threads_no_interleave(void **state)
     free(all);
 }
 
+/* A fork while another thread is logging: the child can still log (no inherited lock). */
+static volatile int keep_logging;
+static void *busy_logger(void *arg)
+{
+    while (keep_logging)
+        GD_DEBUG("busy");
+    return NULL;
+}
+
+static void test_fork_while_logging(void **state)
+{
+    int devnull = open("/dev/null", O_WRONLY);
+    assert_true(devnull >= 0);
+    gd_log_init("manager", GD_LOG_DEBUG, 0, devnull);
+    keep_logging = 1;
+    pthread_t t;
+    pthread_create(&t, NULL, busy_logger, NULL);
+    for (int i = 0; i < 20; i++) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            alarm(5);  /* a deadlock kills the child, which the parent sees */
+            GD_INFO("child logs");
+            _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    keep_logging = 0;
+    pthread_join(t, NULL);
+    gd_log_init("manager", GD_LOG_DEBUG, 0, 2);
+    close(devnull);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_levels),
         cmocka_unit_test(test_write_and_filter),
         cmocka_unit_test(test_threads_no_interleave),
+        cmocka_unit_test(test_fork_while_logging),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
