@@ -1,0 +1,162 @@
+/* informer.h — the modules of bin/godis-informer and how they fit together.
+ *
+ *   reflector thread                         publisher thread (owns every ZeroMQ socket)
+ *   list (paged) / watch  ──inf_queue──▶  store (objects by key) ──▶ PUB  (events by shard)
+ *   transform → inf_obj                       ▲                       ROUTER (snapshots, STATS)
+ *                                             └── heartbeat / resync timers
+ *
+ * The reflector blocks in libcurl; it turns every object into an inf_obj (transformed,
+ * serialised once) and queues it. The publisher thread alone owns the store, the sequence
+ * numbers and both sockets, so a snapshot is trivially consistent with the sequence numbers
+ * it reports and no lock is held while publishing. Counters are atomics read by STATS. */
+#ifndef INFORMER_H
+#define INFORMER_H
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "gd_err.h"
+#include "k8s_client.h"
+
+/* ---------------------------------------------------------------- objects and store */
+
+/* One cached object, in one allocation: key, resourceVersion and the compact JSON body. */
+typedef struct inf_obj {
+    int shard;              /* 0..GD_NSHARDS-1 or GD_SHARD_BROADCAST */
+    uint32_t mark;          /* relist generation (store.c) */
+    const char *key;        /* "namespace/name" or "name" */
+    const char *rv;
+    const char *body;       /* NUL-terminated compact JSON */
+    size_t body_len;
+    char data[];
+} inf_obj;
+
+inf_obj *inf_obj_new(const char *key, const char *rv, int shard, const char *body,
+                     size_t body_len);
+void     inf_obj_destroy(inf_obj **o);
+
+/* Drops metadata.managedFields and every path in drop (dot paths, "\." escapes a dot in a
+ * key, as gd_json). Missing paths are fine. */
+void     inf_transform(cJSON *obj, const char *const *drop, size_t ndrop);
+/* Transform + key + rv + shard + serialise. kind feeds the shard rule. On failure NULL and
+ * a reason in why (missing name, serialisation failure). */
+inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop,
+                           size_t ndrop, const char **why);
+
+typedef enum { INF_ADDED = 1, INF_MODIFIED, INF_DELETED } inf_ev;
+const char *inf_ev_name(inf_ev ev);
+/* Told about every change after it was applied; old/new are valid during the call only. */
+typedef void (*inf_change_fn)(void *ud, inf_ev ev, const inf_obj *old_obj,
+                              const inf_obj *new_obj);
+
+typedef struct inf_store inf_store;
+inf_store *inf_store_new(void);
+void       inf_store_destroy(inf_store **s);
+size_t     inf_store_count(const inf_store *s);
+const inf_obj *inf_store_get(const inf_store *s, const char *key);
+/* Takes *o. ADDED when the key is new, MODIFIED otherwise. */
+gd_err     inf_store_upsert(inf_store *s, inf_obj **o, inf_change_fn fn, void *ud);
+/* DELETED (with the cached object) when the key exists; nothing otherwise. */
+void       inf_store_delete(inf_store *s, const char *key, inf_change_fn fn, void *ud);
+/* DeltaFIFO Replace: the list becomes the store. Takes every items[i] (set to NULL).
+ * Reports ADDED for new keys, MODIFIED for changed resourceVersions, DELETED for keys not
+ * in the list; unchanged objects are kept silently. */
+gd_err     inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn fn,
+                             void *ud);
+/* Resync: MODIFIED (old == new) for every object. */
+void       inf_store_resync(inf_store *s, inf_change_fn fn, void *ud);
+/* fn returns non-zero to stop. */
+void       inf_store_foreach(inf_store *s, int (*fn)(void *ud, const inf_obj *o), void *ud);
+
+/* ---------------------------------------------------------------- counters */
+
+typedef struct {
+    _Atomic uint64_t objects, events_published, messages_published, lists, relists,
+        watch_restarts, watch_errors, snapshots, bad_objects, synced;
+    _Atomic int64_t last_rv;     /* numeric resourceVersion, -1 when not numeric */
+} inf_counters;
+/* Prometheus text exposition (malloc'd). */
+char *inf_counters_render(const inf_counters *c, const char *kind);
+
+/* ---------------------------------------------------------------- reflector → publisher */
+
+typedef enum { INF_Q_UPSERT = 1, INF_Q_DELETE, INF_Q_REPLACE, INF_Q_RV } inf_q_type;
+typedef struct inf_q_item {
+    inf_q_type type;
+    inf_obj *obj;                /* UPSERT, DELETE */
+    inf_obj **items;             /* REPLACE */
+    size_t nitems;
+    char rv[64];                 /* the resourceVersion this item brings the informer to */
+    struct inf_q_item *next;
+} inf_q_item;
+void inf_q_item_destroy(inf_q_item **it);
+
+typedef struct inf_queue inf_queue;
+inf_queue *inf_queue_new(size_t cap);
+void       inf_queue_destroy(inf_queue **q);
+/* Blocks while the queue holds cap items (backpressure on the watch stream) unless *stop. */
+gd_err     inf_queue_push(inf_queue *q, inf_q_item **it, const volatile int *stop);
+/* Non-blocking; NULL when empty. */
+inf_q_item *inf_queue_pop(inf_queue *q);
+/* Readable (POLLIN) while items are queued. */
+int        inf_queue_fd(const inf_queue *q);
+/* Wakes a poller on the fd without an item (shutdown). */
+void       inf_queue_wake(inf_queue *q);
+
+/* ---------------------------------------------------------------- reflector */
+
+typedef struct {
+    k8s_client *client;
+    k8s_resource res;
+    const char *kind;
+    const char *ns;                  /* NULL: all namespaces */
+    const char *label_selector, *field_selector;
+    long page_size;
+    int min_watch_timeout_s;         /* watch timeout random in [min, 2*min) */
+    const char *const *drop;
+    size_t ndrop;
+    inf_queue *q;
+    inf_counters *ctr;
+    volatile int *stop;
+} inf_reflector_cfg;
+/* Runs list/watch until *stop. Returns NULL. */
+void *inf_reflector_run(void *cfg);
+/* Exposed for tests: is this API failure a "relist from scratch" one (410 Gone / Expired /
+ * too large resource version)? */
+bool  inf_needs_relist(gd_err err, const k8s_status *st);
+
+/* ---------------------------------------------------------------- publisher */
+
+typedef struct inf_pub inf_pub;
+typedef struct {
+    void *zctx;
+    const char *kind;
+    const char *pub_endpoint, *snap_endpoint;
+    int heartbeat_ms;
+    int64_t resync_ms;               /* 0: off */
+    int pub_hwm;                     /* 0: 100000 */
+    inf_queue *q;
+    inf_counters *ctr;
+    volatile int *stop;
+} inf_pub_cfg;
+inf_pub *inf_pub_new(const inf_pub_cfg *cfg);
+void     inf_pub_destroy(inf_pub **p);
+/* The publisher thread's loop: queue → store → PUB; ROUTER requests; timers. */
+gd_err   inf_pub_run(inf_pub *p);
+/* Steps of the loop, exposed for tests. */
+gd_err   inf_pub_apply(inf_pub *p, inf_q_item *it);
+gd_err   inf_pub_heartbeat(inf_pub *p);
+gd_err   inf_pub_serve_one(inf_pub *p);       /* one ROUTER request, if any is waiting */
+uint64_t inf_pub_seq(const inf_pub *p);
+uint64_t inf_pub_topic_seq(const inf_pub *p, int shard);
+inf_store *inf_pub_store(inf_pub *p);
+
+/* Pure helpers (publisher.c), unit-tested. */
+/* Topic list "S003,S017,B" or "*" → want[GD_NSHARDS+1] (index GD_NSHARDS = B). */
+gd_err inf_parse_topics(const char *s, bool *want, bool *all);
+/* {"instance":..,"seq":..,"synced":..,"topics":{..}} (malloc'd). */
+char  *inf_status_json(const char *instance, uint64_t seq, bool synced,
+                       const uint64_t *topic_seq);
+
+#endif

@@ -1,0 +1,336 @@
+/* reflector.c — list then watch, with client-go's Reflector semantics.
+ *
+ *  - The list is paginated (limit/continue) and always a consistent read (resourceVersion
+ *    ""), so paging really happens and the result is as new as etcd. If a continue token
+ *    expires mid-way (410), we fall back to one full unpaginated list, as client-go's pager
+ *    does (FullListIfExpired): restarting the paging could expire again forever.
+ *  - The watch starts from the list's resourceVersion with allowWatchBookmarks and a
+ *    server-side timeout random in [min, 2*min) (client-go: 5 min → [5, 10) min), so that
+ *    many informers do not reconnect in lockstep. Events and bookmarks advance the rv.
+ *  - A watch that ends normally is re-established from the last rv at once. 410 Gone /
+ *    Expired / "too large resource version" means our rv is unusable: relist, and the
+ *    store publishes the difference (DeltaFIFO Replace). Any other error (API server down,
+ *    5xx, transport) backs off with jitter (0.8 s doubling to 30 s, reset after 2 minutes
+ *    without failure) and retries the watch from the same rv — a relist is not needed to
+ *    survive an API server restart, and if our rv has become too old the watch says 410.
+ *  - A watch that ends within a second without any event counts as a failure (client-go's
+ *    "very short watch"), so a server that closes at once cannot spin us. */
+#include "informer.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_time.h"
+
+typedef struct {
+    inf_reflector_cfg *cfg;
+    char rv[64];
+    int events;                 /* events of the current watch */
+    bool relist;                /* the current watch said 410 / too large rv */
+    gd_err watch_err;           /* ERROR event other than 410, or GD_OK */
+    char err_msg[256];
+} refl;
+
+bool inf_needs_relist(gd_err err, const k8s_status *st)
+{
+    if (err == GD_ERR_GONE)
+        return true;
+    if (!st)
+        return false;
+    if (strcmp(st->reason, "Expired") == 0 || strcmp(st->reason, "Gone") == 0 ||
+        st->http_status == 410)
+        return true;
+    /* apiserver: errors.NewTooLargeResourceVersionError → 504 Timeout whose message is
+     * "Too large resource version: X, current: Y"; client-go matches the message too. */
+    return strcasestr(st->message, "too large resource version") != NULL;
+}
+
+static void set_rv(refl *r, const char *rv)
+{
+    if (!rv || !*rv)
+        return;
+    snprintf(r->rv, sizeof r->rv, "%s", rv);
+    char *end;
+    long long v = strtoll(rv, &end, 10);
+    atomic_store_explicit(&r->cfg->ctr->last_rv, *end ? -1 : v, memory_order_relaxed);
+}
+
+/* Sleeps ms in small steps so a stop request is honoured quickly. */
+static void nap(const volatile int *stop, int64_t ms)
+{
+    int64_t until = gd_mono_ms() + ms;
+    while (!*stop) {
+        int64_t left = until - gd_mono_ms();
+        if (left <= 0)
+            return;
+        gd_sleep_ms(left < 100 ? left : 100);
+    }
+}
+
+static gd_err push(refl *r, inf_q_type type, inf_obj *o, inf_obj **items, size_t n)
+{
+    inf_q_item *it = calloc(1, sizeof *it);
+    if (!it) {
+        free(o);
+        for (size_t i = 0; i < n; i++)
+            free(items[i]);
+        free(items);
+        return GD_ERR_NOMEM;
+    }
+    it->type = type;
+    it->obj = o;
+    it->items = items;
+    it->nitems = n;
+    snprintf(it->rv, sizeof it->rv, "%s", r->rv);
+    return inf_queue_push(r->cfg->q, &it, r->cfg->stop);
+}
+
+/* ------------------------------------------------------------ list */
+
+typedef struct {
+    inf_obj **v;
+    size_t n, cap;
+} objvec;
+
+static void objvec_free(objvec *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        free(v->v[i]);
+    free(v->v);
+    memset(v, 0, sizeof *v);
+}
+
+static gd_err objvec_add(objvec *v, inf_obj *o)
+{
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 256;
+        inf_obj **nv = realloc(v->v, nc * sizeof *nv);
+        if (!nv)
+            return GD_ERR_NOMEM;
+        v->v = nv;
+        v->cap = nc;
+    }
+    v->v[v->n++] = o;
+    return GD_OK;
+}
+
+/* List items carry no kind/apiVersion; set them so listed and watched bodies look alike. */
+static void add_type_meta(cJSON *item, const char *api_version, const char *kind)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(item, "kind") && kind && *kind)
+        cJSON_AddStringToObject(item, "kind", kind);
+    if (!cJSON_GetObjectItemCaseSensitive(item, "apiVersion") && api_version && *api_version)
+        cJSON_AddStringToObject(item, "apiVersion", api_version);
+}
+
+static gd_err add_page(refl *r, cJSON *page, objvec *out)
+{
+    inf_reflector_cfg *c = r->cfg;
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
+    const char *api_version = gd_json_str_or(page, "apiVersion", "");
+    cJSON *item;
+    cJSON_ArrayForEach(item, items) {
+        add_type_meta(item, api_version, c->res.kind);
+        const char *why = NULL;
+        inf_obj *o = inf_obj_from_json(c->kind, item, c->drop, c->ndrop, &why);
+        if (!o) {
+            atomic_fetch_add(&c->ctr->bad_objects, 1);
+            GD_WARN("object dropped", "kind", c->kind, "reason", why);
+            continue;
+        }
+        if (objvec_add(out, o) != GD_OK) {
+            free(o);
+            return GD_ERR_NOMEM;
+        }
+    }
+    return GD_OK;
+}
+
+static gd_err list_all(refl *r, k8s_status *st)
+{
+    inf_reflector_cfg *c = r->cfg;
+    objvec all = {0};
+    char cont[4096] = "", list_rv[64] = "";
+    long limit = c->page_size;
+    int pages = 0;
+    for (;;) {
+        k8s_list_opts lo = {.label_selector = c->label_selector,
+                            .field_selector = c->field_selector,
+                            .limit = limit, .continue_token = cont[0] ? cont : NULL};
+        cJSON *page = NULL;
+        gd_err e = k8s_list(c->client, &c->res, c->ns, &lo, &page, st);
+        if (e == GD_ERR_GONE && cont[0]) {
+            GD_WARN("list continue token expired; falling back to a full list", "kind",
+                    c->kind);
+            objvec_free(&all);
+            cont[0] = '\0';
+            list_rv[0] = '\0';
+            limit = 0;
+            continue;
+        }
+        if (e != GD_OK) {
+            cJSON_Delete(page);
+            objvec_free(&all);
+            return e;
+        }
+        pages++;
+        if (!list_rv[0])
+            snprintf(list_rv, sizeof list_rv, "%s",
+                     gd_json_str_or(page, "metadata.resourceVersion", ""));
+        e = add_page(r, page, &all);
+        const char *next = gd_json_str_or(page, "metadata.continue", "");
+        if (strlen(next) >= sizeof cont) {
+            e = GD_ERR_TOO_LARGE;
+        } else {
+            snprintf(cont, sizeof cont, "%s", next);
+        }
+        cJSON_Delete(page);
+        if (e != GD_OK) {
+            objvec_free(&all);
+            return e;
+        }
+        if (!cont[0] || *c->stop)
+            break;
+    }
+    if (*c->stop) {
+        objvec_free(&all);
+        return GD_ERR_CANCELLED;
+    }
+    set_rv(r, list_rv);
+    char n[24], np[16];
+    snprintf(n, sizeof n, "%zu", all.n);
+    snprintf(np, sizeof np, "%d", pages);
+    GD_INFO("listed", "kind", c->kind, "objects", n, "pages", np, "rv", r->rv);
+    return push(r, INF_Q_REPLACE, NULL, all.v, all.n);
+}
+
+/* ------------------------------------------------------------ watch */
+
+static int on_event(void *ud, const char *type, cJSON *obj)
+{
+    refl *r = ud;
+    inf_reflector_cfg *c = r->cfg;
+    r->events++;
+    if (strcmp(type, "ERROR") == 0) {
+        int64_t code = gd_json_int_or(obj, "code", 0);
+        const char *reason = gd_json_str_or(obj, "reason", "");
+        const char *msg = gd_json_str_or(obj, "message", "");
+        snprintf(r->err_msg, sizeof r->err_msg, "%s", msg);
+        if (code == 410 || strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0 ||
+            strcasestr(msg, "too large resource version"))
+            r->relist = true;
+        else
+            r->watch_err = code >= 500 ? GD_ERR_SERVER : GD_ERR_UNEXPECTED;
+        return 1;
+    }
+    const char *rv = gd_meta_rv(obj);
+    if (strcmp(type, "BOOKMARK") == 0) {
+        set_rv(r, rv);
+        return push(r, INF_Q_RV, NULL, NULL, 0) == GD_OK ? 0 : 1;
+    }
+    inf_q_type qt;
+    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+        qt = INF_Q_UPSERT;
+    else if (strcmp(type, "DELETED") == 0)
+        qt = INF_Q_DELETE;
+    else {
+        GD_WARN("unknown watch event type ignored", "kind", c->kind, "type", type);
+        return 0;
+    }
+    set_rv(r, rv);
+    const char *why = NULL;
+    inf_obj *o = inf_obj_from_json(c->kind, obj, c->drop, c->ndrop, &why);
+    if (!o) {
+        atomic_fetch_add(&c->ctr->bad_objects, 1);
+        GD_WARN("object dropped", "kind", c->kind, "reason", why);
+        return 0;
+    }
+    return push(r, qt, o, NULL, 0) == GD_OK ? 0 : 1;
+}
+
+static gd_err watch_once(refl *r, k8s_status *st)
+{
+    inf_reflector_cfg *c = r->cfg;
+    int min = c->min_watch_timeout_s > 0 ? c->min_watch_timeout_s : 300;
+    k8s_watch_opts wo = {
+        .list = {.label_selector = c->label_selector, .field_selector = c->field_selector,
+                 .resource_version = r->rv,
+                 .timeout_seconds = min + (int)(gd_rand01() * min)},
+        .allow_bookmarks = true,
+        .stop = c->stop,
+    };
+    r->events = 0;
+    r->relist = false;
+    r->watch_err = GD_OK;
+    r->err_msg[0] = '\0';
+    GD_DEBUG("watch", "kind", c->kind, "rv", r->rv);
+    gd_err e = k8s_watch(c->client, &c->res, c->ns, &wo, on_event, r, st);
+    if (r->relist)
+        return GD_ERR_GONE;
+    if (e == GD_ERR_CANCELLED && *c->stop)
+        return GD_ERR_CANCELLED;
+    if (e == GD_ERR_CANCELLED && r->watch_err != GD_OK) {
+        snprintf(st->message, sizeof st->message, "%s", r->err_msg);
+        return r->watch_err;
+    }
+    return e == GD_ERR_CLOSED ? GD_OK : e;
+}
+
+void *inf_reflector_run(void *arg)
+{
+    inf_reflector_cfg *c = arg;
+    refl r = {.cfg = c};
+    gd_backoff bo;
+    gd_backoff_init(&bo, 800, 30000, 2.0, 0.2, 120000);
+    bool need_list = true, first_list = true, first_watch = true;
+    while (!*c->stop) {
+        k8s_status st;
+        memset(&st, 0, sizeof st);
+        if (need_list) {
+            gd_err e = list_all(&r, &st);
+            if (e == GD_ERR_CANCELLED)
+                break;
+            if (e != GD_OK) {
+                atomic_fetch_add(&c->ctr->watch_errors, 1);
+                int64_t d = gd_backoff_next(&bo);
+                char ds[24];
+                snprintf(ds, sizeof ds, "%lld", (long long)d);
+                GD_WARN("list failed; retrying", "kind", c->kind, "error", gd_strerror(e),
+                        "message", st.message, "backoff_ms", ds);
+                nap(c->stop, d);
+                continue;
+            }
+            atomic_fetch_add(&c->ctr->lists, 1);
+            if (!first_list)
+                atomic_fetch_add(&c->ctr->relists, 1);
+            first_list = false;
+            need_list = false;
+        }
+        if (!first_watch)
+            atomic_fetch_add(&c->ctr->watch_restarts, 1);
+        first_watch = false;
+        int64_t started = gd_mono_ms();
+        gd_err e = watch_once(&r, &st);
+        if (e == GD_ERR_CANCELLED && *c->stop)
+            break;
+        if (e == GD_ERR_GONE || inf_needs_relist(e, &st)) {
+            GD_INFO("resourceVersion unusable; relisting", "kind", c->kind, "rv", r.rv,
+                    "message", r.err_msg[0] ? r.err_msg : st.message);
+            need_list = true;
+            continue;
+        }
+        if (e == GD_OK && (r.events > 0 || gd_mono_ms() - started >= 1000))
+            continue;                              /* the server ended a healthy watch */
+        atomic_fetch_add(&c->ctr->watch_errors, 1);
+        int64_t d = gd_backoff_next(&bo);
+        char ds[24];
+        snprintf(ds, sizeof ds, "%lld", (long long)d);
+        GD_WARN("watch failed; retrying from the last resourceVersion", "kind", c->kind,
+                "error", e == GD_OK ? "very short watch" : gd_strerror(e), "message",
+                st.message, "rv", r.rv, "backoff_ms", ds);
+        nap(c->stop, d);
+    }
+    GD_DEBUG("reflector stopped", "kind", c->kind);
+    return NULL;
+}
