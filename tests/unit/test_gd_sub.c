@@ -1,0 +1,387 @@
+/* test_gd_sub.c — the subscriber library against the real informer publisher running in a
+ * thread: first snapshot, live updates in order, a deliberately lagged subscriber (tiny
+ * high-water marks) that must detect its gaps and end equal, shard following/revoking, and
+ * an informer restart (new instance on the same ipc endpoints). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <zmq.h>
+#include "gd_json.h"
+#include "gd_proto.h"
+#include "gd_sub.h"
+#include "gd_time.h"
+#include "../../informer/store.c"
+#include "../../informer/counters.c"
+#include "../../informer/queue.c"
+#include "../../informer/publisher.c"
+
+#define NKEYS 300
+
+typedef struct {
+    void *zctx;
+    inf_queue *q;
+    inf_counters ctr;
+    inf_pub *p;
+    pthread_t th;
+    volatile int stop;
+    char pub_ep[128], snap_ep[128], dir[64];
+    int pub_hwm;
+    /* the model: what the informer's store must hold */
+    int rv[NKEYS];          /* 0: absent */
+    int shard[NKEYS];
+    int next_rv;
+} fx;
+
+typedef struct {
+    int added, modified, deleted, synced, resync_events;
+} counts;
+
+static void on_event(void *ud, gd_sub_event ev, const char *key, int shard, const cJSON *old,
+                     const cJSON *new_obj, bool resync)
+{
+    counts *c = ud;
+    switch (ev) {
+    case GD_SUB_ADDED: c->added++; assert_null(old); assert_non_null(new_obj); break;
+    case GD_SUB_MODIFIED: c->modified++; assert_non_null(old); assert_non_null(new_obj); break;
+    case GD_SUB_DELETED: c->deleted++; assert_non_null(old); assert_null(new_obj); break;
+    case GD_SUB_SYNCED: c->synced++; break;
+    }
+    if (resync)
+        c->resync_events++;
+}
+
+static void *pub_thread(void *arg)
+{
+    inf_pub_run(arg);
+    return NULL;
+}
+
+static void start_pub(fx *f)
+{
+    f->stop = 0;
+    inf_pub_cfg c = {.zctx = f->zctx, .kind = "ConfigMap", .pub_endpoint = f->pub_ep,
+                     .snap_endpoint = f->snap_ep, .heartbeat_ms = 50, .q = f->q,
+                     .ctr = &f->ctr, .stop = &f->stop, .pub_hwm = f->pub_hwm};
+    f->p = inf_pub_new(&c);
+    assert_non_null(f->p);
+    assert_int_equal(pthread_create(&f->th, NULL, pub_thread, f->p), 0);
+}
+
+static void stop_pub(fx *f)
+{
+    f->stop = 1;
+    inf_queue_wake(f->q);
+    pthread_join(f->th, NULL);
+    inf_pub_destroy(&f->p);
+}
+
+static int setup_common(void **state, int pub_hwm)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->zctx = zmq_ctx_new();
+    f->q = inf_queue_new(64);
+    f->pub_hwm = pub_hwm;
+    snprintf(f->dir, sizeof f->dir, "/tmp/gdsubXXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->pub_ep, sizeof f->pub_ep, "ipc://%s/cm.pub", f->dir);
+    snprintf(f->snap_ep, sizeof f->snap_ep, "ipc://%s/cm.snap", f->dir);
+    f->next_rv = 100;
+    start_pub(f);
+    *state = f;
+    return 0;
+}
+static int setup(void **state) { return setup_common(state, 0); }
+static int setup_lag(void **state) { return setup_common(state, 5); }
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    stop_pub(f);
+    inf_queue_destroy(&f->q);
+    zmq_ctx_term(f->zctx);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static inf_obj *mkobj(fx *f, int i)
+{
+    char key[32], body[256], rv[16];
+    snprintf(key, sizeof key, "ns/o%d", i);
+    snprintf(rv, sizeof rv, "%d", f->rv[i]);
+    snprintf(body, sizeof body,
+             "{\"metadata\":{\"name\":\"o%d\",\"namespace\":\"ns\",\"resourceVersion\":\"%s\"}}",
+             i, rv);
+    return inf_obj_new(key, rv, f->shard[i], body, strlen(body));
+}
+
+static void push(fx *f, inf_q_type t, inf_obj *o, inf_obj **items, size_t n)
+{
+    inf_q_item *it = calloc(1, sizeof *it);
+    it->type = t;
+    it->obj = o;
+    it->items = items;
+    it->nitems = n;
+    snprintf(it->rv, sizeof it->rv, "%d", f->next_rv - 1);
+    volatile int stop = 0;
+    assert_int_equal(inf_queue_push(f->q, &it, &stop), GD_OK);
+}
+
+/* Initial list: keys 0..n-1 across shards 0..3 and broadcast. */
+static void initial_list(fx *f, int n)
+{
+    inf_obj **items = calloc((size_t)n, sizeof *items);
+    for (int i = 0; i < n; i++) {
+        f->rv[i] = f->next_rv++;
+        f->shard[i] = i % 5 == 4 ? GD_SHARD_BROADCAST : i % 5;
+        items[i] = mkobj(f, i);
+    }
+    push(f, INF_Q_REPLACE, NULL, items, (size_t)n);
+}
+
+/* Random writes: updates, deletes, re-creates, shard moves. */
+static void churn(fx *f, int n)
+{
+    for (int j = 0; j < n; j++) {
+        int i = rand() % NKEYS;
+        int r = rand() % 10;
+        if (f->rv[i] && r < 2) {
+            f->next_rv++;
+            inf_obj *o = mkobj(f, i);
+            f->rv[i] = 0;
+            push(f, INF_Q_DELETE, o, NULL, 0);
+            continue;
+        }
+        if (r == 2)
+            f->shard[i] = rand() % 5 == 4 ? GD_SHARD_BROADCAST : rand() % 4;
+        f->rv[i] = f->next_rv++;
+        push(f, INF_Q_UPSERT, mkobj(f, i), NULL, 0);
+    }
+}
+
+static bool wanted(int shard, const int *shards, int n)
+{
+    if (shard == GD_SHARD_BROADCAST || !shards)
+        return true;
+    for (int i = 0; i < n; i++)
+        if (shards[i] == shard)
+            return true;
+    return false;
+}
+
+/* True when the replica equals the model restricted to the followed shards. */
+static bool replica_equal(fx *f, gd_sub *s, const int *shards, int n, bool verbose)
+{
+    size_t expect = 0;
+    for (int i = 0; i < NKEYS; i++) {
+        char key[32], rv[32], want[16];
+        snprintf(key, sizeof key, "ns/o%d", i);
+        bool in = f->rv[i] && wanted(f->shard[i], shards, n);
+        bool have = gd_sub_get_rv(s, key, rv, sizeof rv);
+        if (in)
+            expect++;
+        snprintf(want, sizeof want, "%d", f->rv[i]);
+        if (in != have || (in && strcmp(rv, want) != 0)) {
+            if (verbose)
+                print_message("mismatch %s: want %s (%d) have %s (%d)\n", key, want, in,
+                              have ? rv : "-", have);
+            return false;
+        }
+    }
+    return gd_sub_count(s) == expect;
+}
+
+static void converge(fx *f, gd_sub *s, const int *shards, int n)
+{
+    int64_t until = gd_mono_ms() + 10000;
+    while (gd_mono_ms() < until) {
+        gd_sub_poll(s, 20);
+        char rv[32], want[32];
+        gd_sub_last_rv(s, rv, sizeof rv);
+        snprintf(want, sizeof want, "%d", f->next_rv - 1);
+        if (gd_sub_synced(s) && !strcmp(rv, want) && replica_equal(f, s, shards, n, false))
+            return;
+    }
+    assert_true(replica_equal(f, s, shards, n, true));
+    fail_msg("replica did not converge");
+}
+
+static gd_sub *new_sub(fx *f, counts *c, int rcvhwm)
+{
+    gd_sub_opts o;
+    gd_sub_opts_default(&o);
+    o.kind = "ConfigMap";
+    o.pub_endpoint = f->pub_ep;
+    o.snap_endpoint = f->snap_ep;
+    o.on_event = on_event;
+    o.ud = c;
+    o.snapshot_timeout_ms = 2000;
+    if (rcvhwm)
+        o.rcvhwm = rcvhwm;
+    gd_sub *s = gd_sub_new(f->zctx, &o);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_live_and_late(void **state)
+{
+    fx *f = *state;
+    counts c = {0}, late = {0};
+    gd_sub *s = new_sub(f, &c, 0);
+    assert_false(gd_sub_synced(s));
+    assert_int_equal(gd_sub_set_all(s), GD_OK);     /* empty informer: snapshot of nothing */
+    initial_list(f, 200);
+    converge(f, s, NULL, 0);
+    assert_true(c.synced >= 1);
+    assert_int_equal(c.added, 200);
+    churn(f, 2000);
+    converge(f, s, NULL, 0);
+    gd_sub_stats st;
+    gd_sub_get_stats(s, &st);
+    assert_int_equal(st.gaps, 0);                 /* nothing should be lost here */
+    assert_true(st.applied >= 2000);
+    /* late subscriber */
+    gd_sub *s2 = new_sub(f, &late, 0);
+    assert_int_equal(gd_sub_set_all(s2), GD_OK);
+    churn(f, 300);
+    converge(f, s2, NULL, 0);
+    converge(f, s, NULL, 0);
+    assert_int_equal(late.synced, 1);
+    /* the replica hands out copies */
+    cJSON *o = NULL;
+    for (int i = 0; i < NKEYS && !o; i++)
+        if (f->rv[i]) {
+            char key[32];
+            snprintf(key, sizeof key, "ns/o%d", i);
+            o = gd_sub_get(s, key);
+        }
+    assert_non_null(o);
+    assert_non_null(gd_meta_name(o));
+    cJSON_Delete(o);
+    assert_null(gd_sub_get(s, "ns/none"));
+    gd_sub_destroy(&s2);
+    gd_sub_destroy(&s);
+    assert_null(s);
+}
+
+static void test_lagged(void **state)
+{
+    fx *f = *state;      /* PUB high-water mark 5 */
+    counts c = {0};
+    gd_sub *s = new_sub(f, &c, 5);
+    initial_list(f, 250);
+    assert_int_equal(gd_sub_set_all(s), GD_OK);
+    converge(f, s, NULL, 0);
+    for (int round = 0; round < 3; round++) {
+        churn(f, 1500);            /* the subscriber does not read meanwhile */
+        gd_sleep_ms(100);
+        converge(f, s, NULL, 0);
+    }
+    gd_sub_stats st;
+    gd_sub_get_stats(s, &st);
+    assert_true(st.gaps > 0);
+    assert_true(st.snapshots > 1);
+    assert_true(c.resync_events > 0);
+    gd_sub_destroy(&s);
+}
+
+static void test_shards(void **state)
+{
+    fx *f = *state;
+    counts c = {0};
+    gd_sub *s = new_sub(f, &c, 0);
+    initial_list(f, 100);
+    gd_sleep_ms(100);
+    int sh1[] = {1, 3};
+    assert_int_equal(gd_sub_set_shards(s, sh1, 2), GD_OK);
+    converge(f, s, sh1, 2);
+    churn(f, 500);
+    converge(f, s, sh1, 2);
+    /* revoke 3, add 2: shard 3 objects leave silently, shard 2 ones arrive as resync ADDs */
+    int deleted_before = c.deleted, added_before = c.added;
+    int in2 = 0;
+    for (int i = 0; i < NKEYS; i++)
+        in2 += f->rv[i] && f->shard[i] == 2;
+    int sh2[] = {1, 2};
+    assert_int_equal(gd_sub_set_shards(s, sh2, 2), GD_OK);
+    assert_int_equal(c.deleted, deleted_before);
+    assert_int_equal(c.added - added_before, in2);
+    converge(f, s, sh2, 2);
+    int bad[] = {256};
+    assert_int_equal(gd_sub_set_shards(s, bad, 1), GD_ERR_ARG);
+    gd_sub_destroy(&s);
+}
+
+static void test_restart(void **state)
+{
+    fx *f = *state;
+    counts c = {0};
+    gd_sub *s = new_sub(f, &c, 0);
+    initial_list(f, 100);
+    assert_int_equal(gd_sub_set_all(s), GD_OK);
+    converge(f, s, NULL, 0);
+    /* the informer dies; while it is away objects change; a new one lists afresh */
+    stop_pub(f);
+    inf_q_item *it;
+    while ((it = inf_queue_pop(f->q)))
+        inf_q_item_destroy(&it);
+    for (int i = 0; i < 100; i += 3)
+        f->rv[i] = 0;                     /* deleted while away */
+    start_pub(f);
+    inf_obj **items = calloc(NKEYS, sizeof *items);
+    size_t n = 0;
+    for (int i = 0; i < 120; i++) {
+        if (i >= 100 || i % 3 == 1)
+            f->rv[i] = f->next_rv++;      /* new or changed */
+        if (f->rv[i])
+            items[n++] = mkobj(f, i);
+    }
+    push(f, INF_Q_REPLACE, NULL, items, n);
+    int del_before = c.deleted;
+    converge(f, s, NULL, 0);
+    assert_int_equal(c.deleted - del_before, 34);
+    gd_sub_destroy(&s);
+}
+
+static void test_bad_opts(void **state)
+{
+    gd_sub_opts o;
+    gd_sub_opts_default(&o);
+    void *z = zmq_ctx_new();
+    assert_null(gd_sub_new(z, &o));                 /* no endpoints */
+    o.pub_endpoint = "nonsense://x";
+    o.snap_endpoint = "inproc://y";
+    assert_null(gd_sub_new(z, &o));
+    assert_null(gd_sub_new(NULL, &o));
+    /* an informer that is not there: snapshot times out, the gd_sub stays usable */
+    o.pub_endpoint = "inproc://nobody.pub";
+    o.snap_endpoint = "inproc://nobody.snap";
+    o.snapshot_timeout_ms = 100;
+    gd_sub *s = gd_sub_new(z, &o);
+    assert_non_null(s);
+    assert_int_equal(gd_sub_set_all(s), GD_ERR_TIMEOUT);
+    assert_false(gd_sub_synced(s));
+    gd_sub_stats st;
+    gd_sub_get_stats(s, &st);
+    assert_int_equal(st.snapshot_failures, 1);
+    gd_sub_destroy(&s);
+    zmq_ctx_term(z);
+}
+
+int main(void)
+{
+    srand(42);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_live_and_late, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lagged, setup_lag, teardown),
+        cmocka_unit_test_setup_teardown(test_shards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
+        cmocka_unit_test(test_bad_opts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
