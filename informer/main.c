@@ -383,6 +383,11 @@ int main(int argc, char **argv)
         k8s_client_destroy(&client);
     }
     zmq_ctx_term(zctx);
+    /* libzmq leaves ipc socket files behind; remove ours so the directory can go too. */
+    if (strncmp(pub_ep, "ipc://", 6) == 0)
+        unlink(pub_ep + 6);
+    if (strncmp(snap_ep, "ipc://", 6) == 0)
+        unlink(snap_ep + 6);
     if (own_dir)
         rmdir(dir);
     return e == GD_OK ? GD_EXIT_OK : GD_EXIT_FAILURE;

@@ -167,6 +167,7 @@ static gd_err list_all(refl *r, k8s_status *st)
             cont[0] = '\0';
             list_rv[0] = '\0';
             limit = 0;
+            pages = 0;
             continue;
         }
         if (e != GD_OK) {

@@ -1,0 +1,283 @@
+/* test_informer_reflector.c — the reflector's list/watch state machine against a scripted
+ * HTTP server (tests/unit/httpd_helper): paginated list with limit/continue, an expired
+ * continue token falling back to a full list, watch from the list's resourceVersion with
+ * bookmarks and a randomised timeout, events and bookmarks advancing the rv, an ERROR 410
+ * leading to a relist, a 500 leading to backoff and a re-watch from the same rv, and the
+ * "too large resource version" classification. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gd_json.h"
+#include "gd_time.h"
+#include "httpd_helper.h"
+#include "k8s_client.h"
+#include "../../informer/store.c"
+#include "../../informer/counters.c"
+#include "../../informer/queue.c"
+#include "../../informer/reflector.c"
+
+static const char *CM_LIST_1 =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"10\","
+    "\"continue\":\"tok\"},\"items\":["
+    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"5\","
+    "\"managedFields\":[{\"manager\":\"x\"}]}},"
+    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"6\"}}]}";
+static const char *GONE =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"The "
+    "provided continue parameter is too old\",\"reason\":\"Expired\",\"code\":410}";
+static const char *CM_LIST_FULL =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"11\"},"
+    "\"items\":["
+    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"5\"}},"
+    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"resourceVersion\":\"6\"}},"
+    "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"resourceVersion\":\"11\"}}]}";
+static const char *WATCH_1 =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"d\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"12\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"13\",\"managedFields\":[]}}}\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{"
+    "\"resourceVersion\":\"14\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{"
+    "\"namespace\":\"ns\",\"resourceVersion\":\"14\"}}}\n"     /* no name: dropped */
+    "{\"type\":\"DELETED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"15\"}}}\n"
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+    "\"Failure\",\"message\":\"too old resource version: 11 (14)\",\"reason\":\"Expired\","
+    "\"code\":410}}\n";
+static const char *CM_LIST_2 =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"16\"},"
+    "\"items\":["
+    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"resourceVersion\":\"13\"}},"
+    "{\"metadata\":{\"name\":\"e\",\"namespace\":\"ns\",\"resourceVersion\":\"16\"}}]}";
+static const char *SERVER_ERR =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"etcd down\","
+    "\"reason\":\"InternalError\",\"code\":500}";
+static const char *WATCH_2 =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"f\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"17\"}}}\n";
+
+typedef struct {
+    httpd *h;
+    k8s_client *c;
+    inf_queue *q;
+    inf_counters ctr;
+    inf_reflector_cfg cfg;
+    volatile int stop;
+    pthread_t th;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->h = httpd_start(NULL);
+    assert_non_null(f->h);
+    k8s_config *cfg = calloc(1, sizeof *cfg);
+    cfg->server = strdup(httpd_url(f->h));
+    cfg->namespace_ = strdup("default");
+    k8s_client_opts o;
+    k8s_client_opts_default(&o);
+    o.qps = -1;
+    f->c = k8s_client_new(&cfg, &o);
+    assert_non_null(f->c);
+    f->q = inf_queue_new(64);
+    f->cfg = (inf_reflector_cfg){.client = f->c, .res = K8S_RES_CONFIGMAPS, .kind = "ConfigMap",
+                                 .ns = "ns", .label_selector = "cluster-name",
+                                 .page_size = 2, .min_watch_timeout_s = 300, .q = f->q,
+                                 .ctr = &f->ctr, .stop = &f->stop};
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    f->stop = 1;
+    if (f->th)
+        pthread_join(f->th, NULL);
+    inf_queue_destroy(&f->q);
+    k8s_client_destroy(&f->c);
+    httpd_stop(&f->h);
+    free(f);
+    return 0;
+}
+
+static inf_q_item *next_item(fx *f, int timeout_ms)
+{
+    int64_t until = gd_mono_ms() + timeout_ms;
+    while (gd_mono_ms() < until) {
+        inf_q_item *it = inf_queue_pop(f->q);
+        if (it)
+            return it;
+        gd_sleep_ms(5);
+    }
+    fail_msg("no queue item within %d ms", timeout_ms);
+    return NULL;
+}
+
+static const char *query(fx *f, int i)
+{
+    const httpd_req *r = httpd_request(f->h, i);
+    assert_non_null(r);
+    return r->uri;
+}
+
+static void expect_replace(inf_q_item *it, const char *rv, const char *const *keys, size_t n)
+{
+    assert_int_equal(it->type, INF_Q_REPLACE);
+    assert_string_equal(it->rv, rv);
+    assert_int_equal(it->nitems, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(it->items[i]->key, keys[i]);
+        assert_null(strstr(it->items[i]->body, "managedFields"));
+        /* list items get the kind and apiVersion a watch event would carry */
+        assert_non_null(strstr(it->items[i]->body, "\"kind\":\"ConfigMap\""));
+        assert_non_null(strstr(it->items[i]->body, "\"apiVersion\":\"v1\""));
+    }
+}
+
+static void expect_item(inf_q_item *it, inf_q_type t, const char *key, const char *rv)
+{
+    assert_int_equal(it->type, t);
+    assert_string_equal(it->rv, rv);
+    if (key)
+        assert_string_equal(it->obj->key, key);
+}
+
+static void test_list_watch_relist(void **state)
+{
+    fx *f = *state;
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_1});
+    httpd_push(f->h, &(httpd_resp){.status = 410, .body = GONE});
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_FULL});
+    httpd_push(f->h, &(httpd_resp){.body = WATCH_1, .chunk = 100});
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_2});
+    httpd_push(f->h, &(httpd_resp){.status = 500, .body = SERVER_ERR});
+    httpd_push(f->h, &(httpd_resp){.body = WATCH_2, .hang_ms = 60000, .chunk = 1000});
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+
+    /* page 1 + expired continue → one full list: REPLACE a, b, c at rv 11 */
+    inf_q_item *it = next_item(f, 5000);
+    const char *k1[] = {"ns/a", "ns/b", "ns/c"};
+    expect_replace(it, "11", k1, 3);
+    inf_q_item_destroy(&it);
+    /* watch events in order; the bookmark moves the rv; the nameless object is dropped */
+    it = next_item(f, 5000);
+    expect_item(it, INF_Q_UPSERT, "ns/d", "12");
+    inf_q_item_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_Q_UPSERT, "ns/a", "13");
+    assert_null(strstr(it->obj->body, "managedFields"));
+    inf_q_item_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_Q_RV, NULL, "14");
+    inf_q_item_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_Q_DELETE, "ns/b", "15");
+    inf_q_item_destroy(&it);
+    /* ERROR 410 → relist (consistent, paginated again) */
+    it = next_item(f, 5000);
+    const char *k2[] = {"ns/a", "ns/e"};
+    expect_replace(it, "16", k2, 2);
+    inf_q_item_destroy(&it);
+    /* 500 on the watch → backoff (~0.8 s) → watch again from rv 16 */
+    int64_t t0 = gd_mono_ms();
+    it = next_item(f, 10000);
+    expect_item(it, INF_Q_UPSERT, "ns/f", "17");
+    inf_q_item_destroy(&it);
+    assert_true(gd_mono_ms() - t0 >= 500);
+
+    /* what was asked, in order */
+    const char *q0 = query(f, 0);
+    assert_non_null(strstr(q0, "/api/v1/namespaces/ns/configmaps"));
+    assert_non_null(strstr(q0, "limit=2"));
+    assert_non_null(strstr(q0, "labelSelector=cluster-name"));
+    assert_null(strstr(q0, "continue="));
+    assert_null(strstr(q0, "resourceVersion="));      /* consistent read */
+    assert_non_null(strstr(query(f, 1), "continue=tok"));
+    assert_null(strstr(query(f, 2), "limit="));        /* full-list fallback */
+    assert_null(strstr(query(f, 2), "continue="));
+    const char *w = query(f, 3);
+    assert_non_null(strstr(w, "watch=1"));
+    assert_non_null(strstr(w, "allowWatchBookmarks=true"));
+    assert_non_null(strstr(w, "resourceVersion=11"));
+    assert_non_null(strstr(w, "labelSelector=cluster-name"));
+    const char *ts = strstr(w, "timeoutSeconds=");
+    assert_non_null(ts);
+    int t = atoi(ts + 15);
+    assert_in_range(t, 300, 599);
+    assert_non_null(strstr(query(f, 4), "limit=2"));
+    assert_null(strstr(query(f, 4), "watch="));
+    assert_non_null(strstr(query(f, 5), "resourceVersion=16"));
+    assert_non_null(strstr(query(f, 6), "resourceVersion=16"));
+
+    assert_int_equal(f->ctr.lists, 2);
+    assert_int_equal(f->ctr.relists, 1);
+    assert_int_equal(f->ctr.watch_errors, 1);
+    assert_int_equal(f->ctr.watch_restarts, 2);
+    assert_int_equal(f->ctr.bad_objects, 1);
+    assert_int_equal(f->ctr.last_rv, 17);
+    /* stop is honoured promptly inside a hanging watch */
+    t0 = gd_mono_ms();
+    f->stop = 1;
+    pthread_join(f->th, NULL);
+    f->th = 0;
+    assert_true(gd_mono_ms() - t0 < 2000);
+}
+
+static void test_list_failure_backoff(void **state)
+{
+    fx *f = *state;
+    /* API server unreachable first (500s), then fine */
+    httpd_push(f->h, &(httpd_resp){.status = 500, .body = SERVER_ERR});
+    httpd_push(f->h, &(httpd_resp){.status = 500, .body = SERVER_ERR});
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_2});
+    httpd_push(f->h, &(httpd_resp){.body = "", .hang_ms = 60000, .chunk = 10});
+    f->cfg.page_size = 0;
+    int64_t t0 = gd_mono_ms();
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+    inf_q_item *it = next_item(f, 15000);
+    const char *k[] = {"ns/a", "ns/e"};
+    expect_replace(it, "16", k, 2);
+    inf_q_item_destroy(&it);
+    /* two backoffs: ~0.8 s then ~1.6 s, each +/- 20 % */
+    int64_t took = gd_mono_ms() - t0;
+    assert_true(took >= 1500);
+    assert_int_equal(f->ctr.watch_errors, 2);
+    assert_null(strstr(query(f, 0), "limit="));
+}
+
+static void test_needs_relist(void **state)
+{
+    k8s_status st;
+    memset(&st, 0, sizeof st);
+    assert_true(inf_needs_relist(GD_ERR_GONE, NULL));
+    assert_false(inf_needs_relist(GD_ERR_SERVER, NULL));
+    st.http_status = 504;
+    snprintf(st.reason, sizeof st.reason, "Timeout");
+    snprintf(st.message, sizeof st.message, "Too large resource version: 99, current: 50");
+    assert_true(inf_needs_relist(GD_ERR_SERVER, &st));
+    snprintf(st.message, sizeof st.message, "etcd timeout");
+    assert_false(inf_needs_relist(GD_ERR_SERVER, &st));
+    snprintf(st.reason, sizeof st.reason, "Expired");
+    assert_true(inf_needs_relist(GD_ERR_UNEXPECTED, &st));
+    memset(&st, 0, sizeof st);
+    st.http_status = 410;
+    assert_true(inf_needs_relist(GD_ERR_UNEXPECTED, &st));
+    memset(&st, 0, sizeof st);
+    assert_false(inf_needs_relist(GD_ERR_TRANSPORT, &st));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_needs_relist),
+        cmocka_unit_test_setup_teardown(test_list_watch_relist, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_failure_backoff, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
