@@ -512,6 +512,14 @@ static gd_err resnapshot(gd_sub *s)
         return GD_OK;
     if (gd_mono_ms() < s->next_snap_ms)
         return GD_ERR_TIMEOUT;
+    if (s->last_heard_ms == 0) {
+        /* Nothing received yet: our subscriptions may not be active at the PUB side, and
+         * whatever is published between the snapshot and that moment would be lost (a
+         * gap, repaired, but avoidable). A message on the SUB proves they are active;
+         * heartbeats come every second, so wait for one, briefly, without consuming it. */
+        zmq_pollitem_t pi = {.socket = s->sub, .events = ZMQ_POLLIN};
+        zmq_poll(&pi, 1, 1500);
+    }
     gd_map *items = gd_map_new(snap_item_free);
     if (!items)
         return GD_ERR_NOMEM;

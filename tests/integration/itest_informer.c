@@ -44,7 +44,29 @@ static struct {
     char root[PATH_MAX];        /* repository root */
     char tmp[256];              /* per-run scratch dir */
     int seq;
+    /* what a failed test left behind (cmocka longjmps out of it): cleaned by test_teardown */
+    pid_t pids[8];
+    gd_sub *subs[8];
+    bool private_apiserver;
 } G;
+
+static void track_pid(pid_t pid, bool add)
+{
+    for (int i = 0; i < 8; i++)
+        if (add ? G.pids[i] == 0 : G.pids[i] == pid) {
+            G.pids[i] = add ? pid : 0;
+            return;
+        }
+}
+
+static void track_sub(gd_sub *s, bool add)
+{
+    for (int i = 0; i < 8; i++)
+        if (add ? G.subs[i] == NULL : G.subs[i] == s) {
+            G.subs[i] = add ? s : NULL;
+            return;
+        }
+}
 
 /* ------------------------------------------------------------------ API helpers */
 
@@ -215,12 +237,14 @@ static void start_informer(informer *inf, const char *ns, const char *kubeconfig
         execv(bin, (char *const *)argv);
         _exit(127);
     }
+    track_pid(inf->pid, true);
 }
 
 static void stop_informer(informer *inf)
 {
     if (inf->pid <= 0)
         return;
+    track_pid(inf->pid, false);
     kill(inf->pid, SIGTERM);
     int status = 0;
     for (int i = 0; i < 100; i++) {
@@ -365,8 +389,15 @@ static gd_sub *follow(const informer *inf, recorder *r, int rcvhwm)
         o.rcvhwm = rcvhwm;
     gd_sub *s = gd_sub_new(G.zctx, &o);
     assert_non_null(s);
+    track_sub(s, true);
     gd_sub_set_all(s);   /* may time out while the informer starts: dispatch retries */
     return s;
+}
+
+static void unfollow(gd_sub **s)
+{
+    track_sub(*s, false);
+    gd_sub_destroy(s);
 }
 
 static void recorder_free(recorder *r)
@@ -470,6 +501,7 @@ static void *write_loop(void *arg)
                 break;
             }
         }
+        gd_sleep_ms(700);   /* ~5 s in all: several watch timeouts (2-4 s) fall inside */
     }
     return NULL;
 }
@@ -496,14 +528,14 @@ static void test_concurrent_writes(void **state)
         pthread_create(&th[i], NULL, write_loop, &w[i]);
     }
     /* keep consuming while they write */
-    bool done = false;
-    while (!done) {
+    bool joined[WRITERS] = {false};
+    for (int left = WRITERS; left > 0;) {
         gd_sub_poll(s, 50);
-        done = true;
         for (int i = 0; i < WRITERS; i++)
-            done = done && pthread_tryjoin_np(th[i], NULL) == 0;
-        if (done)
-            break;
+            if (!joined[i] && pthread_tryjoin_np(th[i], NULL) == 0) {
+                joined[i] = true;
+                left--;
+            }
     }
     for (int i = 0; i < WRITERS; i++)
         assert_int_equal(w[i].err, GD_OK);
@@ -526,7 +558,7 @@ static void test_concurrent_writes(void **state)
     /* the watch was restarted while we wrote (timeouts of 2-4 s), without losing anything */
     assert_true(stat_value(&inf, "godis_informer_watch_restarts_total") >= 1);
     assert_int_equal(stat_value(&inf, "godis_informer_relists_total"), 0);
-    gd_sub_destroy(&s);
+    unfollow(&s);
     recorder_free(&rec);
     stop_informer(&inf);
     del_ns(ns);
@@ -579,7 +611,7 @@ static void test_pagination(void **state)
     assert_int_equal(stat_value(&inf, "godis_informer_lists_total"), 1);
     assert_int_equal(stat_value(&inf, "godis_informer_objects"), N);
     converge(s, ns, NULL, 30000);
-    gd_sub_destroy(&s);
+    unfollow(&s);
     stop_informer(&inf);
     del_ns(ns);
 }
@@ -617,7 +649,7 @@ static void test_label_selector(void **state)
     snprintf(key, sizeof key, "%s/foreign0", ns);
     assert_null(gd_sub_get(s, key));
     assert_int_equal(rec.deleted, 1);
-    gd_sub_destroy(&s);
+    unfollow(&s);
     recorder_free(&rec);
     stop_informer(&inf);
     del_ns(ns);
@@ -679,8 +711,8 @@ static void test_late_and_lagged(void **state)
     assert_true(replica_equals(late, snap, true));
     assert_true(replica_equals(lagged, snap, true));
     gd_map_destroy(&snap);
-    gd_sub_destroy(&late);
-    gd_sub_destroy(&lagged);
+    unfollow(&late);
+    unfollow(&lagged);
     stop_informer(&inf);
     del_ns(ns);
 }
@@ -710,6 +742,7 @@ static int apiserver(const char *verb)
     snprintf(cmd, sizeof cmd, "%s/tests/integration/informer-apiserver.sh %s %s/apiserver",
              G.root, verb, G.tmp);
     int rc = run(cmd, out, sizeof out);
+    G.private_apiserver = strcmp(verb, "start") == 0;
     if (rc != 0)
         fail_msg("informer-apiserver.sh %s failed (%d)", verb, rc);
     return atoi(out);
@@ -797,7 +830,7 @@ static void test_apiserver_restart_and_compaction(void **state)
     assert_int_equal(rec.deleted, 8);
     assert_true(stat_value(&inf, "godis_informer_relists_total") > relists);
     assert_true(log_contains(&inf, "relisting"));
-    gd_sub_destroy(&s);
+    unfollow(&s);
     recorder_free(&rec);
     stop_informer(&inf);
     apiserver("stop");
@@ -829,6 +862,28 @@ static void test_bad_flags(void **state)
 }
 
 /* ------------------------------------------------------------------ setup */
+
+/* After every test, passed or failed: nothing of it may outlive it. */
+static int test_teardown(void **state)
+{
+    for (int i = 0; i < 8; i++) {
+        if (G.subs[i])
+            gd_sub_destroy(&G.subs[i]);
+        if (G.pids[i] > 0) {
+            kill(G.pids[i], SIGKILL);
+            waitpid(G.pids[i], NULL, 0);
+            G.pids[i] = 0;
+        }
+    }
+    if (G.private_apiserver) {
+        char cmd[PATH_MAX * 2];
+        snprintf(cmd, sizeof cmd, "%s/tests/integration/informer-apiserver.sh stop %s/apiserver",
+                 G.root, G.tmp);
+        run(cmd, NULL, 0);
+        G.private_apiserver = false;
+    }
+    return 0;
+}
 
 static int group_setup(void **state)
 {
@@ -872,12 +927,12 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_flags),
-        cmocka_unit_test(test_concurrent_writes),
-        cmocka_unit_test(test_label_selector),
-        cmocka_unit_test(test_late_and_lagged),
-        cmocka_unit_test(test_pagination),
-        cmocka_unit_test(test_apiserver_restart_and_compaction),
+        cmocka_unit_test_teardown(test_bad_flags, test_teardown),
+        cmocka_unit_test_teardown(test_concurrent_writes, test_teardown),
+        cmocka_unit_test_teardown(test_label_selector, test_teardown),
+        cmocka_unit_test_teardown(test_late_and_lagged, test_teardown),
+        cmocka_unit_test_teardown(test_pagination, test_teardown),
+        cmocka_unit_test_teardown(test_apiserver_restart_and_compaction, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
