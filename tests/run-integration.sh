@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Runs the integration tests against the local control plane (tools/devcluster).
+# Builds nothing: `make integration-test` has built bin/ and bin/tests/ already.
+#
+# - A devcluster that already runs (tools/devcluster status succeeds) is reused and left
+#   running. Otherwise one is started here and torn down on exit, unless DEVCLUSTER_KEEP=1
+#   (then it stays up for debugging; `tools/devcluster down` stops it).
+# - Runs every bin/tests/itest_* binary (cmocka) and every tests/integration/*.sh, each with
+#   the devcluster's environment (KUBECONFIG, ETCD_ENDPOINTS, ...) and a time limit
+#   (ITEST_TIMEOUT seconds, default 900). Shell tests print cmocka-style count lines; one
+#   that prints none counts as one test, passed or failed by its exit status.
+# - ITEST_FILTER=substring runs only the tests whose file name contains it.
+# - Closes with one "integration: N passed, N failed" line; exit status non-zero on failure.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+DC="$ROOT/tools/devcluster"
+TIMEOUT=${ITEST_TIMEOUT:-900}
+
+log() { printf '[integration] %s\n' "$*" >&2; }
+
+started=0
+teardown() {
+  local rc=$?
+  if [ $started = 1 ]; then
+    if [ "${DEVCLUSTER_KEEP:-0}" = 1 ]; then
+      log "DEVCLUSTER_KEEP=1: leaving the devcluster running (tools/devcluster down stops it)"
+    else
+      "$DC" down || rc=1
+    fi
+  fi
+  exit $rc
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if "$DC" status >/dev/null 2>&1; then
+  log "reusing the running devcluster"
+else
+  started=1
+  t0=$(date +%s)
+  "$DC" up || { log "tools/devcluster up failed"; exit 1; }
+  log "devcluster up in $(( $(date +%s) - t0 )) s"
+fi
+eval "$("$DC" env)" || exit 1
+
+tests=()
+for t in bin/tests/itest_* tests/integration/*.sh; do
+  [ -f "$t" ] || continue
+  case $t in *.o|*.d) continue ;; esac
+  [ -z "${ITEST_FILTER:-}" ] || [[ "$t" == *"$ITEST_FILTER"* ]] || continue
+  tests+=("$t")
+done
+[ ${#tests[@]} -gt 0 ] || log "no integration tests found"
+
+pass=0; fail=0; bad=()
+for t in ${tests[@]+"${tests[@]}"}; do
+  log "running $t"
+  s=$(date +%s)
+  if [[ "$t" == *.sh ]]; then cmd=(bash "$t"); else cmd=("./$t"); fi
+  out=$(timeout -k 10 "$TIMEOUT" "${cmd[@]}" 2>&1); rc=$?
+  printf '%s\n' "$out"
+  [ $rc -ne 124 ] || log "$t timed out after ${TIMEOUT}s"
+  p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+  f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+    if [ $rc -eq 0 ]; then p=1; else f=1; fi
+  fi
+  pass=$((pass + p)); fail=$((fail + f))
+  if [ $rc -ne 0 ]; then bad+=("$t"); [ "$f" -gt 0 ] || fail=$((fail + 1)); fi
+  log "$t: exit $rc in $(( $(date +%s) - s )) s"
+done
+echo "integration: $pass passed, $fail failed"
+[ ${#bad[@]} -eq 0 ] || { echo "failing integration tests: ${bad[*]}" >&2; exit 1; }
+exit 0
