@@ -4,8 +4,10 @@
  * them. With --reconciler-arg "record=<file>" every reconcile appends one line when it
  * starts and one when it ends, each with a single write(2) to an O_APPEND descriptor, so
  * lines from concurrent threads never interleave:
- *     S <controller> <key> <monotonic ns> <wall-clock us>
- *     E <controller> <key> <monotonic ns>
+ *     S <controller> <key> <monotonic ns> <wall-clock us> <pid>
+ *     E <controller> <key> <monotonic ns> <pid>
+ * (CLOCK_MONOTONIC is one clock for the whole machine, so lines of several workers
+ * compare.)
  * A checker then proves that every key was reconciled and that no two reconciles of one key
  * overlapped, and measures event → reconcile latency from the wall-clock stamps.
  * "sleepy" additionally sleeps a random 0..sleep_ms (default 20) milliseconds. */
@@ -109,11 +111,11 @@ static void record(testrec *t, char what, const char *ctrl, const char *key)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int n = what == 'S'
-                ? snprintf(line, sizeof line, "S %s %s %lld %lld\n", ctrl, key,
+                ? snprintf(line, sizeof line, "S %s %s %lld %lld %d\n", ctrl, key,
                            (long long)gd_mono_ns(),
-                           (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000)
-                : snprintf(line, sizeof line, "E %s %s %lld\n", ctrl, key,
-                           (long long)gd_mono_ns());
+                           (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000, (int)getpid())
+                : snprintf(line, sizeof line, "E %s %s %lld %d\n", ctrl, key,
+                           (long long)gd_mono_ns(), (int)getpid());
     if (n > 0 && (size_t)n < sizeof line && write(t->fd, line, (size_t)n) != n)
         gd_log(GD_LOG_WARN, "test reconciler: record write failed", NULL);
 }

@@ -1,0 +1,730 @@
+/* itest_worker_gdw.c — bin/godis-worker end to end without an API server: the test plays
+ * a GodisCluster informer (GDI1 PUB + snapshot ROUTER, docs/PROTOCOL.md §1) and, for the
+ * managed cases, the manager (GDW1 ROUTER, §2). Workers run the "sleepy" test reconciler,
+ * which logs the start and end of every reconcile to one file; the checker proves
+ *   - every key was reconciled, and again after its last update;
+ *   - no two reconciles of one key ever overlapped — within a worker (8 threads) and across
+ *     workers during a shard handoff;
+ *   - nothing is reconciled without a lease, PONG carries the metrics, STOP ends the worker.
+ * Everything is ipc:// in a private temporary directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include "gd_json.h"
+#include "gd_proto.h"
+#include "gd_time.h"
+
+#define NKEYS 500
+#define NNS 10
+#define BTOPIC GD_NSHARDS
+
+/* ---------------------------------------------------------------- fake informer */
+
+typedef struct {
+    char key[64];
+    char rv[24];
+    int shard;
+    char *body;
+} fobj;
+
+typedef struct {
+    void *pub, *snap;
+    uint64_t gseq, tseq[GD_NSHARDS + 1];
+    fobj objs[NKEYS];
+    int nobjs;
+    uint64_t rv;
+    int64_t last_hb_ms;
+} finf;
+
+static void *zctx;
+static char dir[128];
+static void *open_socks[8];     /* closed by teardown, also after a failed assertion */
+static int nopen;
+static pid_t spawned[4];
+static int nspawned;
+
+static void *track(void *sock)
+{
+    open_socks[nopen++] = sock;
+    return sock;
+}
+static char rec_path[200];
+
+static void sendv(void *sock, int n, const char **f)
+{
+    for (int i = 0; i < n; i++)
+        assert_true(zmq_send(sock, f[i], strlen(f[i]), i < n - 1 ? ZMQ_SNDMORE : 0) >= 0);
+}
+
+/* Same, behind a binary ROUTER identity frame. */
+static void sendv_to(void *sock, const void *id, size_t idlen, int n, const char **f)
+{
+    assert_true(zmq_send(sock, id, idlen, ZMQ_SNDMORE) >= 0);
+    sendv(sock, n, f);
+}
+
+static char *status_json(finf *fi)
+{
+    cJSON *st = cJSON_CreateObject(), *topics = cJSON_AddObjectToObject(st, "topics");
+    cJSON_AddStringToObject(st, "instance", "00c0ffee00c0ffee");
+    cJSON_AddNumberToObject(st, "seq", (double)fi->gseq);
+    cJSON_AddBoolToObject(st, "synced", 1);
+    for (int t = 0; t <= GD_NSHARDS; t++) {
+        if (!fi->tseq[t])
+            continue;
+        char name[8];
+        gd_shard_topic(t == BTOPIC ? GD_SHARD_BROADCAST : t, name, sizeof name);
+        cJSON_AddNumberToObject(topics, name, (double)fi->tseq[t]);
+    }
+    char *s = cJSON_PrintUnformatted(st);
+    cJSON_Delete(st);
+    return s;
+}
+
+static void publish(finf *fi, const char *type, int topic_idx, const char *key, const char *rv,
+                    const char *body)
+{
+    char topic[8], seq[48];
+    gd_shard_topic(topic_idx == BTOPIC ? GD_SHARD_BROADCAST : topic_idx, topic, sizeof topic);
+    fi->gseq++;
+    fi->tseq[topic_idx]++;
+    snprintf(seq, sizeof seq, "%llu:%llu", (unsigned long long)fi->gseq,
+             (unsigned long long)fi->tseq[topic_idx]);
+    char *status = NULL;
+    if (!body)
+        body = status = status_json(fi);
+    const char *f[] = {topic, "GDI1", seq, type, "GodisCluster", key, rv, body};
+    sendv(fi->pub, 8, f);
+    free(status);
+}
+
+static void heartbeat(finf *fi, const char *type)
+{
+    char rv[24];
+    snprintf(rv, sizeof rv, "%llu", (unsigned long long)fi->rv);
+    publish(fi, type, BTOPIC, "", rv, NULL);
+    fi->last_hb_ms = gd_mono_ms();
+}
+
+/* Creates or updates key i with a new generation. */
+static void put_cluster(finf *fi, int i, int generation)
+{
+    char ns[16], name[32];
+    snprintf(ns, sizeof ns, "ns%d", i % NNS);
+    snprintf(name, sizeof name, "c%d", i);
+    fobj *o = &fi->objs[i];
+    bool added = !o->body;
+    fi->rv++;
+    snprintf(o->key, sizeof o->key, "%s/%s", ns, name);
+    snprintf(o->rv, sizeof o->rv, "%llu", (unsigned long long)fi->rv);
+    o->shard = gd_shard_of_cluster(ns, name);
+    cJSON *obj = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(obj, "metadata");
+    cJSON_AddStringToObject(obj, "kind", "GodisCluster");
+    cJSON_AddStringToObject(meta, "name", name);
+    cJSON_AddStringToObject(meta, "namespace", ns);
+    cJSON_AddStringToObject(meta, "resourceVersion", o->rv);
+    cJSON_AddNumberToObject(meta, "generation", generation);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(obj, "spec"), "replicas", 3);
+    free(o->body);
+    o->body = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    if (i >= fi->nobjs)
+        fi->nobjs = i + 1;
+    publish(fi, added ? "ADDED" : "MODIFIED", o->shard, o->key, o->rv, o->body);
+}
+
+static bool topic_wanted(const char *list, int topic_idx)
+{
+    if (strcmp(list, "*") == 0)
+        return true;
+    char name[8];
+    gd_shard_topic(topic_idx == BTOPIC ? GD_SHARD_BROADCAST : topic_idx, name, sizeof name);
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *c = strchr(p, ',');
+        size_t l = c ? (size_t)(c - p) : strlen(p);
+        if (l == n && memcmp(p, name, n) == 0)
+            return true;
+        p += l + (c ? 1 : 0);
+    }
+    return false;
+}
+
+static void serve_snapshot(finf *fi)
+{
+    char frames[6][1200];
+    size_t lens[6] = {0};
+    int n = 0, more = 1;
+    size_t more_sz = sizeof more;
+    while (more) {
+        int slot = n < 6 ? n : 5;
+        int r = zmq_recv(fi->snap, frames[slot], 1199, 0);
+        assert_true(r >= 0);
+        lens[slot] = (size_t)(r < 1199 ? r : 1199);
+        frames[slot][lens[slot]] = 0;
+        n++;
+        zmq_getsockopt(fi->snap, ZMQ_RCVMORE, &more, &more_sz);
+    }
+    assert_int_equal(n, 4);         /* identity, GDI1, SNAPSHOT, topics */
+    assert_string_equal(frames[1], "GDI1");
+    assert_string_equal(frames[2], "SNAPSHOT");
+    const char *id = frames[0], *list = frames[3];
+    size_t idlen = lens[0];
+    for (int i = 0; i < fi->nobjs; i++) {
+        fobj *o = &fi->objs[i];
+        if (!o->body || !topic_wanted(list, o->shard))
+            continue;
+        char topic[8];
+        gd_shard_topic(o->shard, topic, sizeof topic);
+        const char *f[] = {"GDI1", "OBJ", o->key, o->rv, o->body, topic};
+        sendv_to(fi->snap, id, idlen, 6, f);
+    }
+    cJSON *seqs = cJSON_CreateObject();
+    for (int t = 0; t <= GD_NSHARDS; t++) {
+        if (!topic_wanted(list, t) || (strcmp(list, "*") == 0 && !fi->tseq[t]))
+            continue;
+        char name[8];
+        gd_shard_topic(t == BTOPIC ? GD_SHARD_BROADCAST : t, name, sizeof name);
+        cJSON_AddNumberToObject(seqs, name, (double)fi->tseq[t]);
+    }
+    char *sj = cJSON_PrintUnformatted(seqs), *st = status_json(fi), gs[24];
+    snprintf(gs, sizeof gs, "%llu", (unsigned long long)fi->gseq);
+    const char *f[] = {"GDI1", "END", gs, sj, "1", st};
+    sendv_to(fi->snap, id, idlen, 6, f);
+    free(sj);
+    free(st);
+    cJSON_Delete(seqs);
+}
+
+/* Serves snapshot requests and heartbeats for up to ms. */
+static void serve(finf *fi, int ms)
+{
+    int64_t until = gd_mono_ms() + ms;
+    do {
+        zmq_pollitem_t pi = {.socket = fi->snap, .events = ZMQ_POLLIN};
+        int64_t left = until - gd_mono_ms();
+        zmq_poll(&pi, 1, left > 20 ? 20 : (left > 0 ? left : 0));
+        if (pi.revents & ZMQ_POLLIN)
+            serve_snapshot(fi);
+        if (gd_mono_ms() - fi->last_hb_ms >= 200)
+            heartbeat(fi, "HEARTBEAT");
+    } while (gd_mono_ms() < until);
+}
+
+static finf *finf_new(void)
+{
+    finf *fi = calloc(1, sizeof *fi);
+    char ep[256];
+    fi->pub = track(zmq_socket(zctx, ZMQ_PUB));
+    fi->snap = track(zmq_socket(zctx, ZMQ_ROUTER));
+    int linger = 0;
+    zmq_setsockopt(fi->pub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(fi->snap, ZMQ_LINGER, &linger, sizeof linger);
+    snprintf(ep, sizeof ep, "ipc://%s/GodisCluster.pub", dir);
+    assert_int_equal(zmq_bind(fi->pub, ep), 0);
+    snprintf(ep, sizeof ep, "ipc://%s/GodisCluster.snap", dir);
+    assert_int_equal(zmq_bind(fi->snap, ep), 0);
+    fi->rv = 1000;
+    return fi;
+}
+
+static void finf_destroy(finf *fi)
+{
+    for (int i = 0; i < fi->nobjs; i++)
+        free(fi->objs[i].body);
+    free(fi);
+}
+
+/* ---------------------------------------------------------------- workers */
+
+static pid_t spawn_worker(int index, bool managed, const char *shards)
+{
+    char eps[600], idx[16], arg[300];
+    snprintf(eps, sizeof eps, "GodisCluster=ipc://%s/GodisCluster.pub,ipc://%s/GodisCluster.snap",
+             dir, dir);
+    snprintf(idx, sizeof idx, "%d", index);
+    snprintf(arg, sizeof arg, "record=%s,sleep_ms=4", rec_path);
+    char ctl[300];
+    snprintf(ctl, sizeof ctl, "ipc://%s/control", dir);
+    const char *bin = getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/godis-worker";
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const char *argv[24];
+        int n = 0;
+        argv[n++] = bin;
+        argv[n++] = "--informer-endpoints";
+        argv[n++] = eps;
+        argv[n++] = "--reconciler";
+        argv[n++] = "sleepy";
+        argv[n++] = "--reconciler-arg";
+        argv[n++] = arg;
+        argv[n++] = "--max-concurrent-reconciles";
+        argv[n++] = "8";
+        argv[n++] = "--log-level";
+        argv[n++] = getenv("ITEST_VERBOSE") ? "debug" : "warn";
+        if (managed) {
+            argv[n++] = "--index";
+            argv[n++] = idx;
+            argv[n++] = "--control-endpoint";
+            argv[n++] = ctl;
+            argv[n++] = "--heartbeat-ms";
+            argv[n++] = "200";
+        } else {
+            argv[n++] = "--shards";
+            argv[n++] = shards;
+        }
+        argv[n] = NULL;
+        execv(bin, (char **)argv);
+        _exit(127);
+    }
+    spawned[nspawned++] = pid;
+    return pid;
+}
+
+static int stop_worker(pid_t pid, int sig)
+{
+    if (sig)
+        kill(pid, sig);
+    int st = 0;
+    for (int i = 0; i < 500; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- the checker */
+
+typedef struct {
+    int64_t start_mono, end_mono, start_wall_us;
+    int pid;
+} span;
+
+typedef struct {
+    span *v;
+    int n, cap;
+    int64_t open_start, open_wall;
+    int open_pid;
+    bool open;
+} key_log;
+
+typedef struct {
+    key_log keys[NKEYS];
+    int overlaps, unmatched, lines;
+} record;
+
+static int key_index(const char *key)
+{
+    const char *c = strchr(key, '/');
+    return c ? atoi(c + 2) : -1;
+}
+
+/* Reads the record file; per key the spans must follow one another without overlap. */
+static void read_record(record *r)
+{
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(rec_path, "r");
+    if (!f)
+        return;
+    char line[700], ctrl[64], key[128];
+    long long mono, wall;
+    int pid;
+    while (fgets(line, sizeof line, f)) {
+        r->lines++;
+        if (line[0] == 'S' &&
+            sscanf(line, "S %63s %127s %lld %lld %d", ctrl, key, &mono, &wall, &pid) == 5) {
+            int k = key_index(key);
+            assert_true(k >= 0 && k < NKEYS);
+            key_log *kl = &r->keys[k];
+            if (kl->open)
+                r->overlaps++;          /* a second start before the first ended */
+            kl->open = true;
+            kl->open_start = mono;
+            kl->open_wall = wall;
+            kl->open_pid = pid;
+        } else if (line[0] == 'E' && sscanf(line, "E %63s %127s %lld %d", ctrl, key, &mono, &pid) == 4) {
+            int k = key_index(key);
+            assert_true(k >= 0 && k < NKEYS);
+            key_log *kl = &r->keys[k];
+            if (!kl->open || kl->open_pid != pid) {
+                r->unmatched++;
+                continue;
+            }
+            if (kl->n == kl->cap) {
+                kl->cap = kl->cap ? kl->cap * 2 : 4;
+                kl->v = realloc(kl->v, (size_t)kl->cap * sizeof *kl->v);
+            }
+            kl->v[kl->n++] = (span){kl->open_start, mono, kl->open_wall, pid};
+            kl->open = false;
+        }
+    }
+    fclose(f);
+    /* Lines are appended in order per process, but two processes may interleave a start
+     * of one with the end of the other; verify overlap on sorted spans too. */
+    for (int k = 0; k < NKEYS; k++)
+        for (int i = 1; i < r->keys[k].n; i++)
+            if (r->keys[k].v[i].start_mono < r->keys[k].v[i - 1].end_mono)
+                r->overlaps++;
+}
+
+static void free_record(record *r)
+{
+    for (int k = 0; k < NKEYS; k++)
+        free(r->keys[k].v);
+}
+
+/* True when every key has a finished reconcile that started at or after since_wall_us[k]. */
+static bool all_done_after(record *r, const int64_t *since_wall_us, int *missing)
+{
+    *missing = 0;
+    for (int k = 0; k < NKEYS; k++) {
+        bool ok = false;
+        for (int i = 0; i < r->keys[k].n && !ok; i++)
+            ok = r->keys[k].v[i].start_wall_us >= since_wall_us[k];
+        if (!ok)
+            (*missing)++;
+    }
+    return *missing == 0;
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Serves the informer until every key was reconciled after since[] or the time is up. */
+static bool wait_all(finf *fi, const int64_t *since, int timeout_ms, void (*tick)(void *),
+                     void *ud)
+{
+    int64_t until = gd_mono_ms() + timeout_ms;
+    int missing = NKEYS;
+    while (gd_mono_ms() < until) {
+        serve(fi, 100);
+        if (tick)
+            tick(ud);
+        record r;
+        read_record(&r);
+        bool done = all_done_after(&r, since, &missing);
+        free_record(&r);
+        if (done)
+            return true;
+    }
+    fprintf(stderr, "  %d keys not reconciled in time\n", missing);
+    return false;
+}
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof dir, "/tmp/itest-worker-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0700);
+    snprintf(rec_path, sizeof rec_path, "%s/record.log", dir);
+    zctx = zmq_ctx_new();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    for (int i = 0; i < nspawned; i++)
+        if (kill(spawned[i], 0) == 0) {
+            kill(spawned[i], SIGKILL);
+            waitpid(spawned[i], NULL, 0);
+        }
+    nspawned = 0;
+    for (int i = 0; i < nopen; i++)
+        zmq_close(open_socks[i]);
+    nopen = 0;
+    zmq_ctx_term(zctx);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+/* 500 keys, 8 reconcile threads, random sleeps, updates while running. */
+static void test_standalone_500_keys(void **state)
+{
+    unlink(rec_path);
+    finf *fi = finf_new();
+    int64_t since[NKEYS];
+    for (int i = 0; i < NKEYS; i++) {
+        put_cluster(fi, i, 1);
+        since[i] = 0;
+    }
+    heartbeat(fi, "SYNCED");
+    pid_t w = spawn_worker(0, false, "0-255");
+    assert_true(wait_all(fi, since, 20000, NULL, NULL));
+    /* updates while it runs: every updated key must be reconciled again afterwards */
+    for (int round = 0; round < 3; round++) {
+        for (int i = round; i < NKEYS; i += 3) {
+            since[i] = wall_us();
+            put_cluster(fi, i, 2 + round);
+        }
+        serve(fi, 30);
+    }
+    /* a status-only change (same generation) is filtered by the predicate: no new reconcile */
+    assert_true(wait_all(fi, since, 20000, NULL, NULL));
+    record r;
+    read_record(&r);
+    assert_int_equal(r.overlaps, 0);
+    assert_int_equal(r.unmatched, 0);
+    int total = 0;
+    for (int k = 0; k < NKEYS; k++) {
+        assert_true(r.keys[k].n >= 1);
+        total += r.keys[k].n;
+    }
+    fprintf(stderr, "  standalone: %d reconciles of %d keys, no overlap\n", total, NKEYS);
+    free_record(&r);
+    assert_int_equal(stop_worker(w, SIGTERM), 0);
+    finf_destroy(fi);
+}
+
+/* ---- fake manager ---- */
+
+typedef struct {
+    void *router;
+    char ids[2][64];
+    int nids;
+    uint64_t seq;
+    char revoked[32768];
+    char pong[8192];
+} fmgr;
+
+static fmgr *fmgr_new(void)
+{
+    fmgr *m = calloc(1, sizeof *m);
+    m->router = track(zmq_socket(zctx, ZMQ_ROUTER));
+    int linger = 0;
+    zmq_setsockopt(m->router, ZMQ_LINGER, &linger, sizeof linger);
+    char ep[256];
+    snprintf(ep, sizeof ep, "ipc://%s/control", dir);
+    assert_int_equal(zmq_bind(m->router, ep), 0);
+    return m;
+}
+
+/* Reads what the workers sent: HELLO (remember identities), REVOKED, PONG. */
+static void fmgr_poll(fmgr *m, int ms)
+{
+    zmq_pollitem_t pi = {.socket = m->router, .events = ZMQ_POLLIN};
+    while (zmq_poll(&pi, 1, ms) > 0) {
+        char f[6][8192];
+        int n = 0, more = 1;
+        size_t sz = sizeof more;
+        while (more) {
+            int r = zmq_recv(m->router, f[n < 6 ? n : 5], 8191, 0);
+            f[n < 6 ? n : 5][r < 0 ? 0 : (r < 8191 ? r : 8191)] = 0;
+            n++;
+            zmq_getsockopt(m->router, ZMQ_RCVMORE, &more, &sz);
+        }
+        if (n >= 3 && strcmp(f[2], "HELLO") == 0) {
+            bool known = false;
+            for (int i = 0; i < m->nids; i++)
+                known |= strcmp(m->ids[i], f[0]) == 0;
+            if (!known && m->nids < 2)
+                snprintf(m->ids[m->nids++], sizeof m->ids[0], "%.60s", f[0]);
+        } else if (n >= 6 && strcmp(f[2], "REVOKED") == 0) {
+            snprintf(m->revoked, sizeof m->revoked, "%.8000s|%.8000s|%.8000s", f[3], f[4], f[5]);
+        } else if (n >= 5 && strcmp(f[2], "PONG") == 0) {
+            snprintf(m->pong, sizeof m->pong, "%s", f[4]);
+        }
+        ms = 0;
+    }
+}
+
+static int worker_of(fmgr *m, int index)
+{
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "w%d-", index);
+    for (int i = 0; i < m->nids; i++)
+        if (strncmp(m->ids[i], prefix, strlen(prefix)) == 0)
+            return i;
+    return -1;
+}
+
+static void fmgr_send(fmgr *m, int index, const char *cmd, const char *a, const char *b)
+{
+    int w = worker_of(m, index);
+    assert_true(w >= 0);
+    char seq[24];
+    snprintf(seq, sizeof seq, "%llu", (unsigned long long)++m->seq);
+    const char *f[] = {m->ids[w], "GDW1", cmd, seq, a, b};
+    int n = 4 + (a != NULL) + (b != NULL);
+    sendv(m->router, n, f);
+}
+
+static void lease(fmgr *m, int index)
+{
+    char d[24];
+    snprintf(d, sizeof d, "%lld", (long long)(gd_wall_ms() + 60000));
+    fmgr_send(m, index, "LEASE", d, NULL);
+}
+
+typedef struct {
+    fmgr *m;
+} tick_ctx;
+
+/* Keeps the workers alive while waiting: PING both, LEASE both. */
+static void manager_tick(void *ud)
+{
+    fmgr *m = ud;
+    fmgr_poll(m, 0);
+    for (int i = 0; i < 2; i++)
+        if (worker_of(m, i) >= 0) {
+            fmgr_send(m, i, "PING", NULL, NULL);
+            lease(m, i);
+        }
+}
+
+static void test_managed_handoff(void **state)
+{
+    unlink(rec_path);
+    finf *fi = finf_new();
+    fmgr *m = fmgr_new();
+    int64_t since[NKEYS];
+    for (int i = 0; i < NKEYS; i++) {
+        put_cluster(fi, i, 1);
+        since[i] = 0;
+    }
+    heartbeat(fi, "SYNCED");
+    pid_t w0 = spawn_worker(0, true, NULL), w1 = spawn_worker(1, true, NULL);
+    for (int i = 0; i < 100 && m->nids < 2; i++) {
+        fmgr_poll(m, 50);
+        serve(fi, 10);
+    }
+    assert_int_equal(m->nids, 2);
+    /* shards without a lease: nothing may be reconciled */
+    {
+        char list[1024] = "";
+        for (int s = 0; s < 128; s++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), s ? ",%d" : "%d", s);
+        fmgr_send(m, 0, "ASSIGN", list, "{}");
+        list[0] = 0;
+        for (int s = 128; s < 256; s++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), s > 128 ? ",%d" : "%d", s);
+        fmgr_send(m, 1, "ASSIGN", list, "{}");
+    }
+    for (int i = 0; i < 8; i++) {
+        serve(fi, 50);
+        fmgr_send(m, 0, "PING", NULL, NULL);
+        fmgr_send(m, 1, "PING", NULL, NULL);
+        fmgr_poll(m, 0);
+    }
+    record r;
+    read_record(&r);
+    assert_int_equal(r.lines, 0);               /* fenced: no lease yet */
+    free_record(&r);
+    lease(m, 0);
+    lease(m, 1);
+    assert_true(wait_all(fi, since, 20000, manager_tick, m));
+    /* PONG carries the controller-runtime metrics */
+    fmgr_send(m, 0, "PING", NULL, NULL);
+    for (int i = 0; i < 20 && !strstr(m->pong, "controller_runtime_reconcile_total"); i++)
+        fmgr_poll(m, 50);
+    assert_non_null(strstr(m->pong, "controller_runtime_reconcile_total{controller=\"godiscluster\",result=\"success\"}"));
+    assert_non_null(strstr(m->pong, "workqueue_depth{name=\"godiscluster\"}"));
+    /* handoff of shards 0-63 from w0 to w1 while their keys keep changing */
+    char list[512] = "";
+    for (int s = 0; s < 64; s++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), s ? ",%d" : "%d", s);
+    for (int i = 0; i < NKEYS; i++)
+        if (fi->objs[i].shard < 64) {
+            since[i] = wall_us();
+            put_cluster(fi, i, 2);
+        }
+    serve(fi, 5);                               /* some of them are in flight now */
+    fmgr_send(m, 0, "REVOKE", list, NULL);
+    for (int i = 0; i < NKEYS; i += 2)          /* more changes during the revocation */
+        if (fi->objs[i].shard < 64) {
+            since[i] = wall_us();
+            put_cluster(fi, i, 3);
+        }
+    for (int i = 0; i < 200 && !m->revoked[0]; i++) {
+        serve(fi, 20);
+        manager_tick(m);
+    }
+    assert_true(m->revoked[0] != 0);
+    char *bar1 = strchr(m->revoked, '|'), *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
+    assert_non_null(bar2);
+    *bar2 = 0;
+    assert_string_equal(bar1 + 1, list);
+    fprintf(stderr, "  REVOKED pending keys: %.200s%s\n", bar2 + 1,
+            strlen(bar2 + 1) > 200 ? "…" : "");
+    cJSON *pending = cJSON_Parse(bar2 + 1);
+    assert_non_null(pending);
+    cJSON_Delete(pending);
+    fmgr_send(m, 1, "ASSIGN", list, bar2 + 1);
+    assert_true(wait_all(fi, since, 20000, manager_tick, m));
+    read_record(&r);
+    assert_int_equal(r.overlaps, 0);
+    assert_int_equal(r.unmatched, 0);
+    /* after the handoff, the moved keys' last reconciles ran on w1 */
+    for (int k = 0; k < NKEYS; k++)
+        if (fi->objs[k].shard < 64)
+            assert_int_equal(r.keys[k].v[r.keys[k].n - 1].pid, w1);
+    free_record(&r);
+    /* STOP ends a worker with 0 */
+    char d[24];
+    snprintf(d, sizeof d, "%lld", (long long)(gd_wall_ms() + 2000));
+    fmgr_send(m, 0, "STOP", d, NULL);
+    fmgr_send(m, 1, "STOP", d, NULL);
+    assert_int_equal(stop_worker(w0, 0), 0);
+    assert_int_equal(stop_worker(w1, 0), 0);
+    free(m);
+    finf_destroy(fi);
+}
+
+/* A worker the manager stops talking to stops writing and exits 1 within 5 heartbeats. */
+static void test_manager_silence(void **state)
+{
+    finf *fi = finf_new();
+    fmgr *m = fmgr_new();
+    heartbeat(fi, "SYNCED");
+    pid_t w = spawn_worker(0, true, NULL);
+    for (int i = 0; i < 100 && m->nids < 1; i++)
+        fmgr_poll(m, 50);
+    assert_int_equal(m->nids, 1);
+    int64_t t0 = gd_mono_ms();
+    int rc = stop_worker(w, 0);                 /* no PING ever: 5 × 200 ms */
+    assert_int_equal(rc, 1);
+    assert_true(gd_mono_ms() - t0 < 4000);
+    free(m);
+    finf_destroy(fi);
+}
+
+int main(void)
+{
+    if (access(getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/godis-worker",
+               X_OK) != 0) {
+        fprintf(stderr, "bin/godis-worker not built (run from the repository root)\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_standalone_500_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_managed_handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manager_silence, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
