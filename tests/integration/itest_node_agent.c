@@ -38,6 +38,7 @@
 
 static k8s_client *api;
 static char ns[64], state_dir[PATH_MAX], agent_bin[PATH_MAX], kubeconfig[PATH_MAX];
+static char hosts_file[PATH_MAX + 8];
 static pid_t agent_pid;
 
 /* ------------------------------------------------------------------ helpers */
@@ -147,7 +148,8 @@ static void create_godis_rs(const char *name, int replicas, const char *volume)
         "\"containers\":[{\"name\":\"godis\",\"image\":\"kbzjung359/godis:latest\",\"args\":[\"cluster\"],"
         "\"env\":[{\"name\":\"CLUSTER_ID\",\"value\":\"1\"},{\"name\":\"CLUSTER_WALDIR\",\"value\":\"/tmp/godis/wal\"},"
         "{\"name\":\"CLUSTER_SNAPDIR\",\"value\":\"/tmp/godis/snap\"},"
-        "{\"name\":\"CLUSTER_INITIAL-CLUSTER\",\"value\":\"1@http://localhost:6300\"}],"
+        "{\"name\":\"CLUSTER_INITIAL-CLUSTER\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"godis-config\",\"key\":\"initial-cluster\"}}},"
+        "{\"name\":\"MY_IP\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.podIP\"}}}],"
         "\"ports\":[{\"name\":\"client\",\"containerPort\":6379},{\"name\":\"peer\",\"containerPort\":6300}],"
         "\"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/tmp/godis\"}],"
         "\"readinessProbe\":{\"tcpSocket\":{\"port\":\"client\"},\"periodSeconds\":1}}],"
@@ -200,6 +202,8 @@ static void run_agent_cmd(char *const extra[])
     }
 }
 
+static void start_agent(void);
+
 static int setup(void **st)
 {
     (void)st;
@@ -224,12 +228,22 @@ static int setup(void **st)
     snprintf(state_dir, sizeof state_dir, "/tmp/itest-node-agent-XXXXXX");
     if (!mkdtemp(state_dir)) return -1;
     snprintf(ns, sizeof ns, "itest-na-%d", (int)getpid());
+    if (snprintf(hosts_file, sizeof hosts_file, "%s/hosts", state_dir) >= (int)sizeof hosts_file) return -1;
+    FILE *hf = fopen(hosts_file, "w");
+    if (!hf) return -1;
+    fputs("127.0.0.1 localhost\n", hf);
+    fclose(hf);
     create(&K8S_RES_NAMESPACES, NULL, jsonf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}", ns));
+    start_agent();
+    return 0;
+}
+
+static void start_agent(void)
+{
     char *args[] = { "--nodes", "2", "--node-prefix", "itest-na-", "--ip-base", IP_PREFIX "0",
                      "--taint", "godis-itest=node-agent:NoSchedule", "--heartbeat-seconds", "2",
-                     "--image-map", "itest/shell=", NULL };
+                     "--image-map", "itest/shell=", "--hosts-file", hosts_file, NULL };
     run_agent_cmd(args);
-    return 0;
 }
 
 static int teardown(void **st)
@@ -297,6 +311,9 @@ static void test_godis_replicaset(void **st)
 {
     (void)st;
     NEED_CLUSTER();
+    create(&K8S_RES_CONFIGMAPS, ns, jsonf(
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"godis-config\"},"
+        "\"data\":{\"initial-cluster\":\"1@http://godis-1-endpoint.%s.svc.cluster.local:6300\"}}", ns));
     create_godis_rs("godis", 3, "\"emptyDir\":{}");
     cJSON *pods = wait_ready_pods("godis", 3, 90), *p;
     char ips[3][16];
@@ -375,6 +392,93 @@ static void test_volume_survives_pod(void **st)
     cJSON *old = NULL;
     for (int t = 0; t < 40 && (old = get(&K8S_RES_PODS, ns, old_name)); t++) { cJSON_Delete(old); gd_sleep_ms(500); }
     assert_null(old);
+}
+
+static void test_hosts_file(void **st)
+{
+    (void)st;
+    NEED_CLUSTER();
+    create(&K8S_RES_SERVICES, ns, jsonf(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"vol-endpoint\"},"
+        "\"spec\":{\"selector\":{\"app\":\"vol\"},\"ports\":[{\"name\":\"client\",\"port\":6379}]}}"));
+    cJSON *pods = wait_ready_pods("vol", 1, 10);
+    char want[256];
+    snprintf(want, sizeof want, "%s vol-endpoint.%s.svc.cluster.local",
+             gd_json_str_or(cJSON_GetArrayItem(pods, 0), "status.podIP", "?"), ns);
+    cJSON_Delete(pods);
+    char buf[8192] = "";
+    for (int t = 0; t < 40; t++) {
+        FILE *f = fopen(hosts_file, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[n] = '\0';
+        if (strstr(buf, want)) break;
+        gd_sleep_ms(250);
+    }
+    if (!strstr(buf, want)) fail_msg("hosts file lacks \"%s\":\n%s", want, buf);
+    const char *head = "127.0.0.1 localhost\n# BEGIN godis-node-agent\n";
+    assert_true(strncmp(buf, head, strlen(head)) == 0);     /* foreign lines kept, block after */
+    assert_non_null(strstr(buf, "# END godis-node-agent\n"));
+}
+
+static void test_crash_loop(void **st)
+{
+    (void)st;
+    NEED_CLUSTER();
+    create(&K8S_RES_PODS, ns, jsonf(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"crasher\"},"
+        "\"spec\":{\"nodeName\":\"" NODE1 "\",\"tolerations\":[{\"key\":\"godis-itest\",\"operator\":\"Exists\"}],"
+        "\"containers\":[{\"name\":\"sh\",\"image\":\"itest/shell\",\"command\":[\"/bin/sh\",\"-c\",\"exit 3\"]}]}}"));
+    for (int t = 0; t < 60; t++) {
+        cJSON *p = get(&K8S_RES_PODS, ns, "crasher");
+        const cJSON *cs = cJSON_GetArrayItem(gd_json_path(p, "status.containerStatuses"), 0);
+        int64_t restarts = gd_json_int_or(cs, "restartCount", 0);
+        int64_t code = gd_json_int_or(cs, "lastState.terminated.exitCode", -1);
+        bool ok = restarts >= 2 && code == 3;
+        cJSON_Delete(p);
+        if (ok) return;
+        gd_sleep_ms(250);
+    }
+    fail_msg("crasher: no restartCount >= 2 with lastState exitCode 3 after 15 s");
+}
+
+/* The agent dies hard (its pod processes die with it) and comes back: pods keep their IPs,
+ * count a restart, and are Ready again. */
+static void test_agent_restart(void **st)
+{
+    (void)st;
+    NEED_CLUSTER();
+    cJSON *before = wait_ready_pods("godis", 3, 10), *p;
+    kill(agent_pid, SIGKILL);
+    int ws;
+    waitpid(agent_pid, &ws, 0);
+    agent_pid = 0;
+    start_agent();
+    int64_t deadline = gd_mono_ms() + 60000;
+    for (;;) {
+        cJSON *now = NULL;
+        int n = ready_pods("godis", &now), same = 0;
+        cJSON_ArrayForEach(p, now) {
+            const cJSON *cs = cJSON_GetArrayItem(gd_json_path(p, "status.containerStatuses"), 0);
+            const cJSON *q;
+            cJSON_ArrayForEach(q, before)
+                if (strcmp(gd_meta_name(q), gd_meta_name(p)) == 0 &&
+                    strcmp(gd_json_str_or(q, "status.podIP", ""), gd_json_str_or(p, "status.podIP", "-")) == 0 &&
+                    gd_json_int_or(cs, "restartCount", 0) >= 1)
+                    same++;
+        }
+        cJSON_Delete(now);
+        if (n == 3 && same == 3) break;
+        if (gd_mono_ms() > deadline) fail_msg("godis pods not back with their IPs after an agent restart");
+        gd_sleep_ms(500);
+    }
+    cJSON_ArrayForEach(p, before) {
+        godis_client *g = godis_at(p);
+        godis_hello_info hi;
+        assert_int_equal(godis_hello(g, &hi), GD_OK);
+        godis_client_destroy(&g);
+    }
+    cJSON_Delete(before);
 }
 
 static void create_sleepers(const char *name, int replicas)
@@ -461,9 +565,12 @@ int main(void)
         cmocka_unit_test(test_nodes_ready),
         cmocka_unit_test(test_godis_replicaset),
         cmocka_unit_test(test_volume_survives_pod),
+        cmocka_unit_test(test_hosts_file),
         cmocka_unit_test(test_cordoned_node_gets_no_pods),
         cmocka_unit_test(test_set_ready),
+        cmocka_unit_test(test_crash_loop),
         cmocka_unit_test(test_grace_then_kill),
+        cmocka_unit_test(test_agent_restart),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +125,7 @@ static int run(na_agent *a)
         return GD_EXIT_FAILURE;
     }
     for (int i = 0; i < a->nnodes; i++) a->nodes[i].ready_reported = !na_node_marked_notready(a, a->nodes[i].name);
-    int64_t last_hb = gd_mono_ms(), last_hosts = 0;
+    int64_t last_hb = INT64_MIN / 2, last_hosts = INT64_MIN / 2;   /* both run on the first pass */
     gd_log(GD_LOG_INFO, "node agent running", "state-dir", a->state_dir, NULL);
     while (!a->stop) {
         na_event ev;
