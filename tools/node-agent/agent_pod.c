@@ -270,10 +270,11 @@ static gd_err cm_lookup(void *ud, const char *ns, const char *name, const char *
     return *out ? GD_OK : GD_ERR_NOMEM;
 }
 
-static void set_waiting(na_ctr *c, const char *reason, const char *msg)
+static void set_waiting(const na_pod *p, na_ctr *c, const char *reason, const char *msg)
 {
     if (strcmp(c->waiting_reason, reason) != 0 || strcmp(c->waiting_message, msg) != 0)
-        gd_log(GD_LOG_WARN, "container waiting", "container", c->name, "reason", reason, "message", msg, NULL);
+        gd_log(GD_LOG_WARN, "container waiting", "pod", p->name, "container", c->name, "reason", reason,
+               "message", msg, NULL);
     snprintf(c->waiting_reason, sizeof c->waiting_reason, "%s", reason);
     snprintf(c->waiting_message, sizeof c->waiting_message, "%s", msg);
 }
@@ -308,7 +309,7 @@ static void start_container(na_agent *a, na_pod *p, na_ctr *c, const cJSON *ctr)
     if (!img) {
         char msg[700];
         snprintf(msg, sizeof msg, "no program is mapped to image %s (see --image-map)", c->image);
-        set_waiting(c, "ErrImagePull", msg);
+        set_waiting(p, c, "ErrImagePull", msg);
         c->next_start_ms = now + 5 * NA_RETRY_MS;
         return;
     }
@@ -325,13 +326,13 @@ static void start_container(na_agent *a, na_pod *p, na_ctr *c, const cJSON *ctr)
     gd_err e = na_env_build(p->obj, ctr, c->image, &ctx, mounts, nm, &env, err, sizeof err);
     if (e == GD_OK) e = na_argv_build(ctr, img->program, &env, &argv, err, sizeof err);
     if (e != GD_OK) {
-        set_waiting(c, "CreateContainerConfigError", err);
+        set_waiting(p, c, "CreateContainerConfigError", err);
         c->next_start_ms = now + NA_RETRY_MS;
         goto out;
     }
     if (!na_resolve_program(argv[0], path, sizeof path)) {
         snprintf(err, sizeof err, "program %s not found or not executable", argv[0]);
-        set_waiting(c, "CreateContainerError", err);
+        set_waiting(p, c, "CreateContainerError", err);
         c->next_start_ms = now + 5 * NA_RETRY_MS;
         goto out;
     }
@@ -340,7 +341,7 @@ static void start_container(na_agent *a, na_pod *p, na_ctr *c, const cJSON *ctr)
     snprintf(log_path, sizeof log_path, "%s/%s.log", p->dir, c->name);
     pid_t pid = envp ? na_spawn(path, argv, envp, p->dir, log_path, err, sizeof err) : -1;
     if (pid < 0) {
-        set_waiting(c, "RunContainerError", err);
+        set_waiting(p, c, "RunContainerError", err);
         c->next_start_ms = now + NA_RETRY_MS;
         goto out;
     }
@@ -404,7 +405,7 @@ static void container_exited(na_pod *p, na_ctr *c, int wstatus)
     c->restart_count++;
     if (gd_mono_ms() - c->started_mono_ms > 600000) gd_backoff_reset(&c->backoff);
     c->next_start_ms = gd_mono_ms() + gd_backoff_next(&c->backoff);
-    set_waiting(c, "CrashLoopBackOff", "back-off restarting failed container");
+    set_waiting(p, c, "CrashLoopBackOff", "back-off restarting failed container");
 }
 
 /* ------------------------------------------------------------------ status */
@@ -642,7 +643,7 @@ static void tick_pod(na_agent *a, na_pod *p)
         if (setup_volumes(a, p, err, sizeof err) == GD_OK) p->volumes_ok = true;
         else {
             p->next_setup_ms = now + NA_RETRY_MS;
-            for (int i = 0; i < p->nc; i++) set_waiting(&p->c[i], "ContainerCreating", err);
+            for (int i = 0; i < p->nc; i++) set_waiting(p, &p->c[i], "ContainerCreating", err);
         }
     }
     if (p->volumes_ok && *p->ip) {
