@@ -197,6 +197,7 @@ typedef struct {
     cJSON *taints;            /* array for new Nodes */
     int heartbeat_s;          /* Lease renewal and Ready heartbeat period */
     volatile int stop;
+    bool synced;              /* the first full pod list has been applied */
     na_pod *pods;             /* linked list */
     na_queue *queue;          /* watch thread → main loop */
     char last_hosts[65536];   /* last block written, to skip identical rewrites */

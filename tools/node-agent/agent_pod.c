@@ -152,10 +152,11 @@ static na_pod *pod_new(na_agent *a, const cJSON *obj)
                    "pod", p->name, "container", c->name, NULL);
         adopt_container_status(obj, c);
     }
-    /* An address the pod already had (agent restart) is kept when it is still free. */
+    /* An address the pod already had (agent restart) is kept when it is still free. New
+     * addresses are handed out by tick_pod only after the first full list, so a new pod
+     * cannot take the address of a running pod that comes later in that list. */
     const char *old_ip = gd_json_str_or(obj, "status.podIP", "");
     if (*old_ip && na_ipam_reserve(&a->ipam, old_ip) == GD_OK) snprintf(p->ip, sizeof p->ip, "%s", old_ip);
-    else if (na_ipam_alloc(&a->ipam, p->ip) != GD_OK) p->ip[0] = '\0';
     char key[3 * NA_NAME_MAX];
     snprintf(key, sizeof key, "%s_%s_%s", p->ns, p->name, p->uid);
     char pods[NA_PATH_MAX];
@@ -164,7 +165,7 @@ static na_pod *pod_new(na_agent *a, const cJSON *obj)
         gd_log(GD_LOG_ERROR, "cannot create pod directory", "pod", p->name, "dir", p->dir,
                "error", strerror(errno), NULL);
     gd_log(GD_LOG_INFO, "pod accepted", "pod", p->name, "namespace", p->ns, "node", p->node,
-           "ip", *p->ip ? p->ip : "(none)", NULL);
+           "ip", *p->ip ? p->ip : "(new)", NULL);
     return p;
 }
 
@@ -585,6 +586,7 @@ void na_pods_apply(na_agent *a, const na_event *ev)
         return;
     }
     if (strcmp(ev->type, "SYNC_END") == 0) {
+        a->synced = true;
         for (na_pod *p = a->pods; p; p = p->next)
             if (!p->seen && !p->gone_from_api) {
                 p->gone_from_api = true;     /* deleted while no watch was open */
@@ -637,7 +639,10 @@ static void tick_pod(na_agent *a, na_pod *p)
 {
     int64_t now = gd_mono_ms();
     if (p->terminating) return;
-    if (!*p->ip && na_ipam_alloc(&a->ipam, p->ip) != GD_OK) p->ip[0] = '\0';
+    if (!*p->ip && a->synced && na_ipam_alloc(&a->ipam, p->ip) != GD_OK) {
+        p->ip[0] = '\0';
+        for (int i = 0; i < p->nc; i++) set_waiting(p, &p->c[i], "ContainerCreating", "no free pod IP (--ip-base pool exhausted)");
+    }
     if (!p->volumes_ok && now >= p->next_setup_ms) {
         char err[512] = "";
         if (setup_volumes(a, p, err, sizeof err) == GD_OK) p->volumes_ok = true;
