@@ -579,6 +579,28 @@ static void delete_in_api(na_agent *a, const char *ns, const char *name, const c
 
 /* ------------------------------------------------------------------ events and the loop */
 
+static const char *ready_of(const cJSON *status)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, gd_json_path(status, "conditions"))
+        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0) return gd_json_str_or(c, "status", "");
+    return "";
+}
+
+/* True when the pod's status in the API differs from what we last posted in the fields that
+ * matter to readers (phase, IP, Ready). */
+static bool status_drifted(const cJSON *pod, const char *last_body)
+{
+    cJSON *mine = gd_json_parse(last_body, strlen(last_body));
+    if (!mine) return true;
+    const cJSON *a = gd_json_path(pod, "status"), *b = gd_json_path(mine, "status");
+    bool drift = strcmp(gd_json_str_or(a, "phase", ""), gd_json_str_or(b, "phase", "")) != 0 ||
+                 strcmp(gd_json_str_or(a, "podIP", ""), gd_json_str_or(b, "podIP", "")) != 0 ||
+                 strcmp(ready_of(a), ready_of(b)) != 0;
+    cJSON_Delete(mine);
+    return drift;
+}
+
 void na_pods_apply(na_agent *a, const na_event *ev)
 {
     if (strcmp(ev->type, "SYNC_BEGIN") == 0) {
@@ -603,6 +625,12 @@ void na_pods_apply(na_agent *a, const na_event *ev)
         return;
     }
     if (p) {
+        if (p->last_status && status_drifted(obj, p->last_status)) {
+            /* Someone else changed the status (the node lifecycle controller marks pods of a
+             * NotReady node not Ready): post ours again, as kubelet's status sync does. */
+            free(p->last_status);
+            p->last_status = NULL;
+        }
         cJSON_Delete(p->obj);
         p->obj = cJSON_Duplicate(obj, 1);
         if (gd_meta_deleting(obj)) begin_termination(p, grace_ms_of(obj));
