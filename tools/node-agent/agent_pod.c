@@ -164,6 +164,9 @@ static na_pod *pod_new(na_agent *a, const cJSON *obj)
         !na_path_join(p->dir, sizeof p->dir, pods, key) || !na_mkdirs(p->dir))
         gd_log(GD_LOG_ERROR, "cannot create pod directory", "pod", p->name, "dir", p->dir,
                "error", strerror(errno), NULL);
+    if (cJSON_GetArraySize(gd_json_path(obj, "spec.initContainers")) > 0)
+        gd_log(GD_LOG_WARN, "initContainers are not run by the node agent; starting the containers",
+               "pod", p->name, NULL);
     gd_log(GD_LOG_INFO, "pod accepted", "pod", p->name, "namespace", p->ns, "node", p->node,
            "ip", *p->ip ? p->ip : "(new)", NULL);
     return p;
