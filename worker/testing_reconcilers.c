@@ -10,20 +10,28 @@
  * compare.)
  * A checker then proves that every key was reconciled and that no two reconciles of one key
  * overlapped, and measures event → reconcile latency from the wall-clock stamps.
- * "sleepy" additionally sleeps a random 0..sleep_ms (default 20) milliseconds. */
+ * "sleepy" additionally sleeps a random 0..sleep_ms (default 20) milliseconds.
+ * With "write=status" a reconcile then writes status.observedGeneration = the cached
+ * metadata.generation (merge patch on the status subresource) through the fenced,
+ * read-your-own-writes path, so a test can check every final state on the API server. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cache.h"
+#include "gd_json.h"
 #include "gd_log.h"
+#include "k8s_client.h"
 #include "gd_time.h"
 #include "reconciler.h"
 
 typedef struct {
     int fd;             /* -1: no record */
     int sleep_ms;
+    bool write_status;
 } testrec;
 
 static gd_err parse_arg(const char *arg, testrec *t)
@@ -47,6 +55,10 @@ static gd_err parse_arg(const char *arg, testrec *t)
             t->fd = open(v, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
             if (t->fd < 0)
                 rc = GD_ERR_IO;
+        } else if (strcmp(tok, "write") == 0) {
+            if (strcmp(v, "status") != 0)
+                rc = GD_ERR_CONFIG;
+            t->write_status = true;
         } else if (strcmp(tok, "sleep_ms") == 0) {
             char *end;
             long ms = strtol(v, &end, 10);
@@ -73,6 +85,10 @@ static gd_err testrec_init(gd_worker_env *env, const char *arg, void **ud, int s
     t->fd = -1;
     t->sleep_ms = sleep_ms;
     gd_err rc = parse_arg(arg, t);
+    if (rc == GD_OK && t->write_status && !env->client) {
+        gd_log(GD_LOG_ERROR, "write=status needs an API server (--kubeconfig)", NULL);
+        rc = GD_ERR_CONFIG;
+    }
     if (rc != GD_OK) {
         if (t->fd >= 0)
             close(t->fd);
@@ -120,14 +136,46 @@ static void record(testrec *t, char what, const char *ctrl, const char *key)
         gd_log(GD_LOG_WARN, "test reconciler: record write failed", NULL);
 }
 
+/* status.observedGeneration := metadata.generation, fenced and recorded. */
+static gd_result write_status(rec_ctx *ctx, const char *key)
+{
+    cJSON *obj = cache_get(ctx->env->cache, "GodisCluster", key);
+    if (!obj)
+        return gd_done();                       /* deleted meanwhile */
+    char patch[96], ns[256], name[256];
+    snprintf(patch, sizeof patch, "{\"status\":{\"observedGeneration\":%lld}}",
+             (long long)gd_meta_generation(obj));
+    snprintf(ns, sizeof ns, "%s", gd_meta_namespace(obj));
+    snprintf(name, sizeof name, "%s", gd_meta_name(obj));
+    cJSON_Delete(obj);
+    gd_err rc = rec_may_write(ctx);
+    if (rc != GD_OK)
+        return gd_error(rc);
+    cJSON *out = NULL;
+    k8s_status st;
+    rc = k8s_patch(ctx->env->client, &K8S_RES_GODISCLUSTERS, ns, name, K8S_PATCH_MERGE, patch,
+                   "status", &out, &st);
+    if (rc == GD_ERR_NOT_FOUND)
+        return gd_done();
+    if (rc != GD_OK) {
+        gd_log(GD_LOG_WARN, "test reconciler: status patch failed", "key", key, "error",
+               gd_strerror(rc), "message", st.message, NULL);
+        return gd_error(rc);
+    }
+    rec_record_write(ctx, "GodisCluster", key, gd_meta_rv(out), false);
+    cJSON_Delete(out);
+    return gd_done();
+}
+
 static gd_result testrec_reconcile(rec_ctx *ctx, const char *key)
 {
     testrec *t = ctx->ud;
     record(t, 'S', ctx->controller_name, key);
     if (t->sleep_ms > 0)
         gd_sleep_ms((int64_t)(gd_rand01() * (t->sleep_ms + 1)));
+    gd_result r = t->write_status ? write_status(ctx, key) : gd_done();
     record(t, 'E', ctx->controller_name, key);
-    return gd_done();
+    return r;
 }
 
 static gd_reconciler_set noop_set = {
@@ -142,7 +190,8 @@ GD_RECONCILER_SET(noop_set)
 
 static gd_reconciler_set sleepy_set = {
     .name = "sleepy",
-    .help = "test: sleeps 0..sleep_ms ms at random (sleep_ms=<n>,record=<file>)",
+    .help = "test: sleeps 0..sleep_ms ms at random (sleep_ms=<n>,record=<file>,\n"
+            "                                           write=status)",
     .ncontrollers = 1,
     .controllers = {{"godiscluster", "GodisCluster", testrec_reconcile, NULL}},
     .init = sleepy_init,

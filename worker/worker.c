@@ -26,6 +26,8 @@
 #include "gd_log.h"
 #include "gd_sub.h"
 #include "gd_time.h"
+#include "k8s_client.h"
+#include "k8s_config.h"
 #include "mapping.h"
 #include "metrics.h"
 #include "reconciler.h"
@@ -602,6 +604,29 @@ static void drain_control(worker *w)
 
 /* ---- setup and teardown ---- */
 
+/* The API client for the reconcilers' writes. Without a usable configuration the worker
+ * still runs (test reconcilers need none); a reconciler set that writes refuses to start
+ * in its init when env.client is NULL. */
+static void setup_client(worker *w)
+{
+    k8s_config_opts co = {.kubeconfig = w->o->kubeconfig, .context = w->o->context,
+                          .allow_in_cluster = true};
+    k8s_config *cfg = NULL;
+    char err[300] = "";
+    if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK) {
+        gd_log(GD_LOG_WARN, "no API server configuration: reconcilers cannot write", "reason",
+               err, NULL);
+        return;
+    }
+    k8s_client_opts opts;
+    k8s_client_opts_default(&opts);
+    opts.user_agent = "godis-operator (worker)";
+    w->env.client = k8s_client_new(&cfg, &opts);
+    k8s_config_destroy(&cfg);
+    if (!w->env.client)
+        gd_log(GD_LOG_WARN, "cannot create the API client: reconcilers cannot write", NULL);
+}
+
 static gd_err setup_controllers(worker *w)
 {
     w->set = gd_reconciler_find(w->o->reconciler);
@@ -700,6 +725,7 @@ static void teardown(worker *w)
     if (w->control)
         zmq_close(w->control);
     cache_destroy(&w->cache);
+    k8s_client_destroy(&w->env.client);
     cJSON_Delete(w->pending_assign);
     if (w->zctx)
         zmq_ctx_term(w->zctx);
@@ -794,6 +820,7 @@ int worker_run(const worker_opts *o)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    setup_client(w);
     if (setup_controllers(w) != GD_OK || setup_subs(w) != GD_OK || setup_control(w) != GD_OK)
         goto out;
     refollow(w);                        /* broadcast only: Nodes */
