@@ -1,6 +1,9 @@
 /* reconciler.c — the registry of reconciler sets (filled by constructors before main). */
 #include "reconciler.h"
+#include <stdio.h>
 #include <string.h>
+#include "cache.h"
+#include "gd_json.h"
 
 static gd_reconciler_set *registry;
 
@@ -22,3 +25,58 @@ const gd_reconciler_set *gd_reconciler_find(const char *name)
 }
 
 const gd_reconciler_set *gd_reconciler_first(void) { return registry; }
+
+/* ---- cache access and write reporting for reconcilers ---- */
+
+cJSON *rec_cache_get(rec_ctx *ctx, const char *kind, const char *ns, const char *name)
+{
+    if (!ctx || !ctx->env || !ctx->env->cache || !kind || !name)
+        return NULL;
+    return cache_get_nsname(ctx->env->cache, kind, ns, name);
+}
+
+typedef struct {
+    const char *label_key, *label_value;
+    cJSON *out;
+} list_ctx;
+
+static int add_if_labelled(void *ud, const char *key, const cJSON *obj)
+{
+    list_ctx *l = ud;
+    const char *v = l->label_key ? gd_meta_label(obj, l->label_key) : NULL;
+    if (!l->label_key || (v && l->label_value && strcmp(v, l->label_value) == 0))
+        cJSON_AddItemToArray(l->out, cJSON_Duplicate(obj, 1));
+    return 0;
+}
+
+cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char *label_key,
+                      const char *label_value)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr || !ctx || !ctx->env || !ctx->env->cache || !kind || !ns)
+        return arr;
+    cache *c = ctx->env->cache;
+    if (label_key && label_value && strcmp(label_key, "cluster-name") == 0) {
+        char v[512];        /* the cluster-name index is keyed "ns/<cluster>" */
+        if ((size_t)snprintf(v, sizeof v, "%s/%s", ns, label_value) >= sizeof v)
+            return arr;
+        cJSON_Delete(arr);
+        return cache_list(c, kind, CACHE_IDX_CLUSTER, v);
+    }
+    list_ctx l = {label_key, label_value, arr};
+    cache_each_indexed(c, kind, CACHE_IDX_NAMESPACE, ns, add_if_labelled, &l);
+    return arr;
+}
+
+void rec_wrote(rec_ctx *ctx, const char *kind, const char *ns, const char *name,
+               const char *rv, bool deleted)
+{
+    if (!ctx || !kind || !name)
+        return;
+    char key[512];
+    int n = (ns && *ns) ? snprintf(key, sizeof key, "%s/%s", ns, name)
+                        : snprintf(key, sizeof key, "%s", name);
+    if (n < 0 || (size_t)n >= sizeof key)
+        return;
+    rec_record_write(ctx, kind, key, rv, deleted);
+}

@@ -14,6 +14,7 @@
  * events itself through map_event. */
 #ifndef WORKER_RECONCILER_H
 #define WORKER_RECONCILER_H
+#include <stdbool.h>
 #include <cjson/cJSON.h>
 #include "controller.h"
 
@@ -44,6 +45,19 @@ typedef struct gd_reconciler_set {
                       gd_emit_fn emit, void *emit_ud);
     struct gd_reconciler_set *next; /* registry link, set by gd_reconciler_register */
 } gd_reconciler_set;
+
+/* ---- what a reconcile may use besides rec_may_write (controller.h) ----
+ * Reads go to the worker's cache replica (deep copies the caller frees, NULL when absent);
+ * writes go through env->client after rec_may_write, and each successful write is reported
+ * with rec_wrote so the next reconcile of the key waits for the cache to show it. */
+cJSON *rec_cache_get(rec_ctx *ctx, const char *kind, const char *ns, const char *name);
+/* Objects of kind in ns whose label label_key equals label_value (label_key NULL: every
+ * object of ns), as a JSON array ordered by key; never NULL except on NOMEM. */
+cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char *label_key,
+                      const char *label_value);
+/* After a successful write of kind ns/name that produced rv (deleted: it was a delete). */
+void   rec_wrote(rec_ctx *ctx, const char *kind, const char *ns, const char *name,
+                 const char *rv, bool deleted);
 
 void gd_reconciler_register(gd_reconciler_set *s);
 const gd_reconciler_set *gd_reconciler_find(const char *name);

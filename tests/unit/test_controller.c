@@ -15,6 +15,8 @@
 #include "../../worker/metrics.c"
 #include "../../worker/workqueue.c"
 #include "../../worker/controller.c"
+#include "../../worker/cache.c"
+#include "../../worker/reconciler.c"
 
 #define NK 200
 typedef struct {
@@ -413,6 +415,69 @@ static void test_stop_abandons_queued(void **state)
     fx_free(f);
 }
 
+/* The reconcilers' cache helpers and write reporting, on a real cache. */
+static void put_obj(cache *c, const char *kind, const char *key, const char *json)
+{
+    cJSON *o = cJSON_Parse(json);
+    assert_non_null(o);
+    assert_int_equal(cache_apply(c, CACHE_UPSERT, kind, key, 0, o), GD_OK);
+    cJSON_Delete(o);
+}
+
+static void test_reconciler_cache_helpers(void **state)
+{
+    cache *c = cache_new();
+    gd_fence fence;
+    gd_fence_init(&fence, GD_FENCE_NONE);
+    gd_worker_env env = {.fence = &fence, .cache = c, .rv_lookup = cache_rv_lookup,
+                         .rv_lookup_ud = c};
+    controller_opts o;
+    controller_opts_default(&o, "godis", test_reconcile);
+    controller *ctrl = controller_new(&o, &env);
+    rec_ctx ctx = {.ctrl = ctrl, .controller_name = "godis", .key = "ns/ex-1", .env = &env};
+    put_obj(c, "Godis", "ns/ex-1",
+            "{\"metadata\":{\"name\":\"ex-1\",\"namespace\":\"ns\",\"resourceVersion\":\"5\","
+            "\"labels\":{\"cluster-name\":\"ex\",\"role\":\"a\"}}}");
+    put_obj(c, "Godis", "ns/ex-2",
+            "{\"metadata\":{\"name\":\"ex-2\",\"namespace\":\"ns\",\"resourceVersion\":\"6\","
+            "\"labels\":{\"cluster-name\":\"ex\",\"role\":\"b\"}}}");
+    put_obj(c, "Godis", "other/ex-1",
+            "{\"metadata\":{\"name\":\"ex-1\",\"namespace\":\"other\",\"labels\":{\"cluster-name\":\"ex\"}}}");
+    cJSON *g = rec_cache_get(&ctx, "Godis", "ns", "ex-1");
+    assert_non_null(g);
+    assert_string_equal(gd_meta_rv(g), "5");
+    cJSON_Delete(g);
+    assert_null(rec_cache_get(&ctx, "Godis", "ns", "ex-9"));
+    assert_null(rec_cache_get(&ctx, NULL, "ns", "ex-1"));
+    cJSON *l = rec_cache_list(&ctx, "Godis", "ns", "cluster-name", "ex");
+    assert_int_equal(cJSON_GetArraySize(l), 2);
+    cJSON_Delete(l);
+    l = rec_cache_list(&ctx, "Godis", "ns", "role", "b");
+    assert_int_equal(cJSON_GetArraySize(l), 1);
+    assert_string_equal(gd_meta_name(cJSON_GetArrayItem(l, 0)), "ex-2");
+    cJSON_Delete(l);
+    l = rec_cache_list(&ctx, "Godis", "ns", NULL, NULL);
+    assert_int_equal(cJSON_GetArraySize(l), 2);
+    cJSON_Delete(l);
+    l = rec_cache_list(&ctx, "Godis", NULL, NULL, NULL);
+    assert_int_equal(cJSON_GetArraySize(l), 0);
+    cJSON_Delete(l);
+    /* a reported write holds the key until the cache shows it */
+    rec_wrote(&ctx, "Godis", "ns", "ex-2", "9", false);
+    assert_int_equal(ctx.writes, 1);
+    assert_false(controller_caught_up(ctrl, "ns/ex-1"));
+    put_obj(c, "Godis", "ns/ex-2", "{\"metadata\":{\"name\":\"ex-2\",\"namespace\":\"ns\","
+                                   "\"resourceVersion\":\"9\"}}");
+    assert_true(controller_caught_up(ctrl, "ns/ex-1"));
+    rec_wrote(&ctx, "Godis", "ns", "ex-2", NULL, true);
+    assert_false(controller_caught_up(ctrl, "ns/ex-1"));
+    cache_apply(c, CACHE_DELETE, "Godis", "ns/ex-2", 0, NULL);
+    assert_true(controller_caught_up(ctrl, "ns/ex-1"));
+    rec_wrote(NULL, "Godis", "ns", "x", "1", false);
+    controller_destroy(&ctrl);
+    cache_destroy(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_fence),
         cmocka_unit_test(test_revoke),
         cmocka_unit_test(test_stop_abandons_queued),
+        cmocka_unit_test(test_reconciler_cache_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
