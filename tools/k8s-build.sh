@@ -28,6 +28,19 @@ ensure_deb_src() {
   $SUDO apt-get update -qq
 }
 
+# Filters the build's output: code generators' klog chatter (I/W lines) becomes one line,
+# package names from `go install -v` a count every 100 packages; the rest (errors) passes.
+show_progress() {
+  awk '
+    /^[IW][0-9][0-9][0-9][0-9] / { if (!gen++) { print "[k8s-build] generating code"; fflush() } next }
+    /^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~+-]+)*$/ {
+      if (++n % 100 == 0) { printf "[k8s-build] compiled %d packages so far\n", n; fflush() }
+      next
+    }
+    { print; fflush() }
+    END { if (n) printf "[k8s-build] compiled %d packages\n", n }'
+}
+
 main() {
   local bins=(kube-apiserver kube-controller-manager kube-scheduler)
   # Fast path: a cached build of any version is reused.
@@ -47,12 +60,17 @@ main() {
   [ -n "$ver" ] || { log "apt-cache showsrc kubernetes found nothing"; exit 1; }
   local out="$CACHE/k8s/$ver"
   mkdir -p "$CACHE/src"
+  # The source tree counts only once it was fully unpacked (.godis-extracted): an
+  # interrupted `apt-get source` leaves a half tree, which is thrown away and fetched again.
   local srcdir
-  srcdir=$(find "$CACHE/src" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1 || true)
+  srcdir=$(find "$CACHE/src" -maxdepth 2 -name .godis-extracted -path '*/kubernetes-*' -printf '%h\n' | head -n1 || true)
   if [ -z "$srcdir" ]; then
     log "fetching the kubernetes $ver source package"
+    rm -rf "$CACHE/src"; mkdir -p "$CACHE/src"
     (cd "$CACHE/src" && apt-get source -qq kubernetes >&2)
     srcdir=$(find "$CACHE/src" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
+    [ -n "$srcdir" ] || { log "apt-get source kubernetes unpacked nothing"; exit 1; }
+    touch "$srcdir/.godis-extracted"
   fi
   # reflect2 1.0.1 reads Go runtime internals that changed in Go 1.18+; Debian's is fixed.
   local r2=/usr/share/gocode/src/github.com/modern-go/reflect2
@@ -63,10 +81,13 @@ main() {
     rsync -a --exclude '*_test.go' --exclude 'test*' "$r2/" "$srcdir/vendor/github.com/modern-go/reflect2/"
     touch "$srcdir/.reflect2-replaced"
   fi
-  log "building ${bins[*]} (this takes a while on 2 cores; progress follows)"
+  log "building ${bins[*]} (about 8 minutes on 2 cores; progress follows)"
   local start=$SECONDS
+  # "-v" in WHAT reaches `go install` (kube's build passes dash-words on as go flags), which
+  # then names every package it compiles; show_progress turns that into a running count.
   (cd "$srcdir" && GOFLAGS=-mod=vendor GO111MODULE=on GOPATH="$CACHE/gopath" GOCACHE="$CACHE/gocache" \
-     KUBE_VERBOSE=2 make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler" >&2)
+     KUBE_VERBOSE=2 make WHAT="-v cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler" 2>&1 |
+     show_progress >&2)
   mkdir -p "$out"
   for b in "${bins[@]}"; do
     local f; f=$(find "$srcdir/_output" -type f -name "$b" -perm -u+x | head -n1)
