@@ -5,9 +5,9 @@
 # - A devcluster that already runs (tools/devcluster status succeeds) is reused and left
 #   running. Otherwise one is started here and torn down on exit, unless DEVCLUSTER_KEEP=1
 #   (then it stays up for debugging; `tools/devcluster down` stops it).
-# - Runs every bin/tests/itest_* binary (cmocka) and every tests/integration/*.sh, each with
-#   the devcluster's environment (KUBECONFIG, ETCD_ENDPOINTS, ...) and a time limit
-#   (ITEST_TIMEOUT seconds, default 900). Shell tests print cmocka-style count lines; one
+# - Runs every bin/tests/itest_* binary (cmocka) and every tests/integration/itest_*.sh
+#   (other scripts there are helpers the tests call), each with the devcluster's environment
+#   (KUBECONFIG, ETCD_ENDPOINTS, ...) and a time limit (ITEST_TIMEOUT seconds, default 900). Shell tests print cmocka-style count lines; one
 #   that prints none counts as one test, passed or failed by its exit status.
 # - ITEST_FILTER=substring runs only the tests whose file name contains it.
 # - Closes with one "integration: N passed, N failed" line; exit status non-zero on failure.
@@ -46,7 +46,7 @@ fi
 eval "$("$DC" env)" || exit 1
 
 tests=()
-for t in bin/tests/itest_* tests/integration/*.sh; do
+for t in bin/tests/itest_* tests/integration/itest_*.sh; do
   [ -f "$t" ] || continue
   case $t in *.o|*.d) continue ;; esac
   [ -z "${ITEST_FILTER:-}" ] || [[ "$t" == *"$ITEST_FILTER"* ]] || continue
