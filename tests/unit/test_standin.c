@@ -67,7 +67,7 @@ static void mkdir_tmp(standin_proc *p)
 
 static void rm_tmp(standin_proc *p)
 {
-    char cmd[256];
+    char cmd[512];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p->dir);
     assert_int_equal(system(cmd), 0);
 }
@@ -526,6 +526,86 @@ static void test_fault_refuse_and_delay(void **state)
     rm_tmp(&p);
 }
 
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* Waits until the member's own membership reads want (replication is asynchronous). */
+static int wait_members(const standin_proc *p, const char *want, int ms)
+{
+    char m[128] = "";
+    for (int waited = 0; waited <= ms; waited += 50) {
+        godis_client *c = client(p, 1000);
+        members_str(c, m, sizeof(m));
+        godis_client_destroy(&c);
+        if (!strcmp(m, want))
+            return 1;
+        msleep(50);
+    }
+    fprintf(stderr, "members of port %d: %s, want %s\n", p->port, m, want);
+    return 0;
+}
+
+/* Stand-in extension: a change applied on one member reaches the others over the peer
+ * port; a forgotten member, like a forgotten godis follower, does not learn it. */
+static void test_membership_replicates(void **state)
+{
+    (void)state;
+    standin_proc p[3];
+    memset(p, 0, sizeof(p));
+    int peer[3];
+    char ic[128] = "";
+    for (int i = 0; i < 3; i++) {
+        peer[i] = free_port();
+        snprintf(ic + strlen(ic), sizeof(ic) - strlen(ic), "%s%d@http://127.0.0.1:%d",
+                 i ? "," : "", i + 1, peer[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        mkdir_tmp(&p[i]);
+        char id[24], lp[64], wal[600], icf[160];
+        snprintf(id, sizeof(id), "--id=%d", i + 1);
+        snprintf(lp, sizeof(lp), "--listen-peer=http://127.0.0.1:%d", peer[i]);
+        snprintf(wal, sizeof(wal), "--waldir=%s/wal", p[i].dir);
+        snprintf(icf, sizeof(icf), "--initial-cluster=%s", ic);
+        const char *args[] = {id, "--listen-client=http://127.0.0.1:0", lp, wal, icf, NULL};
+        assert_int_equal(start(&p[i], args, NULL), 0);
+    }
+    godis_client *c = client(&p[0], 2000);
+    char url4[64];
+    snprintf(url4, sizeof(url4), "http://127.0.0.1:%d", free_port());
+    assert_int_equal(godis_meet(c, 4, url4, 2000), GD_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(wait_members(&p[i], "1,2,3,4", 5000));
+    assert_int_equal(godis_forget(c, 3, 2000), GD_OK);
+    godis_client_destroy(&c);
+    assert_true(wait_members(&p[0], "1,2,4", 5000));
+    assert_true(wait_members(&p[1], "1,2,4", 5000));
+    msleep(700);                                   /* more than one push period */
+    assert_true(wait_members(&p[2], "1,2,3,4", 0));
+    assert_true(wait_exit(p[2].pid, 0) < 0);      /* still running, still campaigning */
+    /* Restarted member 2 keeps the replicated membership (it was persisted). */
+    stop(&p[1]);
+    char id[8] = "--id=2", lp[64], wal[600];
+    snprintf(lp, sizeof(lp), "--listen-peer=http://127.0.0.1:%d", peer[1]);
+    snprintf(wal, sizeof(wal), "--waldir=%s/wal", p[1].dir);
+    const char *args[] = {id, "--listen-client=http://127.0.0.1:0", lp, wal, NULL};
+    assert_int_equal(start(&p[1], args, NULL), 0);
+    assert_true(wait_members(&p[1], "1,2,4", 0));
+    for (int i = 0; i < 3; i++) {
+        stop(&p[i]);
+        rm_tmp(&p[i]);
+    }
+}
+
 int main(void)
 {
     if (access(bin_path(), X_OK) != 0) {
@@ -544,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_bad_configuration_refused),
         cmocka_unit_test(test_concurrent_clients),
         cmocka_unit_test(test_fault_refuse_and_delay),
+        cmocka_unit_test(test_membership_replicates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

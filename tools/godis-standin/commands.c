@@ -52,6 +52,11 @@ static void sb_fmt(sbuf *b, const char *fmt, ...)
     sb_add(b, tmp, n < (int)sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
+static void sb_str(void *arg, const char *s)
+{
+    sb_add(arg, s, strlen(s));
+}
+
 static void sb_bulk(sbuf *b, const char *s, size_t n)
 {
     sb_fmt(b, "$%zu\r\n", n);
@@ -199,6 +204,8 @@ static void cmd_meet(standin *s, godis_reply **a, size_t n, sbuf *out)
         crash("malformed cluster meet committed to the log", a[3]->str);
     }
     int ignored = standin_member_add(s, id, a[3]->str);
+    if (!ignored)
+        standin_replicate_changed(s);
     if (ignored)
         GD_WARN("cluster meet ignored: id was removed before or membership is full",
                 "id", a[2]->str);
@@ -217,7 +224,8 @@ static void cmd_forget(standin *s, godis_reply **a, size_t n, sbuf *out, int *fo
     if (!id || strlen(a[2]->str) != a[2]->len)
         crash("cluster forget with a non-numeric id", a[2]->str);
     pthread_mutex_lock(&s->mu);
-    standin_member_remove(s, id);
+    if (standin_member_remove(s, id))
+        standin_replicate_changed(s);
     if (id == s->self_id) {
         s->self_removed = 1;
         *forgotten = 1;
@@ -276,6 +284,8 @@ static void handle(standin *s, const godis_reply *req, sbuf *out, int *forgotten
             sb_fmt(out, "-ERR unknown command\r\n");
     } else if (!strcmp(name, "standin") && n >= 2 && !strcmp(a[1]->str, "members"))
         cmd_members(s, out);      /* stand-in extension, see standin.h */
+    else if (!strcmp(name, "standin") && n >= 2 && !strcmp(a[1]->str, "sync"))
+        standin_replicate_receive(s, a, n, sb_str, out);   /* stand-in extension */
     else
         sb_fmt(out, "-ERR unknown command\r\n");
 }

@@ -41,8 +41,8 @@ static const char usage[] =
     "  --id N                  member id, a positive integer (default 1)\n"
     "  --listen-client URL     client address, http://127.x.y.z:port (default\n"
     "                          http://127.0.0.1:6379); only loopback hosts are accepted\n"
-    "  --listen-peer URL       peer address (default http://127.0.0.1:6300); connections\n"
-    "                          are accepted and closed: the stand-in runs no Raft\n"
+    "  --listen-peer URL       peer address (default http://127.0.0.1:6300); stand-ins\n"
+    "                          replicate membership changes to each other here (no Raft)\n"
     "  --initial-cluster LIST  id@http://host:port,... used when the WAL dir is fresh\n"
     "  --join[=BOOL]           join an existing cluster (default false)\n"
     "  --waldir DIR            membership and data are kept here (memory only if unset)\n"
@@ -299,11 +299,8 @@ static int serve(standin *s, int cfd, int pfd)
         }
         if (p[0].revents & POLLIN)
             accept_client(s, cfd);
-        if (p[1].revents & POLLIN) {
-            int fd = accept4(pfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0)
-                close(fd);       /* no Raft here: peers may connect, nothing is exchanged */
-        }
+        if (p[1].revents & POLLIN)
+            accept_client(s, pfd);  /* peers: `standin sync` (replicate.c) */
         if (p[2].revents & POLLIN) {
             char why = 0;
             if (read(g_wake[0], &why, 1) == 1) {
@@ -366,6 +363,8 @@ int main(int argc, char **argv)
     snprintf(nm, sizeof(nm), "%d", s->nmembers);
     GD_INFO("start server", "id", id, "client", s->client_host, "client_port", cp,
             "peer_port", pp, "join", s->join ? "true" : "false", "members", nm);
+    if (standin_replicate_start(s) != 0)
+        return GD_EXIT_FAILURE;
     int rc = serve(s, cfd, pfd);
     close(cfd);
     close(pfd);

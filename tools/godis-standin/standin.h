@@ -8,7 +8,8 @@
  *  - a `cluster meet` with a non-numeric id or a malformed URL is first persisted and then
  *    kills the process, so it dies again on every restart (godis commits it to its Raft log);
  *  - a member that is itself forgotten exits (status 0), and stays exited on restart.
- * Extension, not in godis: `standin members` answers the membership as "id@url" strings. */
+ * Extensions, not in godis: `standin members` answers the membership as "id@url" strings;
+ * `standin sync` on the peer port replicates membership between stand-ins (replicate.c). */
 #ifndef STANDIN_H
 #define STANDIN_H
 #include <pthread.h>
@@ -49,6 +50,7 @@ typedef struct {
     int kv_fd;                               /* append-only set log, -1 without a WAL dir */
     int wake_fd;                             /* write end of the main loop's self-pipe */
     int nconns;                              /* live connection threads (atomic) */
+    long long index;                         /* changes applied (replication, see replicate.c) */
 } standin;
 
 /* state.c */
@@ -60,6 +62,12 @@ int  standin_parse_members(const char *list, standin_member *out, int cap);  /* 
 int  standin_kv_set(standin *s, const char *k, size_t kl, const char *v, size_t vl);
 const char *standin_kv_get(standin *s, const char *k, size_t kl, size_t *vl);
 void standin_kv_free(standin *s);
+
+/* replicate.c (stand-in extension: membership reaches the other stand-ins) */
+typedef void (*sbuf_fn)(void *arg, const char *s);
+int  standin_replicate_start(standin *s);
+void standin_replicate_changed(standin *s);  /* caller holds mu */
+void standin_replicate_receive(standin *s, godis_reply **a, size_t n, sbuf_fn reply, void *rarg);
 
 /* commands.c */
 void *standin_conn_thread(void *arg);        /* arg: heap int with the fd */

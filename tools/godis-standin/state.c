@@ -154,8 +154,8 @@ int standin_state_save(standin *s, const char *poison_id, const char *poison_url
         GD_ERROR("cannot write membership", "path", tmp, "error", strerror(errno));
         return -1;
     }
-    fprintf(f, "godis-standin-membership 1\nself %lld\norigin %s\nself_removed %d\n",
-            s->self_id, s->origin, s->self_removed);
+    fprintf(f, "godis-standin-membership 1\nself %lld\norigin %s\nself_removed %d\nindex %lld\n",
+            s->self_id, s->origin, s->self_removed, s->index);
     for (int i = 0; i < s->nmembers; i++)
         fprintf(f, "member %lld %s\n", s->members[i].id, s->members[i].url);
     for (int i = 0; i < s->nremoved; i++)
@@ -203,6 +203,10 @@ static int parse_state_line(standin *s, char *line)
     if (!strcmp(kw, "origin")) {
         snprintf(s->origin, sizeof(s->origin), "%s", a);
         return 0;
+    }
+    if (!strcmp(kw, "index")) {
+        s->index = strtoll(a, NULL, 10);
+        return s->index >= 0 ? 0 : -1;
     }
     if (!strcmp(kw, "self_removed")) {
         s->self_removed = !strcmp(a, "1");
