@@ -9,33 +9,56 @@
 
 /* ---- predicates ---- */
 
-/* A copy of obj without the fields no controller reacts to (and without status when
- * drop_status), for cJSON_Compare. */
-static cJSON *stripped(const cJSON *obj, bool drop_status, bool drop_generation)
+/* Compares two objects member by member, ignoring the members skip() names, without
+ * copying them (predicates run for every event, so no cJSON_Duplicate here). */
+typedef bool (*skip_fn)(const char *name, bool drop_status, bool drop_generation);
+
+static bool skip_top(const char *name, bool drop_status, bool drop_generation)
 {
-    cJSON *c = cJSON_Duplicate(obj, 1);
-    if (!c)
-        return NULL;
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(c, "metadata");
-    if (cJSON_IsObject(meta)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-        cJSON_DeleteItemFromObjectCaseSensitive(meta, "managedFields");
-        if (drop_generation)
-            cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");
+    return drop_status && strcmp(name, "status") == 0;
+}
+
+static bool skip_meta(const char *name, bool drop_status, bool drop_generation)
+{
+    return strcmp(name, "resourceVersion") == 0 || strcmp(name, "managedFields") == 0 ||
+           (drop_generation && strcmp(name, "generation") == 0);
+}
+
+static bool members_equal(const cJSON *a, const cJSON *b, skip_fn skipper, bool ds, bool dg);
+
+/* Every non-skipped member of a exists in b with an equal value. */
+static bool covered(const cJSON *a, const cJSON *b, skip_fn skipper, bool ds, bool dg, bool deep)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, a) {
+        if (!m->string || skipper(m->string, ds, dg))
+            continue;
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(b, m->string);
+        if (!o)
+            return false;
+        if (!deep)
+            continue;
+        if (skipper == skip_top && strcmp(m->string, "metadata") == 0 && cJSON_IsObject(m) &&
+            cJSON_IsObject(o)) {
+            if (!members_equal(m, o, skip_meta, ds, dg))
+                return false;
+        } else if (!cJSON_Compare(m, o, 1)) {
+            return false;
+        }
     }
-    if (drop_status)
-        cJSON_DeleteItemFromObjectCaseSensitive(c, "status");
-    return c;
+    return true;
+}
+
+static bool members_equal(const cJSON *a, const cJSON *b, skip_fn skipper, bool ds, bool dg)
+{
+    if (!cJSON_IsObject(a) || !cJSON_IsObject(b))
+        return cJSON_Compare(a, b, 1);
+    return covered(a, b, skipper, ds, dg, true) && covered(b, a, skipper, ds, dg, false);
 }
 
 static bool differs(const cJSON *a, const cJSON *b, bool drop_status, bool drop_generation)
 {
-    cJSON *sa = stripped(a, drop_status, drop_generation);
-    cJSON *sb = stripped(b, drop_status, drop_generation);
-    bool d = !sa || !sb || !cJSON_Compare(sa, sb, 1);   /* on NOMEM, err towards enqueueing */
-    cJSON_Delete(sa);
-    cJSON_Delete(sb);
-    return d;
+    return !members_equal(a, b, skip_top, drop_status, drop_generation);
 }
 
 bool mapping_for_update_matters(const cJSON *old_obj, const cJSON *new_obj)
@@ -51,16 +74,7 @@ bool mapping_for_update_matters(const cJSON *old_obj, const cJSON *new_obj)
     /* Without a generation (objects that have none) fall back to "anything but status". */
     if (gd_meta_generation(new_obj) == 0)
         return differs(old_obj, new_obj, true, false);
-    cJSON *a = cJSON_CreateObject(), *b = cJSON_CreateObject();
-    bool d = true;
-    if (a && b) {
-        cJSON_AddItemReferenceToObject(a, "metadata", (cJSON *)om);
-        cJSON_AddItemReferenceToObject(b, "metadata", (cJSON *)nm);
-        d = differs(a, b, true, true);
-    }
-    cJSON_Delete(a);
-    cJSON_Delete(b);
-    return d;
+    return !members_equal(om, nm, skip_meta, true, true);
 }
 
 bool mapping_owned_update_matters(const cJSON *old_obj, const cJSON *new_obj)

@@ -242,6 +242,27 @@ static void test_predicates(void **state)
     cJSON_Delete(a);
     cJSON_Delete(b);
     assert_true(mapping_node_update_matters(NULL, NULL));
+    /* members present on one side only count, in either direction */
+    a = J("{\"metadata\":{\"name\":\"x\",\"generation\":1,\"labels\":{\"a\":\"1\"}},\"spec\":{}}");
+    b = J("{\"metadata\":{\"name\":\"x\",\"generation\":1},\"spec\":{}}");
+    assert_true(mapping_for_update_matters(a, b));
+    assert_true(mapping_for_update_matters(b, a));
+    assert_true(mapping_owned_update_matters(a, b));
+    cJSON_Delete(b);
+    b = J("{\"metadata\":{\"name\":\"x\",\"generation\":1,\"labels\":{\"a\":\"1\"},"
+          "\"resourceVersion\":\"9\"},\"spec\":{},\"extra\":1}");
+    assert_false(mapping_for_update_matters(a, b));   /* spec is generation's business */
+    assert_true(mapping_owned_update_matters(a, b));   /* a new top-level member */
+    assert_true(mapping_owned_update_matters(b, a));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    /* metadata of the wrong type compares as a value */
+    a = J("{\"metadata\":5}");
+    b = J("{\"metadata\":6}");
+    assert_true(mapping_owned_update_matters(a, b));
+    assert_false(mapping_owned_update_matters(a, a));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
 }
 
 int main(void)
