@@ -354,7 +354,7 @@ static void refresh_token_locked(k8s_client *c)
     char why[128];
     char *tok = read_token_file(c->cfg->token_file, &st, why, sizeof why);
     if (!tok) {
-        gd_log(GD_LOG_WARN, "cannot read the bearer credential file; keeping the last good one",
+        gd_log(GD_LOG_WARN, "cannot read the token file; keeping the last good token",
                "path", c->cfg->token_file, "error", why, NULL);
         return;
     }

@@ -229,8 +229,9 @@ static enum MHD_Result respond(struct MHD_Connection *con, httpd *h, const httpd
         resp = MHD_create_response_from_buffer(strlen(echo), echo, MHD_RESPMEM_MUST_COPY);
         add_headers(resp, NULL);
     } else {
-        if (n->r.delay_ms > 0)
-            sleep_ms(n->r.delay_ms);
+        for (int waited = 0; waited < n->r.delay_ms &&
+                             !__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE); waited += 10)
+            sleep_ms(10);                 /* cut short by httpd_stop */
         status = n->r.status ? n->r.status : 200;
         const char *headers = n->headers;
         if (n->r.chunk > 0) {

@@ -434,12 +434,12 @@ static void test_request_timeout(void **state)
     o.request_timeout_ms = 300;
     cfg_spec s = {.server = httpd_url(f->h)};
     k8s_client *c = make_client(&s, &o);
-    httpd_resp r = {.status = 200, .body = "{}", .delay_ms = 1500};
+    httpd_resp r = {.status = 200, .body = "{}", .delay_ms = 5000};
     httpd_push(f->h, &r);
     int64_t t0 = gd_mono_ms();
     k8s_status st;
     assert_int_equal(k8s_get(c, &K8S_RES_PODS, "ns", "slow", NULL, &st), GD_ERR_TIMEOUT);
-    assert_true(gd_mono_ms() - t0 < 1200);
+    assert_true(gd_mono_ms() - t0 < 2500);      /* generous: the machine is shared */
     k8s_client_destroy(&c);
 }
 
@@ -459,7 +459,7 @@ static void test_429_retry_after(void **state)
     cJSON *out = NULL;
     assert_int_equal(k8s_get(f->c, &K8S_RES_PODS, "ns", "p", &out, NULL), GD_OK);
     int64_t took = gd_mono_ms() - t0;
-    assert_true(took >= 1900 && took < 4000);
+    assert_true(took >= 1900 && took < 6000);
     assert_non_null(cJSON_GetObjectItem(out, "done"));
     cJSON_Delete(out);
     assert_int_equal(httpd_request_count(f->h) - before, 3);
@@ -485,7 +485,7 @@ static void test_429_retry_after(void **state)
     t0 = gd_mono_ms();
     assert_int_equal(k8s_get(c, &K8S_RES_PODS, "ns", "p", NULL, &st), GD_ERR_TOO_MANY_REQUESTS);
     assert_int_equal(st.retry_after_s, 3600);
-    assert_true(gd_mono_ms() - t0 < 1000);
+    assert_true(gd_mono_ms() - t0 < 900);      /* no 1 s wait before giving up */
     k8s_client_destroy(&c);
 }
 
@@ -818,7 +818,7 @@ static void test_watch_stop_flag_and_callback_stop(void **state)
     int64_t took = gd_mono_ms() - t0;
     pthread_join(t, NULL);
     assert_int_equal(w.n, 4);
-    assert_true(took >= 250 && took < 1000);
+    assert_true(took >= 250 && took < 2500);    /* the stream would hang 10 s */
 
     /* the callback asks to stop after the second event */
     httpd_resp r2 = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
@@ -828,7 +828,7 @@ static void test_watch_stop_flag_and_callback_stop(void **state)
     assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w2, &st),
                      GD_ERR_CANCELLED);
     assert_int_equal(w2.n, 2);
-    assert_true(gd_mono_ms() - t0 < 1000);
+    assert_true(gd_mono_ms() - t0 < 5000);
 }
 
 /* ---- concurrency ---- */
