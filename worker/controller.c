@@ -534,6 +534,8 @@ void controller_own_all(controller *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+int controller_shard_of(const controller *c, const char *key) { return key_shard(c, key); }
+
 bool controller_owns(controller *c, int shard)
 {
     pthread_mutex_lock(&c->mu);

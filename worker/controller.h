@@ -145,6 +145,8 @@ int  controller_inflight(controller *c, const int *shards, int n);
  * NULL to discard them) and forgets them. Call when controller_inflight() is 0. */
 void controller_revoke_finish(controller *c, const int *shards, int n, cJSON *arr);
 bool controller_owns(controller *c, int shard);
+/* The shard of a key as this controller computes it (-1 when it cannot). */
+int  controller_shard_of(const controller *c, const char *key);
 
 /* GD_OK while a write may start, GD_ERR_FENCED once the lease deadline has passed. Every
  * write helper calls it first. */

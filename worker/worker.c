@@ -486,6 +486,26 @@ static void handle_revoke(worker *w, const gdw_msg *m)
     memcpy(r->shards, m->shards, sizeof(int) * (size_t)m->nshards);
 }
 
+/* Keys an ASSIGN handed over for shards that are revoked before they became active go
+ * back with the REVOKED: they were never enqueued, so no controller holds them. */
+static void take_unactivated(worker *w, controller *c, const revocation *rv, cJSON *arr)
+{
+    cJSON *keys = w->pending_assign
+                      ? cJSON_GetObjectItemCaseSensitive(w->pending_assign, controller_name(c))
+                      : NULL;
+    if (!cJSON_IsArray(keys) || !arr)
+        return;
+    for (int i = cJSON_GetArraySize(keys) - 1; i >= 0; i--) {
+        cJSON *k = cJSON_GetArrayItem(keys, i);
+        int shard = controller_shard_of(c, k->valuestring);
+        for (int j = 0; j < rv->n; j++)
+            if (rv->shards[j] == shard) {
+                cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(keys, i));
+                break;
+            }
+    }
+}
+
 /* Answers every revocation whose in-flight keys have all finished. */
 static void finish_revocations(worker *w)
 {
@@ -502,6 +522,7 @@ static void finish_revocations(worker *w)
         for (int c = 0; c < w->nctrls; c++) {
             cJSON *arr = cJSON_CreateArray();
             controller_revoke_finish(w->ctrls[c], rv->shards, rv->n, arr);
+            take_unactivated(w, w->ctrls[c], rv, arr);
             if (pending && arr && cJSON_GetArraySize(arr) > 0)
                 cJSON_AddItemToObject(pending, controller_name(w->ctrls[c]), arr);
             else

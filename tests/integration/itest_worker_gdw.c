@@ -685,6 +685,35 @@ static void test_managed_handoff(void **state)
         if (fi->objs[k].shard < 64)
             assert_int_equal(r.keys[k].v[r.keys[k].n - 1].pid, w1);
     free_record(&r);
+    /* ASSIGN with pending keys, revoked before the shard became active: the keys go back */
+    {
+        char key[64] = "", shard_s[8];
+        int shard = -1;
+        for (int i = 0; i < 10000 && shard < 0; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "ghost%d", i);
+            int s0 = gd_shard_of_cluster("zz", name);
+            bool used = false;
+            for (int k = 0; k < NKEYS; k++)
+                used |= fi->objs[k].shard == s0;
+            if (!used) {        /* a shard with no objects: nothing else runs there */
+                shard = s0;
+                snprintf(key, sizeof key, "zz/%s", name);
+            }
+        }
+        assert_true(shard >= 0);
+        snprintf(shard_s, sizeof shard_s, "%d", shard);
+        char pend[128];
+        snprintf(pend, sizeof pend, "{\"godiscluster\":[\"%s\"]}", key);
+        m->revoked[0] = 0;
+        fmgr_send(m, 1, "ASSIGN", shard_s, pend);
+        fmgr_send(m, 1, "REVOKE", shard_s, NULL);
+        for (int i = 0; i < 100 && !m->revoked[0]; i++) {
+            serve(fi, 20);
+            manager_tick(m);
+        }
+        assert_non_null(strstr(m->revoked, key));
+    }
     /* STOP ends a worker with 0 */
     char d[24];
     snprintf(d, sizeof d, "%lld", (long long)(gd_wall_ms() + 2000));
