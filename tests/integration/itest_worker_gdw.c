@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -743,6 +744,58 @@ static void test_manager_silence(void **state)
     finf_destroy(fi);
 }
 
+/* Flags: --help succeeds, everything malformed is a fatal configuration error (exit 2). */
+static int run_flags(const char *const *args)
+{
+    const char *bin = getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/godis-worker";
+    const char *argv[16];
+    int n = 0;
+    argv[n++] = bin;
+    for (; *args && n < 15; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execv(bin, (char **)argv);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_flags(void **state)
+{
+    const char *help[] = {"--help", NULL};
+    assert_int_equal(run_flags(help), 0);
+    const char *bad[][8] = {
+        {"--bogus", NULL},
+        {NULL},                                                      /* no endpoints */
+        {"--runtime-dir", "/tmp/x", "--informer-endpoints", "Pod=ipc://a,ipc://b", NULL},
+        {"--informer-endpoints", "Pod=tcp://127.0.0.1:1,ipc://b", NULL},
+        {"--informer-endpoints", "Pod=ipc://a", NULL},
+        {"--informer-endpoints", "Secret=ipc://a,ipc://b", NULL},
+        {"--runtime-dir", "/tmp/x", "--shards", "7-3", NULL},
+        {"--runtime-dir", "/tmp/x", "--shards", "3", "--control-endpoint", "ipc:///tmp/c", NULL},
+        {"--runtime-dir", "/tmp/x", "--control-endpoint", "tcp://127.0.0.1:5", NULL},
+        {"--runtime-dir", "/tmp/x", "--max-concurrent-reconciles", "0", NULL},
+        {"--runtime-dir", "/tmp/x", "--log-level", "loud", NULL},
+        {"--runtime-dir", "/tmp/x", "--reconciler", "nope", NULL},
+        {"--runtime-dir", "/tmp/x", "--reconciler", "sleepy", "--reconciler-arg", "x=1", NULL},
+        {"--runtime-dir", "/tmp/x", "extra", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = run_flags(bad[i]);
+        if (rc != 2)
+            fail_msg("case %zu (%s %s): exit %d, want 2", i, bad[i][0] ? bad[i][0] : "",
+                     bad[i][0] && bad[i][1] ? bad[i][1] : "", rc);
+    }
+}
+
 int main(void)
 {
     if (access(getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/godis-worker",
@@ -751,6 +804,7 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_flags),
         cmocka_unit_test_setup_teardown(test_standalone_500_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_managed_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager_silence, setup, teardown),
