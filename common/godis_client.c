@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -423,12 +424,63 @@ static int is_loopback(const struct sockaddr *sa)
 }
 
 /* Non-blocking connect bounded by connect_timeout_ms; tries each resolved address. */
+/* Finds name in a hosts file ("IP name alias..." lines); copies the IP into ip. */
+static int hosts_file_lookup(const char *path, const char *name, char *ip, size_t cap)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char line[1024];
+    int found = -1;
+    while (found != 0 && fgets(line, sizeof(line), f)) {
+        char *hash = strchr(line, '#'), *save = NULL;
+        if (hash)
+            *hash = '\0';
+        char *addr = strtok_r(line, " \t\r\n", &save);
+        for (char *n = addr ? strtok_r(NULL, " \t\r\n", &save) : NULL; n && found != 0;
+             n = strtok_r(NULL, " \t\r\n", &save)) {
+            if (strcasecmp(n, name) == 0 && strlen(addr) < cap) {
+                snprintf(ip, cap, "%s", addr);
+                found = 0;
+            }
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Loopback-only mode never asks DNS (the resolver here is not on loopback): a literal
+ * address is used as is; a name must be in $GODIS_HOSTS_FILE (the node agent's hosts-file
+ * block) or /etc/hosts. */
+static gd_err resolve_without_dns(godis_client *c, char *ip, size_t cap)
+{
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, c->host, &a6) == 1 || inet_pton(AF_INET6, c->host, &a6) == 1) {
+        snprintf(ip, cap, "%s", c->host);
+        return GD_OK;
+    }
+    const char *extra = getenv("GODIS_HOSTS_FILE");
+    if ((extra && *extra && hosts_file_lookup(extra, c->host, ip, cap) == 0) ||
+        hosts_file_lookup("/etc/hosts", c->host, ip, cap) == 0)
+        return GD_OK;
+    set_err(c, "resolve: %s is in no hosts file (loopback-only mode does not use DNS)", c->host);
+    return GD_ERR_TRANSPORT;
+}
+
 static gd_err client_connect(godis_client *c)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    char port[8];
+    char port[8], ip[256];
+    const char *target = c->host;
     snprintf(port, sizeof(port), "%d", c->port);
-    int grc = getaddrinfo(c->host, port, &hints, &res);
+    if (!c->opts.allow_non_loopback) {
+        gd_err re = resolve_without_dns(c, ip, sizeof(ip));
+        if (re != GD_OK)
+            return re;
+        target = ip;
+        hints.ai_flags = AI_NUMERICHOST;
+    }
+    int grc = getaddrinfo(target, port, &hints, &res);
     if (grc != 0) {
         set_err(c, "resolve: %s", gai_strerror(grc));
         return GD_ERR_TRANSPORT;

@@ -8,8 +8,10 @@
  *    complete arrays of bulk strings;
  *  - they retry on `-propose canceled by context` (which does not mean the change failed:
  *    both verbs are idempotent) and on transport errors, until `+OK` or their deadline;
- *  - by default it connects to loopback addresses only (this project's test environment);
- *    a manager running inside a real cluster turns that off with opts.allow_non_loopback.
+ *  - by default it connects to loopback addresses only (this project's test environment)
+ *    and never asks DNS: a host name must be in $GODIS_HOSTS_FILE or /etc/hosts (the node
+ *    agent's hosts-file block); a manager running inside a real cluster turns both off
+ *    with opts.allow_non_loopback.
  *
  * The RESP2 reply parser is exposed (godis_reply_parse) because the godis stand-in parses
  * requests with it too, and so the hostile-input tests can reach it without a socket.
@@ -69,7 +71,8 @@ long long godis_parse_id(const char *s);
 typedef struct {
     int connect_timeout_ms;     /* default 1000 */
     int reply_timeout_ms;       /* default 3000 (godis answers a stuck proposal after ~1 s) */
-    int allow_non_loopback;     /* default 0: refuse any address outside 127.0.0.0/8, ::1 */
+    int allow_non_loopback;     /* default 0: refuse any address outside 127.0.0.0/8, ::1,
+                                   and resolve names from hosts files only, never DNS */
 } godis_opts;
 
 typedef struct godis_client godis_client;

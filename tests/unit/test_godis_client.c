@@ -470,6 +470,37 @@ static void test_hello_and_get(void **state)
     fake_stop(&f, &c);
 }
 
+
+/* Loopback-only mode resolves names from hosts files, never from DNS. */
+static void test_names_from_hosts_file_only(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/godis-hosts-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char hosts[] = "# node agent block\n10.1.2.3 far-away.default.svc.cluster.local\n"
+                                "127.0.0.1   ex-1-endpoint.default.svc.cluster.local ex-1 # member\n";
+    assert_int_equal(write(fd, hosts, sizeof(hosts) - 1), (ssize_t)(sizeof(hosts) - 1));
+    close(fd);
+    setenv("GODIS_HOSTS_FILE", path, 1);
+    fake f = {.script = {"+OK\r\n"}, .nscript = 1};
+    fake_start(&f);
+    godis_client *c = godis_client_new("EX-1-endpoint.default.svc.cluster.local", f.port, &fast);
+    assert_int_equal(godis_forget(c, 3, 1000), GD_OK);
+    godis_client_destroy(&c);
+    c = godis_client_new("far-away.default.svc.cluster.local", f.port, &fast);
+    assert_int_equal(godis_forget(c, 3, 1000), GD_ERR_ARG);       /* maps outside loopback */
+    godis_client_destroy(&c);
+    c = godis_client_new("not-in-any.hosts-file.invalid", f.port, &fast);
+    godis_reply *r = NULL;
+    const char *argv[] = {"hello"};
+    assert_int_equal(godis_command(c, &r, 1, argv), GD_ERR_TRANSPORT);
+    assert_non_null(strstr(godis_last_error(c), "hosts file"));
+    fake_stop(&f, &c);
+    unsetenv("GODIS_HOSTS_FILE");
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_non_loopback_refused),
         cmocka_unit_test(test_connection_refused_is_retried_until_deadline),
         cmocka_unit_test(test_hello_and_get),
+        cmocka_unit_test(test_names_from_hosts_file_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
