@@ -1,0 +1,249 @@
+/* leaselock.c — Lease-backed store for the leader elector, and the standby's Lease watch.
+ *
+ * As client-go's LeaseLock, the store keeps the whole Lease object last returned by the
+ * API server; update() writes the new spec into a copy of it and PUTs it, so the request
+ * carries that object's resourceVersion and the API server refuses it (Conflict) when
+ * anyone else wrote in between. */
+#include "leaselock.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_time.h"
+
+struct gd_leaselock {
+    k8s_client *client;
+    char ns[254], name[254];
+    cJSON *lease;                       /* last object seen; NULL before the first get */
+};
+
+gd_leaselock *gd_leaselock_new(k8s_client *client, const char *ns, const char *name)
+{
+    if (!client || !ns || !name || !*ns || !*name || strlen(ns) >= 254 || strlen(name) >= 254)
+        return NULL;
+    gd_leaselock *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->client = client;
+    snprintf(l->ns, sizeof l->ns, "%s", ns);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    return l;
+}
+
+void gd_leaselock_destroy(gd_leaselock **lp)
+{
+    if (!lp || !*lp) return;
+    cJSON_Delete((*lp)->lease);
+    free(*lp);
+    *lp = NULL;
+}
+
+static gd_err copy_str(const cJSON *spec, const char *key, char *out, size_t cap)
+{
+    const char *s = NULL;
+    gd_err e = gd_json_str(spec, key, &s);
+    if (e == GD_ERR_MISSING) { out[0] = '\0'; return GD_OK; }
+    if (e != GD_OK) return e;
+    if (strlen(s) >= cap) return GD_ERR_TOO_LARGE;
+    snprintf(out, cap, "%s", s);
+    return GD_OK;
+}
+
+static gd_err copy_int(const cJSON *spec, const char *key, int64_t *out)
+{
+    gd_err e = gd_json_int(spec, key, out);
+    if (e == GD_ERR_MISSING) { *out = 0; return GD_OK; }
+    return e;
+}
+
+gd_err gd_leaselock_record_from_lease(const cJSON *lease, gd_le_record *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    if (!cJSON_IsObject(lease)) return GD_ERR_TYPE;
+    cJSON *spec = gd_json_path(lease, "spec");
+    if (!spec || cJSON_IsNull(spec)) return GD_OK;
+    if (!cJSON_IsObject(spec)) return GD_ERR_TYPE;
+    gd_err e;
+    if ((e = copy_str(spec, "holderIdentity", rec->holder, sizeof rec->holder))) return e;
+    if ((e = copy_str(spec, "acquireTime", rec->acquire_time, sizeof rec->acquire_time))) return e;
+    if ((e = copy_str(spec, "renewTime", rec->renew_time, sizeof rec->renew_time))) return e;
+    if ((e = copy_int(spec, "leaseDurationSeconds", &rec->lease_duration_s))) return e;
+    return copy_int(spec, "leaseTransitions", &rec->transitions);
+}
+
+static cJSON *time_or_null(const char *t)
+{
+    return t[0] ? cJSON_CreateString(t) : cJSON_CreateNull();
+}
+
+gd_err gd_leaselock_record_to_lease(cJSON *lease, const gd_le_record *rec)
+{
+    cJSON *spec = cJSON_CreateObject();
+    if (!spec) return GD_ERR_NOMEM;
+    cJSON_AddItemToObject(spec, "holderIdentity", cJSON_CreateString(rec->holder));
+    cJSON_AddItemToObject(spec, "leaseDurationSeconds",
+                          cJSON_CreateNumber((double)rec->lease_duration_s));
+    cJSON_AddItemToObject(spec, "acquireTime", time_or_null(rec->acquire_time));
+    cJSON_AddItemToObject(spec, "renewTime", time_or_null(rec->renew_time));
+    cJSON_AddItemToObject(spec, "leaseTransitions", cJSON_CreateNumber((double)rec->transitions));
+    return gd_json_set(lease, "spec", spec);
+}
+
+static void keep(gd_leaselock *l, cJSON *obj)
+{
+    cJSON_Delete(l->lease);
+    l->lease = obj;
+}
+
+static gd_err lock_get(void *ud, gd_le_record *out)
+{
+    gd_leaselock *l = ud;
+    cJSON *obj = NULL;
+    k8s_status st;
+    gd_err e = k8s_get(l->client, &K8S_RES_LEASES, l->ns, l->name, &obj, &st);
+    if (e != GD_OK) {
+        cJSON_Delete(obj);
+        if (e != GD_ERR_NOT_FOUND)
+            GD_WARN("lease get failed", "lease", l->name, "error", gd_strerror(e),
+                    "message", st.message);
+        return e;
+    }
+    e = gd_leaselock_record_from_lease(obj, out);
+    if (e != GD_OK) {
+        GD_WARN("lease has a malformed spec", "lease", l->name, "error", gd_strerror(e));
+        cJSON_Delete(obj);
+        return e;
+    }
+    keep(l, obj);
+    return GD_OK;
+}
+
+static gd_err lock_create(void *ud, const gd_le_record *rec)
+{
+    gd_leaselock *l = ud;
+    cJSON *obj = cJSON_CreateObject();
+    if (!obj) return GD_ERR_NOMEM;
+    cJSON_AddStringToObject(obj, "apiVersion", "coordination.k8s.io/v1");
+    cJSON_AddStringToObject(obj, "kind", "Lease");
+    cJSON *md = cJSON_AddObjectToObject(obj, "metadata");
+    cJSON_AddStringToObject(md, "name", l->name);
+    cJSON_AddStringToObject(md, "namespace", l->ns);
+    gd_err e = gd_leaselock_record_to_lease(obj, rec);
+    cJSON *out = NULL;
+    k8s_status st;
+    if (e == GD_OK) e = k8s_create(l->client, &K8S_RES_LEASES, l->ns, obj, &out, &st);
+    cJSON_Delete(obj);
+    if (e != GD_OK) {
+        cJSON_Delete(out);
+        return e;
+    }
+    keep(l, out);
+    return GD_OK;
+}
+
+static gd_err lock_update(void *ud, const gd_le_record *rec)
+{
+    gd_leaselock *l = ud;
+    if (!l->lease) return GD_ERR_ARG;   /* client-go: "lease not initialized, call get or create first" */
+    cJSON *obj = cJSON_Duplicate(l->lease, 1);
+    if (!obj) return GD_ERR_NOMEM;
+    gd_err e = gd_leaselock_record_to_lease(obj, rec);
+    cJSON *out = NULL;
+    k8s_status st;
+    if (e == GD_OK) e = k8s_update(l->client, &K8S_RES_LEASES, obj, &out, &st);
+    cJSON_Delete(obj);
+    if (e != GD_OK) {
+        cJSON_Delete(out);
+        return e;
+    }
+    keep(l, out);
+    return GD_OK;
+}
+
+void gd_leaselock_ops(gd_leaselock *l, gd_le_lock *out)
+{
+    out->get = lock_get;
+    out->create = lock_create;
+    out->update = lock_update;
+    out->ud = l;
+}
+
+/* ---- the standby's watch ---- */
+
+struct gd_lease_watch {
+    k8s_client *client;
+    char ns[254], fsel[300];
+    gd_le *le;
+    volatile int stop;
+    pthread_t th;
+};
+
+static int on_lease_event(void *ud, const char *type, cJSON *obj)
+{
+    gd_lease_watch *w = ud;
+    gd_le_status_t st;
+    gd_le_status(w->le, &st);
+    if (st.leading) return 0;
+    gd_le_record rec;
+    bool released = strcmp(type, "DELETED") == 0 ||
+                    (strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0 &&
+                     gd_leaselock_record_from_lease(obj, &rec) == GD_OK && rec.holder[0] == '\0');
+    if (released) {
+        GD_INFO("lease released by its holder: trying now", "lease", gd_le_get_config(w->le)->name);
+        gd_le_wake(w->le);
+    }
+    return 0;
+}
+
+static void *watch_main(void *arg)
+{
+    gd_lease_watch *w = arg;
+    gd_backoff bo;
+    gd_backoff_init(&bo, 500, 10000, 2.0, 0.2, 30000);
+    while (!w->stop) {
+        k8s_watch_opts o;
+        memset(&o, 0, sizeof o);
+        o.list.field_selector = w->fsel;
+        o.list.timeout_seconds = 240 + (int)(gd_rand01() * 120);
+        o.stop = &w->stop;
+        o.max_event_bytes = 1 << 20;
+        k8s_status st;
+        int64_t started = gd_mono_ms();
+        gd_err e = k8s_watch(w->client, &K8S_RES_LEASES, w->ns, &o, on_lease_event, w, &st);
+        if (w->stop) break;
+        if (e == GD_OK || e == GD_ERR_CLOSED) {
+            if (gd_mono_ms() - started > 1000) continue;   /* a normal server-side end */
+        } else {
+            GD_WARN("lease watch failed", "error", gd_strerror(e), "message", st.message);
+        }
+        int64_t delay = gd_backoff_next(&bo);
+        for (int64_t t = 0; t < delay && !w->stop; t += 100) gd_sleep_ms(100);
+    }
+    return NULL;
+}
+
+gd_lease_watch *gd_lease_watch_start(k8s_client *client, const char *ns, const char *name,
+                                     gd_le *le)
+{
+    if (!client || !ns || !name || !le || strlen(ns) >= 254 || strlen(name) >= 254) return NULL;
+    gd_lease_watch *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->client = client;
+    w->le = le;
+    snprintf(w->ns, sizeof w->ns, "%s", ns);
+    snprintf(w->fsel, sizeof w->fsel, "metadata.name=%s", name);
+    if (pthread_create(&w->th, NULL, watch_main, w) != 0) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void gd_lease_watch_stop(gd_lease_watch **wp)
+{
+    if (!wp || !*wp) return;
+    (*wp)->stop = 1;
+    pthread_join((*wp)->th, NULL);
+    free(*wp);
+    *wp = NULL;
+}
