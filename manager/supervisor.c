@@ -1,0 +1,300 @@
+/* supervisor.c — process table, fork/exec, reaping, restart with backoff, staged stop.
+ *
+ * Everything here runs on the manager's main thread, outside signal handlers: a handler
+ * only sets a flag, and the main loop calls gd_sup_reap() and gd_sup_tick() (nginx's
+ * ngx_reap_children / ngx_start_worker_processes in one loop). */
+#include "supervisor.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "gd_err.h"
+#include "gd_log.h"
+
+struct gd_supervisor {
+    gd_sup_opts o;
+    gd_proc **procs;            /* pointers stay valid when the table grows */
+    int n, cap;
+    bool fatal;
+    uint64_t restarts[2];
+    gd_sup_exit_fn on_exit;
+    void *ud;
+};
+
+void gd_sup_opts_default(gd_sup_opts *o)
+{
+    o->backoff_initial_ms = 1000;
+    o->backoff_max_ms = 30000;
+    o->healthy_after_ms = 60000;
+    o->term_after_ms = 2000;
+    o->kill_after_ms = 2000;
+}
+
+const char *gd_proc_state_name(gd_proc_state st)
+{
+    static const char *n[] = {"idle", "running", "stopping", "backoff", "fatal"};
+    return (unsigned)st < sizeof n / sizeof n[0] ? n[st] : "?";
+}
+
+const char *gd_role_name(gd_role r) { return r == GD_ROLE_WORKER ? "worker" : "informer"; }
+
+gd_supervisor *gd_sup_new(const gd_sup_opts *o, gd_sup_exit_fn on_exit, void *ud)
+{
+    gd_supervisor *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (o) s->o = *o; else gd_sup_opts_default(&s->o);
+    s->on_exit = on_exit;
+    s->ud = ud;
+    return s;
+}
+
+static void free_argv(char **argv)
+{
+    if (!argv) return;
+    for (char **a = argv; *a; a++) free(*a);
+    free(argv);
+}
+
+void gd_sup_destroy(gd_supervisor **sp)
+{
+    if (!sp || !*sp) return;
+    gd_supervisor *s = *sp;
+    for (int i = 0; i < s->n; i++) {
+        free_argv(s->procs[i]->argv);
+        free(s->procs[i]);
+    }
+    free(s->procs);
+    free(s);
+    *sp = NULL;
+}
+
+static char **copy_argv(char *const argv[])
+{
+    int n = 0;
+    while (argv[n]) n++;
+    char **c = calloc((size_t)n + 1, sizeof *c);
+    if (!c) return NULL;
+    for (int i = 0; i < n; i++) {
+        if (!(c[i] = strdup(argv[i]))) { free_argv(c); return NULL; }
+    }
+    return c;
+}
+
+gd_proc *gd_sup_add(gd_supervisor *s, gd_role role, int index, const char *name,
+                    char *const argv[])
+{
+    if (!argv || !argv[0] || !name) return NULL;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        gd_proc **np = realloc(s->procs, (size_t)cap * sizeof *np);
+        if (!np) return NULL;
+        s->procs = np;
+        s->cap = cap;
+    }
+    gd_proc *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    if (!(p->argv = copy_argv(argv))) { free(p); return NULL; }
+    p->role = role;
+    p->index = index;
+    snprintf(p->name, sizeof p->name, "%s", name);
+    gd_backoff_init(&p->backoff, s->o.backoff_initial_ms, s->o.backoff_max_ms, 2.0, 0.2, 0);
+    s->procs[s->n++] = p;
+    return p;
+}
+
+int gd_sup_count(const gd_supervisor *s) { return s->n; }
+gd_proc *gd_sup_at(gd_supervisor *s, int i) { return i >= 0 && i < s->n ? s->procs[i] : NULL; }
+
+gd_proc *gd_sup_find(gd_supervisor *s, gd_role role, int index)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->procs[i]->role == role && s->procs[i]->index == index) return s->procs[i];
+    return NULL;
+}
+
+gd_proc *gd_sup_find_pid(gd_supervisor *s, pid_t pid)
+{
+    for (int i = 0; i < s->n; i++)
+        if (pid > 0 && s->procs[i]->pid == pid) return s->procs[i];
+    return NULL;
+}
+
+/* In the child between fork and exec: only async-signal-safe calls. */
+static void child_exec(gd_proc *p, pid_t parent)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+    /* a manager killed with SIGKILL must not leave orphans writing */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(GD_EXIT_FAILURE);
+    for (int fd = 3; fd < 1024; fd++) close(fd);   /* ZeroMQ/curl descriptors of the manager */
+    execv(p->argv[0], p->argv);
+    int e = errno;
+    static const char msg[] = "godis-manager: exec failed: ";
+    (void)!write(2, msg, sizeof msg - 1);
+    (void)!write(2, p->argv[0], strlen(p->argv[0]));
+    (void)!write(2, "\n", 1);
+    /* a missing or non-executable program will not get better by restarting */
+    _exit(e == ENOENT || e == EACCES || e == ENOEXEC ? GD_EXIT_FATAL_CONFIG : 127);
+}
+
+static void spawn(gd_supervisor *s, gd_proc *p)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        GD_ERROR("fork failed", "child", p->name, "error", strerror(errno));
+        p->state = GD_PROC_BACKOFF;
+        p->next_start_ms = gd_mono_ms() + gd_backoff_next(&p->backoff);
+        return;
+    }
+    if (pid == 0) child_exec(p, parent);
+    p->pid = pid;
+    p->state = GD_PROC_RUNNING;
+    p->last_start_ms = gd_mono_ms();
+    p->stop_signals = 0;
+    if (p->starts++ > 0) {
+        p->restarts++;
+        s->restarts[p->role]++;
+    }
+    char pids[24];
+    snprintf(pids, sizeof pids, "%d", (int)pid);
+    GD_INFO("started child", "child", p->name, "pid", pids, "program", p->argv[0]);
+}
+
+void gd_sup_want(gd_supervisor *s, gd_proc *p)
+{
+    (void)s;
+    p->wanted = true;
+    if (p->state == GD_PROC_IDLE) p->next_start_ms = 0;
+}
+
+static void send_sig(gd_proc *p, int sig)
+{
+    if (p->pid > 0) kill(p->pid, sig);
+}
+
+void gd_sup_stop(gd_supervisor *s, gd_proc *p, bool soft)
+{
+    p->wanted = false;
+    if (p->state == GD_PROC_BACKOFF) p->state = GD_PROC_IDLE;
+    if (p->state == GD_PROC_RUNNING) {
+        p->state = GD_PROC_STOPPING;
+        p->stop_since_ms = gd_mono_ms();
+        p->stop_signals = 0;
+    }
+    if (p->state == GD_PROC_STOPPING && !soft && p->stop_signals == 0) {
+        send_sig(p, SIGTERM);
+        p->stop_signals = 1;
+        /* TERM sent now: KILL comes kill_after_ms from now */
+        p->stop_since_ms = gd_mono_ms() - s->o.term_after_ms;
+    }
+}
+
+int64_t gd_sup_tick(gd_supervisor *s)
+{
+    int64_t now = gd_mono_ms(), next = 1000;
+    for (int i = 0; i < s->n; i++) {
+        gd_proc *p = s->procs[i];
+        int64_t due = -1;
+        if (p->wanted && (p->state == GD_PROC_IDLE || p->state == GD_PROC_BACKOFF)) {
+            if (now >= p->next_start_ms) spawn(s, p);
+            else due = p->next_start_ms;
+        } else if (p->state == GD_PROC_STOPPING) {
+            int64_t term_at = p->stop_since_ms + s->o.term_after_ms;
+            int64_t kill_at = term_at + s->o.kill_after_ms;
+            if (p->stop_signals == 0 && now >= term_at) {
+                send_sig(p, SIGTERM);
+                p->stop_signals = 1;
+                GD_INFO("child did not stop in time: SIGTERM", "child", p->name);
+            }
+            if (p->stop_signals == 1 && now >= kill_at) {
+                send_sig(p, SIGKILL);
+                p->stop_signals = 2;
+                GD_WARN("child did not stop after SIGTERM: SIGKILL", "child", p->name);
+            }
+            due = p->stop_signals == 0 ? term_at : (p->stop_signals == 1 ? kill_at : -1);
+        }
+        if (due >= 0 && due - now < next) next = due - now;
+    }
+    return next < 0 ? 0 : next;
+}
+
+static void describe_exit(int status, char *buf, size_t cap)
+{
+    if (WIFEXITED(status)) snprintf(buf, cap, "exit %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status)) snprintf(buf, cap, "signal %d", WTERMSIG(status));
+    else snprintf(buf, cap, "status %d", status);
+}
+
+static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
+{
+    int64_t now = gd_mono_ms();
+    char how[32];
+    describe_exit(status, how, sizeof how);
+    p->pid = 0;
+    p->last_status = status;
+    bool fatal = WIFEXITED(status) && WEXITSTATUS(status) == GD_EXIT_FATAL_CONFIG;
+    if (fatal) {
+        p->state = GD_PROC_FATAL;
+        p->wanted = false;
+        s->fatal = true;
+        GD_ERROR("child exited with a fatal configuration error: not restarting",
+                 "child", p->name, "status", how);
+    } else if (p->wanted) {
+        if (now - p->last_start_ms >= s->o.healthy_after_ms) gd_backoff_reset(&p->backoff);
+        int64_t d = gd_backoff_next(&p->backoff);
+        p->state = GD_PROC_BACKOFF;
+        p->next_start_ms = now + d;
+        char ds[24];
+        snprintf(ds, sizeof ds, "%lld", (long long)d);
+        GD_WARN("child exited: restarting after backoff", "child", p->name, "status", how,
+                "backoff_ms", ds);
+    } else {
+        p->state = GD_PROC_IDLE;
+        GD_INFO("child stopped", "child", p->name, "status", how);
+    }
+    if (s->on_exit) s->on_exit(s->ud, p, status);
+}
+
+int gd_sup_reap(gd_supervisor *s)
+{
+    int n = 0;
+    for (;;) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) break;        /* 0: none exited; -1/ECHILD: no children */
+        gd_proc *p = gd_sup_find_pid(s, pid);
+        if (!p) continue;           /* not ours (e.g. a helper's grandchild): just reaped */
+        on_reaped(s, p, status);
+        n++;
+    }
+    return n;
+}
+
+bool gd_sup_fatal(const gd_supervisor *s) { return s->fatal; }
+
+int gd_sup_alive(const gd_supervisor *s, gd_role role)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->procs[i]->role == role && s->procs[i]->pid > 0) n++;
+    return n;
+}
+
+void gd_sup_signal_all(gd_supervisor *s, int sig)
+{
+    for (int i = 0; i < s->n; i++) send_sig(s->procs[i], sig);
+}
+
+uint64_t gd_sup_restarts(const gd_supervisor *s, gd_role role)
+{
+    return s->restarts[role == GD_ROLE_WORKER ? 1 : 0];
+}

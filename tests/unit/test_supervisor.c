@@ -1,0 +1,231 @@
+/* test_supervisor.c — the process table with small real children (/bin/sh, sleep):
+ * restart with growing backoff, exit 2 = fatal and not restarted, TERM, TERM-then-KILL,
+ * a soft stop that the child honours on its own. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "../../manager/supervisor.c"
+
+static int exits_seen;
+static gd_proc *last_exited;
+static void on_exit_cb(void *ud, gd_proc *p, int status)
+{
+    (void)ud; (void)status;
+    exits_seen++;
+    last_exited = p;
+}
+
+static gd_supervisor *fast_sup(void)
+{
+    gd_sup_opts o;
+    gd_sup_opts_default(&o);
+    o.backoff_initial_ms = 50;
+    o.backoff_max_ms = 400;
+    o.term_after_ms = 150;
+    o.kill_after_ms = 250;
+    exits_seen = 0;
+    last_exited = NULL;
+    gd_supervisor *s = gd_sup_new(&o, on_exit_cb, NULL);
+    assert_non_null(s);
+    return s;
+}
+
+/* Runs the main-loop steps for ms milliseconds. */
+static void run_for(gd_supervisor *s, int ms)
+{
+    int64_t end = gd_mono_ms() + ms;
+    while (gd_mono_ms() < end) {
+        gd_sup_reap(s);
+        gd_sup_tick(s);
+        usleep(2000);
+    }
+    gd_sup_reap(s);
+}
+
+static bool run_until_idle(gd_supervisor *s, gd_proc *p, int ms)
+{
+    int64_t end = gd_mono_ms() + ms;
+    while (gd_mono_ms() < end) {
+        gd_sup_reap(s);
+        gd_sup_tick(s);
+        if (p->pid == 0 && p->state != GD_PROC_STOPPING) return true;
+        usleep(2000);
+    }
+    return false;
+}
+
+static int setup(void **st) { (void)st; gd_log_init("test", GD_LOG_ERROR + 1, 0, 2); return 0; }
+
+static void test_restart_with_backoff(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    char *argv[] = {"/bin/sh", "-c", "exit 1", NULL};
+    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 0, "worker/0", argv);
+    assert_non_null(p);
+    assert_int_equal(p->state, GD_PROC_IDLE);
+    gd_sup_want(s, p);
+    int64_t starts[16];
+    int nstarts = 0, last = 0;
+    int64_t end = gd_mono_ms() + 900;
+    while (gd_mono_ms() < end && nstarts < 16) {
+        gd_sup_reap(s);
+        gd_sup_tick(s);
+        if (p->starts != last) { starts[nstarts++] = p->last_start_ms; last = p->starts; }
+        usleep(1000);
+    }
+    /* 50, 100, 200, 400 ms (±20 %): 4 or 5 starts in 900 ms, gaps growing */
+    assert_true(nstarts >= 4);
+    assert_true(nstarts <= 6);
+    for (int i = 2; i < nstarts && i < 4; i++)
+        assert_true(starts[i] - starts[i - 1] > (starts[i - 1] - starts[i - 2]) * 12 / 10);
+    assert_true(starts[1] - starts[0] >= 40);
+    assert_int_equal(p->restarts, nstarts - 1);
+    assert_int_equal(gd_sup_restarts(s, GD_ROLE_WORKER), (uint64_t)(nstarts - 1));
+    assert_int_equal(gd_sup_restarts(s, GD_ROLE_INFORMER), 0);
+    assert_true(exits_seen >= nstarts - 1);
+    assert_ptr_equal(last_exited, p);
+    assert_false(gd_sup_fatal(s));
+    gd_sup_stop(s, p, false);
+    assert_true(run_until_idle(s, p, 1000));
+    assert_int_equal(p->state, GD_PROC_IDLE);
+    gd_sup_destroy(&s);
+    assert_null(s);
+}
+
+static void test_exit_2_is_fatal(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    char *argv[] = {"/bin/sh", "-c", "exit 2", NULL};
+    gd_proc *p = gd_sup_add(s, GD_ROLE_INFORMER, 3, "informer/Pod", argv);
+    gd_sup_want(s, p);
+    run_for(s, 300);
+    assert_int_equal(p->state, GD_PROC_FATAL);
+    assert_int_equal(p->starts, 1);                   /* never restarted */
+    assert_true(gd_sup_fatal(s));
+    assert_true(WIFEXITED(p->last_status) && WEXITSTATUS(p->last_status) == 2);
+    gd_sup_destroy(&s);
+}
+
+static void test_missing_program_is_fatal(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    char *argv[] = {"/nonexistent/godis-informer", "--kind", "Pod", NULL};
+    gd_proc *p = gd_sup_add(s, GD_ROLE_INFORMER, 0, "informer/Pod", argv);
+    gd_sup_want(s, p);
+    run_for(s, 200);
+    assert_int_equal(p->state, GD_PROC_FATAL);
+    assert_true(gd_sup_fatal(s));
+    gd_sup_destroy(&s);
+}
+
+static void test_hard_stop_terms(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    char *argv[] = {"/bin/sleep", "30", NULL};
+    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 1, "worker/1", argv);
+    gd_sup_want(s, p);
+    gd_sup_tick(s);
+    assert_int_equal(p->state, GD_PROC_RUNNING);
+    assert_true(p->pid > 0);
+    assert_int_equal(gd_sup_alive(s, GD_ROLE_WORKER), 1);
+    gd_sup_stop(s, p, false);
+    assert_true(run_until_idle(s, p, 1000));
+    assert_true(WIFSIGNALED(p->last_status) && WTERMSIG(p->last_status) == SIGTERM);
+    assert_int_equal(p->state, GD_PROC_IDLE);
+    run_for(s, 120);
+    assert_int_equal(p->starts, 1);                   /* unwanted: not restarted */
+    assert_int_equal(gd_sup_alive(s, GD_ROLE_WORKER), 0);
+    gd_sup_destroy(&s);
+}
+
+static void test_term_then_kill(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    /* ignores TERM (an ignored disposition survives exec) */
+    char *argv[] = {"/bin/sh", "-c", "trap '' TERM; exec sleep 30", NULL};
+    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 0, "worker/0", argv);
+    gd_sup_want(s, p);
+    gd_sup_tick(s);
+    usleep(100000);                                   /* let the trap take effect */
+    int64_t t0 = gd_mono_ms();
+    gd_sup_stop(s, p, true);                          /* soft: the caller sent STOP */
+    run_for(s, 100);
+    assert_int_equal(p->stop_signals, 0);             /* nothing before term_after */
+    assert_true(run_until_idle(s, p, 2000));
+    int64_t took = gd_mono_ms() - t0;
+    assert_int_equal(p->stop_signals, 2);
+    assert_true(WIFSIGNALED(p->last_status) && WTERMSIG(p->last_status) == SIGKILL);
+    assert_true(took >= 150 + 250);
+    assert_true(took < 1500);
+    gd_sup_destroy(&s);
+}
+
+static void test_soft_stop_honoured(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    char *argv[] = {"/bin/sh", "-c", "sleep 0.05", NULL};
+    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 0, "worker/0", argv);
+    gd_sup_want(s, p);
+    gd_sup_tick(s);
+    gd_sup_stop(s, p, true);
+    assert_int_equal(p->state, GD_PROC_STOPPING);
+    assert_true(run_until_idle(s, p, 1000));
+    assert_int_equal(p->stop_signals, 0);             /* exited on its own */
+    assert_true(WIFEXITED(p->last_status) && WEXITSTATUS(p->last_status) == 0);
+    assert_int_equal(p->state, GD_PROC_IDLE);
+    /* wanted again: starts at once */
+    gd_sup_want(s, p);
+    gd_sup_tick(s);
+    assert_int_equal(p->state, GD_PROC_RUNNING);
+    assert_int_equal(p->starts, 2);
+    gd_sup_stop(s, p, false);
+    assert_true(run_until_idle(s, p, 1000));
+    gd_sup_destroy(&s);
+}
+
+static void test_table_lookup_and_bad_args(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    char *argv[] = {"/bin/true", NULL};
+    char *empty[] = {NULL};
+    assert_null(gd_sup_add(s, GD_ROLE_WORKER, 0, "w", empty));
+    assert_null(gd_sup_add(s, GD_ROLE_WORKER, 0, NULL, argv));
+    for (int i = 0; i < 40; i++) {                    /* grows past the initial capacity */
+        char name[16];
+        snprintf(name, sizeof name, "worker/%d", i);
+        assert_non_null(gd_sup_add(s, GD_ROLE_WORKER, i, name, argv));
+    }
+    assert_int_equal(gd_sup_count(s), 40);
+    assert_string_equal(gd_sup_find(s, GD_ROLE_WORKER, 33)->name, "worker/33");
+    assert_null(gd_sup_find(s, GD_ROLE_INFORMER, 0));
+    assert_null(gd_sup_find_pid(s, 0));
+    assert_null(gd_sup_at(s, 40));
+    assert_string_equal(gd_proc_state_name(GD_PROC_FATAL), "fatal");
+    gd_sup_destroy(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_restart_with_backoff, setup),
+        cmocka_unit_test_setup(test_exit_2_is_fatal, setup),
+        cmocka_unit_test_setup(test_missing_program_is_fatal, setup),
+        cmocka_unit_test_setup(test_hard_stop_terms, setup),
+        cmocka_unit_test_setup(test_term_then_kill, setup),
+        cmocka_unit_test_setup(test_soft_stop_honoured, setup),
+        cmocka_unit_test_setup(test_table_lookup_and_bad_args, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
