@@ -1,0 +1,56 @@
+/* config.h — the manager's configuration: command-line flags and a YAML file (--config)
+ * with the same keys (the flag name without "--"). Precedence: defaults < file < flags.
+ * Every problem is reported as one line naming the flag or the file and key. */
+#ifndef GD_MGR_CONFIG_H
+#define GD_MGR_CONFIG_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "gd_err.h"
+
+#define GD_MGR_STR 512
+
+typedef struct {
+    char config[GD_MGR_STR];
+    char kubeconfig[GD_MGR_STR];
+    char context[GD_MGR_STR];
+    char namespace_[254];               /* where the Lease lives; "" = kubeconfig's namespace */
+    bool leader_elect;
+    int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
+    char lease_name[254];
+    char lease_namespace[254];
+    char identity[256];                 /* "" = hostname_<random> */
+    int workers;
+    int max_concurrent_reconciles;
+    char informer_bin[GD_MGR_STR];
+    char worker_bin[GD_MGR_STR];
+    char informer_kinds[GD_MGR_STR];    /* comma list; default all eight */
+    char runtime_dir[GD_MGR_STR];
+    char health_addr[128];
+    char metrics_addr[128];
+    int64_t heartbeat_ms;
+    int64_t shutdown_grace_ms;
+    char log_level[16];
+    char log_format[16];
+    bool help;
+} gd_mgr_config;
+
+void gd_mgr_config_default(gd_mgr_config *c, const char *argv0);
+/* Parses argv (and the --config file it names). On error returns GD_ERR_CONFIG with one
+ * line in err. --help sets c->help (the caller prints gd_mgr_config_usage). */
+gd_err gd_mgr_config_parse(gd_mgr_config *c, int argc, char **argv, char *err, size_t errlen);
+/* Applies a YAML text (a mapping of flag names to scalars). source names it in errors. */
+gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const char *source,
+                          char *err, size_t errlen);
+/* Cross-field checks (lease timings, bind addresses, counts). */
+gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen);
+void   gd_mgr_config_usage(FILE *out);
+
+/* "15s", "1500ms", "2m", "1m30s", "1h" → ms; GD_ERR_PARSE otherwise. */
+gd_err gd_parse_duration_ms(const char *s, int64_t *out);
+/* "127.0.0.1:8080" → host/port, loopback only (127.0.0.0/8, "localhost"); "0" means
+ * disabled (port 0). GD_ERR_CONFIG with a reason. */
+gd_err gd_parse_bind_addr(const char *s, char *host, size_t hostcap, int *port,
+                          char *why, size_t whylen);
+
+#endif
