@@ -38,6 +38,14 @@ gd_err gd_shards_worker_retire(gd_shards *s, int w)
     return GD_OK;
 }
 
+gd_err gd_shards_worker_stopping(gd_shards *s, int w)
+{
+    if (bad_worker(w)) return GD_ERR_ARG;
+    s->w[w].live = false;
+    s->w[w].retiring = false;
+    return GD_OK;
+}
+
 gd_err gd_shards_worker_gone(gd_shards *s, int w)
 {
     if (bad_worker(w)) return GD_ERR_ARG;
@@ -196,6 +204,7 @@ int gd_shards_plan(gd_shards *s, gd_shards_action *out, int cap)
         gd_shard_slot *sl = &s->slot[sh];
         if (sl->owner < 0 || sl->revoking) continue;
         int w = sl->owner;
+        if (!s->w[w].live) continue;            /* being stopped: keep it until the reap */
         if (!s->frozen && quota[w] > 0 && count[w] < quota[w]) {
             count[w]++;
             continue;

@@ -58,6 +58,9 @@ void gd_shards_cleanup(gd_shards *s);       /* frees pending keys */
 /* Events. Out-of-range worker indexes are GD_ERR_ARG. */
 gd_err gd_shards_worker_up(gd_shards *s, int w);
 gd_err gd_shards_worker_retire(gd_shards *s, int w);
+/* The worker is being stopped (STOP sent, fencing, missed heartbeats): no new shards,
+ * no REVOKE; its shards stay owned until gd_shards_worker_gone. */
+gd_err gd_shards_worker_stopping(gd_shards *s, int w);
 /* The worker's process was reaped: its shards are free at once (pending keys are lost;
  * the next owner's full sync of the shard re-enqueues every key). */
 gd_err gd_shards_worker_gone(gd_shards *s, int w);

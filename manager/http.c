@@ -1,0 +1,126 @@
+/* http.c — the manager's probe and metrics endpoints on libmicrohttpd.
+ *
+ * Debian's libmicrohttpd does the HTTP parsing, limits and connection handling; this file
+ * only routes three GET paths. Anything else is 404, any other method 405. */
+#include "http.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <microhttpd.h>
+#include "gd_log.h"
+
+struct gd_http {
+    struct MHD_Daemon *d;
+    gd_http_handlers h;
+    void *ud;
+    int what, port;
+};
+
+#if MHD_VERSION >= 0x00097002
+typedef enum MHD_Result mhd_ret;
+#else
+typedef int mhd_ret;
+#endif
+
+static mhd_ret reply(struct MHD_Connection *c, unsigned code, const char *type, char *body,
+                     bool owned)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        strlen(body), body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+    if (!r) {
+        if (owned) free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    mhd_ret ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static mhd_ret probe(struct MHD_Connection *c, bool ok, const char *msg)
+{
+    char body[300];
+    snprintf(body, sizeof body, "%s\n", msg[0] ? msg : (ok ? "ok" : "not ok"));
+    return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+                 body, false);
+}
+
+static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
+                          const char *method, const char *version, const char *upload,
+                          size_t *upload_size, void **state)
+{
+    (void)version; (void)upload;
+    gd_http *s = cls;
+    if (*state == NULL) {           /* first call: headers only */
+        static int marker;
+        *state = &marker;
+        return MHD_YES;
+    }
+    if (*upload_size) { *upload_size = 0; return MHD_YES; }   /* ignore bodies */
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    char msg[256] = "";
+    if ((s->what & GD_HTTP_HEALTH) && !strcmp(url, "/healthz")) {
+        if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
+        bool ok = s->h.healthz(s->ud, msg, sizeof msg);
+        return probe(c, ok, msg);
+    }
+    if ((s->what & GD_HTTP_HEALTH) && !strcmp(url, "/readyz")) {
+        if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
+        bool ok = s->h.readyz(s->ud, msg, sizeof msg);
+        return probe(c, ok, msg);
+    }
+    if ((s->what & GD_HTTP_METRICS) && !strcmp(url, "/metrics")) {
+        if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
+        char *text = s->h.metrics(s->ud);
+        if (!text) return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n", false);
+        return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, true);
+    }
+    return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", false);
+}
+
+gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handlers *h, void *ud)
+{
+    gd_http *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->h = *h;
+    s->ud = ud;
+    s->what = what;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        free(s);
+        return NULL;
+    }
+    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
+                            NULL, NULL, on_request, s,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+                            MHD_OPTION_END);
+    if (!s->d) {
+        char addr[160];
+        snprintf(addr, sizeof addr, "%s:%d", host, port);
+        GD_ERROR("cannot listen for HTTP", "address", addr);
+        free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : port;
+    return s;
+}
+
+int gd_http_port(const gd_http *s) { return s ? s->port : 0; }
+
+void gd_http_stop(gd_http **sp)
+{
+    if (!sp || !*sp) return;
+    MHD_stop_daemon((*sp)->d);
+    free(*sp);
+    *sp = NULL;
+}

@@ -1,0 +1,46 @@
+/* main.c — godis-manager: parse the configuration, install flag-only signal handlers, run. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include "config.h"
+#include "gd_err.h"
+#include "gd_log.h"
+#include "manager.h"
+
+/* Handlers only set flags; the main loop does the work (nginx's ngx_signal_handler). */
+static void on_term(int sig) { (void)sig; gd_mgr_sig_term = 1; }
+static void on_hup(int sig) { (void)sig; gd_mgr_sig_hup = 1; }
+static void on_chld(int sig) { (void)sig; gd_mgr_sig_chld = 1; }
+
+static void install(int sig, void (*fn)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = sig == SIGCHLD ? SA_NOCLDSTOP | SA_RESTART : SA_RESTART;
+    sigaction(sig, &sa, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    gd_mgr_config cfg;
+    char err[512];
+    gd_mgr_config_default(&cfg, argv[0]);
+    if (gd_mgr_config_parse(&cfg, argc, argv, err, sizeof err) != GD_OK) {
+        fprintf(stderr, "godis-manager: %s\n", err);
+        return GD_EXIT_FATAL_CONFIG;
+    }
+    if (cfg.help) {
+        gd_mgr_config_usage(stdout);
+        return GD_EXIT_OK;
+    }
+    gd_log_init("manager", (gd_log_level)gd_log_level_parse(cfg.log_level),
+                strcmp(cfg.log_format, "json") == 0, 2);
+    install(SIGTERM, on_term);
+    install(SIGINT, on_term);
+    install(SIGHUP, on_hup);
+    install(SIGCHLD, on_chld);
+    signal(SIGPIPE, SIG_IGN);
+    return gd_manager_run(&cfg, argc, argv);
+}

@@ -1,0 +1,743 @@
+/* manager.c — the manager's main loop.
+ *
+ * Every iteration: reap children, follow the leadership state (acquire → start workers,
+ * lose or fail to renew → fence), hand out shards, heartbeat the workers, ask informers for
+ * STATS, tick the process table, then wait on the sockets for at most 100 ms. Leadership
+ * itself is decided on the election thread; this loop only reads its status, and fences on
+ * its own clock too, so a renewal stuck in a request cannot keep workers running past the
+ * renew deadline.
+ *
+ * Shutdown order (SIGTERM, or a child that exited with the fatal code 2): workers first
+ * (STOP, then TERM, then KILL), then the lease is released (so a standby takes over at
+ * once, never while our workers might still write), then the informers. */
+#include "manager.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+#include "control.h"
+#include "gd_log.h"
+#include "gd_time.h"
+#include "http.h"
+#include "k8s_client.h"
+#include "leaderelection.h"
+#include "leaselock.h"
+#include "promtext.h"
+#include "shards.h"
+#include "statsclient.h"
+#include "supervisor.h"
+
+volatile sig_atomic_t gd_mgr_sig_term, gd_mgr_sig_hup, gd_mgr_sig_chld;
+
+#define MAX_KINDS 16
+#define MISSED_PINGS 5
+
+typedef struct {
+    bool hello;             /* connection accepted, shards may be assigned */
+    bool stopping;          /* STOP sent / being killed: waiting for the reap */
+    bool retiring;          /* scaled away: shards are being revoked before STOP */
+    bool killed;            /* SIGKILLed for missing heartbeats */
+    char *metrics;          /* last PONG text */
+} worker_t;
+
+typedef struct {
+    char kind[64];
+    gd_proc *proc;
+    gd_stats *stats;
+} informer_t;
+
+typedef struct {
+    gd_mgr_config cfg;
+    int argc;
+    char **argv;
+    char rundir[200];
+    bool rundir_made;
+    void *zctx;
+    gd_control *ctl;
+    gd_supervisor *sup;
+    gd_shards shards;
+    k8s_client *client;
+    gd_leaselock *lock;
+    gd_le *le;
+    pthread_t le_th;
+    bool le_running;
+    gd_lease_watch *watch;
+    gd_http *http_health, *http_metrics;
+
+    worker_t w[GD_SHARDS_MAX_WORKERS];
+    int want_workers;
+    informer_t inf[MAX_KINDS];
+    int ninf;
+
+    bool leading;           /* workers may run */
+    uint64_t renewals_sent;
+    int64_t lease_deadline_wall, next_ping_ms, nolead_next_lease_ms;
+    int phase;              /* 0 run, 1 stopping workers, 2 stopping informers, 3 done */
+    int exit_code;
+    uint64_t fencings, heartbeat_kills, leaderships;
+
+    pthread_mutex_t pub_mu; /* what the HTTP thread reads */
+    char *pub_metrics;
+    bool pub_ready;
+    char pub_ready_msg[200];
+    int64_t pub_loop_ms;
+} mgr_t;
+
+/* ---- small helpers ---- */
+
+static void itoa_(int64_t v, char *buf, size_t cap) { snprintf(buf, cap, "%lld", (long long)v); }
+
+static int64_t fence_grace_ms(const mgr_t *m)
+{
+    /* workers must be gone before another manager can take the lease */
+    int64_t g = m->cfg.shutdown_grace_ms;
+    int64_t room = (m->cfg.lease_duration_ms - m->cfg.renew_deadline_ms) * 4 / 5;
+    return m->cfg.leader_elect && room < g ? room : g;
+}
+
+static bool make_rundir(mgr_t *m)
+{
+    if (m->cfg.runtime_dir[0]) {
+        if (strlen(m->cfg.runtime_dir) >= sizeof m->rundir) {
+            GD_ERROR("--runtime-dir too long", "dir", m->cfg.runtime_dir);
+            return false;
+        }
+        snprintf(m->rundir, sizeof m->rundir, "%.199s", m->cfg.runtime_dir);
+    } else {
+        const char *x = getenv("XDG_RUNTIME_DIR");
+        if (x && *x && strlen(x) < 120)
+            snprintf(m->rundir, sizeof m->rundir, "%s/godis-operator-%d", x, (int)getpid());
+        else
+            snprintf(m->rundir, sizeof m->rundir, "/tmp/godis-operator-%d-%d", (int)getuid(), (int)getpid());
+    }
+    if (strlen(m->rundir) > 80) {
+        GD_ERROR("runtime directory path too long for ipc:// endpoints (max 80)", "dir", m->rundir);
+        return false;
+    }
+    if (mkdir(m->rundir, 0700) == 0) m->rundir_made = true;
+    else if (errno != EEXIST) {
+        GD_ERROR("cannot create the runtime directory", "dir", m->rundir, "error", strerror(errno));
+        return false;
+    }
+    struct stat st;
+    if (stat(m->rundir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 077)) {
+        GD_ERROR("runtime directory must be ours with mode 0700", "dir", m->rundir);
+        return false;
+    }
+    return true;
+}
+
+static void remove_rundir(mgr_t *m)
+{
+    if (!m->rundir_made) return;
+    char p[300];
+    snprintf(p, sizeof p, "%s/control", m->rundir);
+    unlink(p);
+    rmdir(m->rundir);   /* fails harmlessly if children left files behind */
+}
+
+static bool kind_filtered(const char *kind)
+{
+    static const char *children[] = {"ConfigMap", "Pod", "Service", "PersistentVolumeClaim",
+                                     "ReplicaSet"};
+    for (size_t i = 0; i < sizeof children / sizeof children[0]; i++)
+        if (!strcmp(kind, children[i])) return true;
+    return false;
+}
+
+/* Appends the flags every child gets. */
+static int common_args(mgr_t *m, const char **a, int n)
+{
+    if (m->cfg.kubeconfig[0]) { a[n++] = "--kubeconfig"; a[n++] = m->cfg.kubeconfig; }
+    if (m->cfg.context[0]) { a[n++] = "--context"; a[n++] = m->cfg.context; }
+    a[n++] = "--log-level"; a[n++] = m->cfg.log_level;
+    a[n++] = "--log-format"; a[n++] = m->cfg.log_format;
+    return n;
+}
+
+static bool add_informers(mgr_t *m)
+{
+    char kinds[GD_MGR_STR];
+    snprintf(kinds, sizeof kinds, "%s", m->cfg.informer_kinds);
+    for (char *save = NULL, *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        if (m->ninf >= MAX_KINDS || strlen(k) >= sizeof m->inf[0].kind) {
+            GD_ERROR("too many or too long informer kinds", "kind", k);
+            return false;
+        }
+        informer_t *in = &m->inf[m->ninf];
+        snprintf(in->kind, sizeof in->kind, "%s", k);
+        char pub[300], snap[300], name[96];
+        snprintf(pub, sizeof pub, "ipc://%s/%s.pub", m->rundir, k);
+        snprintf(snap, sizeof snap, "ipc://%s/%s.snap", m->rundir, k);
+        snprintf(name, sizeof name, "informer/%s", k);
+        const char *a[32];
+        int n = 0;
+        a[n++] = m->cfg.informer_bin;
+        a[n++] = "--kind"; a[n++] = k;
+        if (kind_filtered(k)) { a[n++] = "--label-selector"; a[n++] = "cluster-name"; }
+        a[n++] = "--pub-endpoint"; a[n++] = pub;
+        a[n++] = "--snap-endpoint"; a[n++] = snap;
+        n = common_args(m, a, n);
+        a[n] = NULL;
+        in->proc = gd_sup_add(m->sup, GD_ROLE_INFORMER, m->ninf, name, (char *const *)a);
+        in->stats = gd_stats_new(m->zctx, snap, 2000);
+        if (!in->proc || !in->stats) return false;
+        gd_sup_want(m->sup, in->proc);
+        m->ninf++;
+    }
+    return true;
+}
+
+static gd_proc *worker_slot(mgr_t *m, int i)
+{
+    gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+    if (p) return p;
+    char idx[12], ctl[300], mcr[12], hb[24], name[32];
+    snprintf(idx, sizeof idx, "%d", i);
+    snprintf(ctl, sizeof ctl, "ipc://%s/control", m->rundir);
+    snprintf(mcr, sizeof mcr, "%d", m->cfg.max_concurrent_reconciles);
+    itoa_(m->cfg.heartbeat_ms, hb, sizeof hb);
+    snprintf(name, sizeof name, "worker/%d", i);
+    const char *a[32];
+    int n = 0;
+    a[n++] = m->cfg.worker_bin;
+    a[n++] = "--index"; a[n++] = idx;
+    a[n++] = "--control-endpoint"; a[n++] = ctl;
+    a[n++] = "--runtime-dir"; a[n++] = m->rundir;
+    a[n++] = "--max-concurrent-reconciles"; a[n++] = mcr;
+    a[n++] = "--heartbeat-ms"; a[n++] = hb;
+    n = common_args(m, a, n);
+    a[n] = NULL;
+    return gd_sup_add(m->sup, GD_ROLE_WORKER, i, name, (char *const *)a);
+}
+
+/* ---- workers ---- */
+
+/* Asks worker i to stop (STOP, then the supervisor's TERM and KILL). */
+static void stop_worker(mgr_t *m, int i, int64_t drain_deadline_wall)
+{
+    gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+    worker_t *w = &m->w[i];
+    if (w->hello) gd_control_stop(m->ctl, i, drain_deadline_wall);
+    w->stopping = true;
+    w->retiring = false;
+    gd_shards_worker_stopping(&m->shards, i);
+    if (p) gd_sup_stop(m->sup, p, w->hello);   /* no HELLO: nobody to ask, TERM now */
+}
+
+static void stop_all_workers(mgr_t *m, const char *why)
+{
+    int64_t drain = gd_wall_ms() + fence_grace_ms(m) / 2;
+    int stopped = 0;
+    for (int i = 0; i < gd_sup_count(m->sup); i++) {
+        gd_proc *p = gd_sup_at(m->sup, i);
+        if (p->role != GD_ROLE_WORKER) continue;
+        if (p->pid > 0 || p->wanted) { stop_worker(m, p->index, drain); stopped++; }
+    }
+    gd_shards_freeze(&m->shards, true);
+    if (stopped) GD_WARN("stopping every worker", "reason", why);
+}
+
+static void start_workers(mgr_t *m)
+{
+    gd_shards_freeze(&m->shards, false);
+    for (int i = 0; i < m->want_workers; i++) {
+        gd_proc *p = worker_slot(m, i);
+        if (!p) { GD_ERROR("cannot add a worker slot"); continue; }
+        m->w[i].retiring = false;
+        gd_sup_want(m->sup, p);
+    }
+}
+
+static void on_child_exit(void *ud, gd_proc *p, int status)
+{
+    (void)status;
+    mgr_t *m = ud;
+    if (p->role == GD_ROLE_WORKER) {
+        worker_t *w = &m->w[p->index];
+        gd_shards_worker_gone(&m->shards, p->index);   /* its shards are free now */
+        gd_control_forget(m->ctl, p->index);
+        w->hello = w->stopping = w->killed = false;
+        free(w->metrics);
+        w->metrics = NULL;
+    } else if (p->index < m->ninf) {
+        gd_stats_reset(m->inf[p->index].stats);
+    }
+}
+
+static bool on_hello(void *ud, int index, int pid)
+{
+    mgr_t *m = ud;
+    gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, index);
+    worker_t *w = &m->w[index];
+    if (!p || p->pid != pid || p->state != GD_PROC_RUNNING || !m->leading || w->stopping)
+        return false;
+    char idx[12];
+    snprintf(idx, sizeof idx, "%d", index);
+    bool again = w->hello;
+    w->hello = true;
+    if (!w->retiring) gd_shards_worker_up(&m->shards, index);
+    if (m->lease_deadline_wall) gd_control_lease(m->ctl, index, m->lease_deadline_wall);
+    if (again) {
+        /* the worker lost track of us: repeat what it owns (ASSIGN is cumulative) */
+        int owned[GD_NSHARDS];
+        int n = gd_shards_owned_by(&m->shards, index, owned);
+        if (n) gd_control_assign(m->ctl, index, owned, n, "{}", NULL);
+    }
+    GD_INFO(again ? "worker said HELLO again" : "worker joined", "worker", idx);
+    return true;
+}
+
+static void on_revoked(void *ud, int index, uint64_t seq, const int *shards, int n,
+                       const char *pending)
+{
+    (void)seq;
+    mgr_t *m = ud;
+    if (gd_shards_revoked(&m->shards, index, shards, n, pending) == GD_ERR_PARSE) {
+        char idx[12];
+        snprintf(idx, sizeof idx, "%d", index);
+        GD_WARN("REVOKED carried malformed pending keys; the shards' full sync recovers them",
+                "worker", idx);
+    }
+}
+
+static void on_pong(void *ud, int index, uint64_t seq, const char *metrics, size_t len)
+{
+    (void)seq;
+    mgr_t *m = ud;
+    char *t = malloc(len + 1);
+    if (!t) return;
+    memcpy(t, metrics, len);
+    t[len] = '\0';
+    free(m->w[index].metrics);
+    m->w[index].metrics = t;
+}
+
+static void send_shard_actions(mgr_t *m)
+{
+    static gd_shards_action a[2 * GD_SHARDS_MAX_WORKERS];
+    int n = gd_shards_plan(&m->shards, a, 2 * GD_SHARDS_MAX_WORKERS);
+    for (int i = 0; i < n; i++) {
+        if (a[i].verb == GD_SHARDS_ASSIGN)
+            gd_control_assign(m->ctl, a[i].worker, a[i].shards, a[i].n, a[i].pending_json, NULL);
+        else
+            gd_control_revoke(m->ctl, a[i].worker, a[i].shards, a[i].n, NULL);
+    }
+    gd_shards_actions_free(a, n);
+    /* retiring workers that hold nothing any more can go */
+    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
+        if (!m->w[i].retiring || gd_shards_owned_by(&m->shards, i, NULL) > 0) continue;
+        stop_worker(m, i, gd_wall_ms() + fence_grace_ms(m) / 2);
+    }
+}
+
+static void heartbeat(mgr_t *m, int64_t now)
+{
+    if (now < m->next_ping_ms) return;
+    m->next_ping_ms = now + m->cfg.heartbeat_ms;
+    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
+        worker_t *w = &m->w[i];
+        if (!w->hello || w->killed) continue;
+        gd_control_ping(m->ctl, i);
+        if (now - gd_control_last_heard(m->ctl, i) > MISSED_PINGS * m->cfg.heartbeat_ms) {
+            gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+            char idx[12];
+            snprintf(idx, sizeof idx, "%d", i);
+            GD_ERROR("worker stopped answering heartbeats: SIGKILL", "worker", idx);
+            if (p && p->pid > 0) kill(p->pid, SIGKILL);
+            w->killed = true;
+            m->heartbeat_kills++;
+            gd_shards_worker_stopping(&m->shards, i);   /* shards move once it is reaped */
+        }
+    }
+}
+
+/* ---- leadership ---- */
+
+static void follow_leadership(mgr_t *m, int64_t now)
+{
+    bool valid;
+    int64_t deadline_wall = 0;
+    uint64_t renewals = 0;
+    if (m->le) {
+        gd_le_status_t st;
+        gd_le_status(m->le, &st);
+        int64_t fence_at = st.leading ? st.valid_from_mono_ms + m->cfg.renew_deadline_ms : 0;
+        valid = st.leading && now < fence_at;
+        deadline_wall = st.valid_from_wall_ms + m->cfg.renew_deadline_ms;
+        renewals = st.renewals;
+    } else {
+        /* no election: always leading; the LEASE deadline still bounds a hung manager */
+        valid = true;
+        if (now >= m->nolead_next_lease_ms) {
+            m->nolead_next_lease_ms = now + m->cfg.retry_period_ms;
+            m->renewals_sent = 0;
+        }
+        deadline_wall = gd_wall_ms() + m->cfg.renew_deadline_ms;
+        renewals = 1;
+    }
+    if (m->phase > 0) valid = false;
+    if (valid && !m->leading) {
+        m->leading = true;
+        m->leaderships++;
+        GD_INFO("leading: starting workers");
+        start_workers(m);
+    } else if (!valid && m->leading) {
+        m->leading = false;
+        m->lease_deadline_wall = 0;
+        if (m->phase == 0) {
+            m->fencings++;
+            GD_ERROR("lease lost or not renewed before the renew deadline: fencing workers");
+        }
+        stop_all_workers(m, m->phase ? "shutdown" : "fenced");
+    }
+    if (m->leading && renewals != m->renewals_sent) {
+        m->renewals_sent = renewals;
+        m->lease_deadline_wall = deadline_wall;
+        for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++)
+            if (m->w[i].hello && !m->w[i].stopping) gd_control_lease(m->ctl, i, deadline_wall);
+    }
+}
+
+/* ---- SIGHUP: re-read the worker count ---- */
+
+static void reload(mgr_t *m)
+{
+    gd_mgr_config c;
+    char err[512];
+    gd_mgr_config_default(&c, m->argv[0]);
+    if (gd_mgr_config_parse(&c, m->argc, m->argv, err, sizeof err) != GD_OK) {
+        GD_ERROR("SIGHUP: configuration rejected, keeping the current one", "error", err);
+        return;
+    }
+    if (c.workers == m->want_workers) return;
+    char from[12], to[12];
+    snprintf(from, sizeof from, "%d", m->want_workers);
+    snprintf(to, sizeof to, "%d", c.workers);
+    GD_INFO("SIGHUP: changing the number of workers", "from", from, "to", to);
+    for (int i = c.workers; i < m->want_workers; i++) {
+        gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+        if (!p) continue;
+        if (m->w[i].hello && !m->w[i].stopping) {
+            m->w[i].retiring = true;                 /* revoke first, STOP when empty */
+            gd_shards_worker_retire(&m->shards, i);
+        } else {
+            stop_worker(m, i, gd_wall_ms());
+        }
+    }
+    m->want_workers = c.workers;
+    if (m->leading) start_workers(m);
+}
+
+/* ---- metrics, readiness ---- */
+
+static void publish(mgr_t *m, int64_t now)
+{
+    char own[4096];
+    const char *lease = m->cfg.lease_name;
+    int ready_workers = 0, synced = 0;
+    for (int i = 0; i < m->want_workers; i++) ready_workers += m->w[i].hello && !m->w[i].stopping;
+    for (int i = 0; i < m->ninf; i++) synced += gd_stats_synced(m->inf[i].stats);
+    snprintf(own, sizeof own,
+             "# HELP leader_election_master_status Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.\n"
+             "# TYPE leader_election_master_status gauge\n"
+             "leader_election_master_status{name=\"%s\"} %d\n"
+             "# HELP godis_manager_child_restarts_total Children restarted after they exited.\n"
+             "# TYPE godis_manager_child_restarts_total counter\n"
+             "godis_manager_child_restarts_total{role=\"informer\"} %" PRIu64 "\n"
+             "godis_manager_child_restarts_total{role=\"worker\"} %" PRIu64 "\n"
+             "# HELP godis_manager_children_running Children with a live process.\n"
+             "# TYPE godis_manager_children_running gauge\n"
+             "godis_manager_children_running{role=\"informer\"} %d\n"
+             "godis_manager_children_running{role=\"worker\"} %d\n"
+             "# HELP godis_manager_shard_moves_total Shards that changed owner.\n"
+             "# TYPE godis_manager_shard_moves_total counter\n"
+             "godis_manager_shard_moves_total %" PRIu64 "\n"
+             "# HELP godis_manager_shards_unassigned Shards without an owner.\n"
+             "# TYPE godis_manager_shards_unassigned gauge\n"
+             "godis_manager_shards_unassigned %d\n"
+             "# HELP godis_manager_fencings_total Times the workers were stopped because the lease was lost or not renewed in time.\n"
+             "# TYPE godis_manager_fencings_total counter\n"
+             "godis_manager_fencings_total %" PRIu64 "\n"
+             "# HELP godis_manager_heartbeat_kills_total Workers killed for missing heartbeats.\n"
+             "# TYPE godis_manager_heartbeat_kills_total counter\n"
+             "godis_manager_heartbeat_kills_total %" PRIu64 "\n"
+             "# HELP godis_manager_informers_synced Informers whose cache is synced.\n"
+             "# TYPE godis_manager_informers_synced gauge\n"
+             "godis_manager_informers_synced %d\n"
+             "# HELP godis_manager_control_rejected_total Malformed or unexpected control messages.\n"
+             "# TYPE godis_manager_control_rejected_total counter\n"
+             "godis_manager_control_rejected_total %" PRIu64 "\n",
+             lease, m->leading ? 1 : 0, gd_sup_restarts(m->sup, GD_ROLE_INFORMER),
+             gd_sup_restarts(m->sup, GD_ROLE_WORKER), gd_sup_alive(m->sup, GD_ROLE_INFORMER),
+             gd_sup_alive(m->sup, GD_ROLE_WORKER), m->shards.moves,
+             gd_shards_unowned(&m->shards), m->fencings, m->heartbeat_kills, synced,
+             gd_control_rejected(m->ctl));
+    gd_promtext *pt = gd_promtext_new();
+    char *text = NULL;
+    if (pt) {
+        gd_promtext_add(pt, own, strlen(own), NULL, NULL);
+        for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
+            if (!m->w[i].metrics) continue;
+            char idx[12];
+            snprintf(idx, sizeof idx, "%d", i);
+            gd_promtext_add(pt, m->w[i].metrics, strlen(m->w[i].metrics), "worker", idx);
+        }
+        for (int i = 0; i < m->ninf; i++) {
+            const char *t = gd_stats_text(m->inf[i].stats);
+            gd_promtext_add(pt, t, strlen(t), NULL, NULL);
+        }
+        text = gd_promtext_render(pt);
+        gd_promtext_destroy(&pt);
+    }
+    char msg[200];
+    bool ready;
+    if (m->phase > 0) { ready = false; snprintf(msg, sizeof msg, "shutting down"); }
+    else if (synced < m->ninf) {
+        ready = false;
+        snprintf(msg, sizeof msg, "informer caches: %d of %d synced", synced, m->ninf);
+    } else if (m->leading && ready_workers < m->want_workers) {
+        ready = false;
+        snprintf(msg, sizeof msg, "leader: %d of %d workers running", ready_workers, m->want_workers);
+    } else {
+        ready = true;
+        snprintf(msg, sizeof msg, "ok (%s)", m->leading ? "leader" : "standby");
+    }
+    pthread_mutex_lock(&m->pub_mu);
+    if (text) { free(m->pub_metrics); m->pub_metrics = text; }
+    m->pub_ready = ready;
+    snprintf(m->pub_ready_msg, sizeof m->pub_ready_msg, "%s", msg);
+    m->pub_loop_ms = now;
+    pthread_mutex_unlock(&m->pub_mu);
+}
+
+static bool http_healthz(void *ud, char *msg, size_t cap)
+{
+    mgr_t *m = ud;
+    pthread_mutex_lock(&m->pub_mu);
+    int64_t age = gd_mono_ms() - m->pub_loop_ms;
+    pthread_mutex_unlock(&m->pub_mu);
+    bool ok = age < 5000;       /* the main loop is turning */
+    snprintf(msg, cap, ok ? "ok" : "main loop stalled for %lld ms", (long long)age);
+    return ok;
+}
+
+static bool http_readyz(void *ud, char *msg, size_t cap)
+{
+    mgr_t *m = ud;
+    pthread_mutex_lock(&m->pub_mu);
+    bool r = m->pub_ready;
+    snprintf(msg, cap, "%s", m->pub_ready_msg);
+    pthread_mutex_unlock(&m->pub_mu);
+    return r;
+}
+
+static char *http_metrics(void *ud)
+{
+    mgr_t *m = ud;
+    pthread_mutex_lock(&m->pub_mu);
+    char *t = strdup(m->pub_metrics ? m->pub_metrics : "");
+    pthread_mutex_unlock(&m->pub_mu);
+    return t;
+}
+
+
+/* ---- setup and the loop ---- */
+
+static gd_err setup_election(mgr_t *m)
+{
+    if (!m->cfg.leader_elect) return GD_OK;
+    k8s_config_opts o = {
+        .kubeconfig = m->cfg.kubeconfig[0] ? m->cfg.kubeconfig : NULL,
+        .context = m->cfg.context[0] ? m->cfg.context : NULL,
+        .allow_in_cluster = true,
+    };
+    k8s_config *kc = NULL;
+    char err[512];
+    if (k8s_config_load(&o, &kc, err, sizeof err) != GD_OK) {
+        fprintf(stderr, "godis-manager: %s\n", err);
+        return GD_ERR_CONFIG;
+    }
+    const char *ns = m->cfg.lease_namespace[0] ? m->cfg.lease_namespace
+                   : m->cfg.namespace_[0] ? m->cfg.namespace_
+                   : kc->namespace_ && kc->namespace_[0] ? kc->namespace_ : "default";
+    char nsbuf[254];
+    snprintf(nsbuf, sizeof nsbuf, "%s", ns);
+    k8s_client_opts co;
+    k8s_client_opts_default(&co);
+    /* one hung request must not eat the renew deadline */
+    co.request_timeout_ms = m->cfg.retry_period_ms < 1000 ? 1000 : m->cfg.retry_period_ms;
+    co.connect_timeout_ms = co.request_timeout_ms;
+    co.user_agent = "godis-operator (manager)";
+    if (!(m->client = k8s_client_new(&kc, &co))) {
+        k8s_config_destroy(&kc);
+        fprintf(stderr, "godis-manager: cannot create the Kubernetes client\n");
+        return GD_ERR_CONFIG;
+    }
+    gd_le_config lc;
+    gd_le_config_default(&lc);
+    lc.lease_duration_ms = m->cfg.lease_duration_ms;
+    lc.renew_deadline_ms = m->cfg.renew_deadline_ms;
+    lc.retry_period_ms = m->cfg.retry_period_ms;
+    snprintf(lc.name, sizeof lc.name, "%s", m->cfg.lease_name);
+    if (m->cfg.identity[0]) snprintf(lc.identity, sizeof lc.identity, "%s", m->cfg.identity);
+    else gd_le_make_identity(lc.identity, sizeof lc.identity);
+    if (gd_le_config_validate(&lc, err, sizeof err) != GD_OK) {
+        fprintf(stderr, "godis-manager: %s\n", err);
+        return GD_ERR_CONFIG;
+    }
+    gd_le_lock ops;
+    if (!(m->lock = gd_leaselock_new(m->client, nsbuf, m->cfg.lease_name))) {
+        fprintf(stderr, "godis-manager: bad lease namespace or name\n");
+        return GD_ERR_CONFIG;
+    }
+    gd_leaselock_ops(m->lock, &ops);
+    if (!(m->le = gd_le_new(&lc, &ops))) return GD_ERR_NOMEM;
+    GD_INFO("leader election", "lease", m->cfg.lease_name, "namespace", nsbuf,
+            "identity", lc.identity);
+    if (pthread_create(&m->le_th, NULL, gd_le_thread_main, m->le) != 0) return GD_ERR_NOMEM;
+    m->le_running = true;
+    m->watch = gd_lease_watch_start(m->client, nsbuf, m->cfg.lease_name, m->le);
+    return GD_OK;
+}
+
+static void stop_election(mgr_t *m)
+{
+    gd_lease_watch_stop(&m->watch);
+    if (m->le_running) {
+        gd_le_stop(m->le);                /* releases the lease on its way out */
+        pthread_join(m->le_th, NULL);
+        m->le_running = false;
+    }
+}
+
+static gd_err setup_http(mgr_t *m)
+{
+    gd_http_handlers h = {http_healthz, http_readyz, http_metrics};
+    char hh[128], mh[128], why[200];
+    int hp, mp;
+    gd_parse_bind_addr(m->cfg.health_addr, hh, sizeof hh, &hp, why, sizeof why);
+    gd_parse_bind_addr(m->cfg.metrics_addr, mh, sizeof mh, &mp, why, sizeof why);
+    bool same = hp && mp && hp == mp && !strcmp(hh, mh);
+    if (hp && !(m->http_health = gd_http_start(hh, hp, GD_HTTP_HEALTH | (same ? GD_HTTP_METRICS : 0), &h, m)))
+        return GD_ERR_IO;
+    if (mp && !same && !(m->http_metrics = gd_http_start(mh, mp, GD_HTTP_METRICS, &h, m)))
+        return GD_ERR_IO;
+    return GD_OK;
+}
+
+static void begin_shutdown(mgr_t *m, int code, const char *why)
+{
+    if (m->phase > 0) return;
+    m->phase = 1;
+    m->exit_code = code;
+    GD_INFO("shutting down: workers first, then the lease, then the informers", "reason", why);
+    stop_all_workers(m, why);
+}
+
+static void advance_shutdown(mgr_t *m)
+{
+    if (m->phase == 1 && gd_sup_alive(m->sup, GD_ROLE_WORKER) == 0) {
+        stop_election(m);
+        for (int i = 0; i < m->ninf; i++) gd_sup_stop(m->sup, m->inf[i].proc, false);
+        m->phase = 2;
+    }
+    if (m->phase == 2 && gd_sup_alive(m->sup, GD_ROLE_INFORMER) == 0) m->phase = 3;
+}
+
+static void teardown(mgr_t *m)
+{
+    stop_election(m);
+    gd_http_stop(&m->http_health);
+    gd_http_stop(&m->http_metrics);
+    for (int i = 0; i < m->ninf; i++) gd_stats_destroy(&m->inf[i].stats);
+    gd_control_destroy(&m->ctl);
+    if (m->sup) {
+        gd_sup_signal_all(m->sup, SIGKILL);   /* only if something survived the stop */
+        gd_sup_reap(m->sup);
+    }
+    gd_sup_destroy(&m->sup);
+    gd_shards_cleanup(&m->shards);
+    gd_le_destroy(&m->le);
+    gd_leaselock_destroy(&m->lock);
+    k8s_client_destroy(&m->client);
+    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) free(m->w[i].metrics);
+    free(m->pub_metrics);
+    if (m->zctx) zmq_ctx_term(m->zctx);
+    remove_rundir(m);
+    pthread_mutex_destroy(&m->pub_mu);
+}
+
+static void loop(mgr_t *m)
+{
+    int64_t next_publish = 0;
+    while (m->phase < 3) {
+        int64_t now = gd_mono_ms();
+        if (gd_mgr_sig_term) begin_shutdown(m, m->exit_code, "signal");
+        if (gd_mgr_sig_hup) { gd_mgr_sig_hup = 0; if (m->phase == 0) reload(m); }
+        gd_mgr_sig_chld = 0;
+        gd_sup_reap(m->sup);
+        if (gd_sup_fatal(m->sup)) begin_shutdown(m, GD_EXIT_FATAL_CONFIG, "a child reported a fatal configuration error");
+        follow_leadership(m, now);
+        if (m->leading) {
+            send_shard_actions(m);
+            heartbeat(m, now);
+        }
+        for (int i = 0; i < m->ninf; i++) gd_stats_tick(m->inf[i].stats);
+        advance_shutdown(m);
+        int64_t wait = gd_sup_tick(m->sup);
+        if (now >= next_publish) { publish(m, now); next_publish = now + 250; }
+        zmq_pollitem_t items[1 + MAX_KINDS];
+        int n = 0;
+        items[n++] = (zmq_pollitem_t){gd_control_socket(m->ctl), 0, ZMQ_POLLIN, 0};
+        for (int i = 0; i < m->ninf; i++)
+            items[n++] = (zmq_pollitem_t){gd_stats_socket(m->inf[i].stats), 0, ZMQ_POLLIN, 0};
+        if (wait > 100) wait = 100;
+        zmq_poll(items, n, (long)wait);     /* EINTR (a signal) just ends the wait */
+        gd_control_dispatch(m->ctl);
+        for (int i = 0; i < m->ninf; i++) gd_stats_dispatch(m->inf[i].stats);
+    }
+}
+
+int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
+{
+    mgr_t *m = calloc(1, sizeof *m);
+    if (!m) return GD_EXIT_FAILURE;
+    m->cfg = *cfg;
+    m->argc = argc;
+    m->argv = argv;
+    m->want_workers = cfg->workers;
+    pthread_mutex_init(&m->pub_mu, NULL);
+    gd_shards_init(&m->shards);
+    gd_shards_freeze(&m->shards, true);
+    int code = GD_EXIT_OK;
+    gd_sup_opts so;
+    gd_sup_opts_default(&so);
+    so.term_after_ms = so.kill_after_ms = fence_grace_ms(m) / 2 > 50 ? fence_grace_ms(m) / 2 : 50;
+    char ctl[300];
+    gd_control_handlers h = {on_hello, on_revoked, on_pong};
+    if (!(m->zctx = zmq_ctx_new()) || !make_rundir(m)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
+    snprintf(ctl, sizeof ctl, "ipc://%s/control", m->rundir);
+    if (!(m->sup = gd_sup_new(&so, on_child_exit, m)) || !(m->ctl = gd_control_new(m->zctx, ctl, &h, m))) {
+        code = GD_EXIT_FAILURE;
+        goto out;
+    }
+    if (!add_informers(m)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
+    if (setup_http(m) != GD_OK) { code = GD_EXIT_FATAL_CONFIG; goto out; }
+    gd_err e = setup_election(m);
+    if (e != GD_OK) { code = e == GD_ERR_CONFIG ? GD_EXIT_FATAL_CONFIG : GD_EXIT_FAILURE; goto out; }
+    GD_INFO("manager started", "runtime_dir", m->rundir, "leader_elect", m->cfg.leader_elect ? "true" : "false");
+    loop(m);
+    code = m->exit_code;
+out:
+    teardown(m);
+    free(m);
+    return code;
+}
