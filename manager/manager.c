@@ -81,6 +81,7 @@ typedef struct {
     int phase;              /* 0 run, 1 stopping workers, 2 stopping informers, 3 done */
     int exit_code;
     uint64_t fencings, heartbeat_kills, leaderships;
+    int64_t lead_since_ms;  /* first assignment waits for every worker's HELLO (or 2 s) */
 
     pthread_mutex_t pub_mu; /* what the HTTP thread reads */
     char *pub_metrics;
@@ -320,6 +321,14 @@ static void on_pong(void *ud, int index, uint64_t seq, const char *metrics, size
     m->w[index].metrics = t;
 }
 
+static bool startup_settled(mgr_t *m, int64_t now)
+{
+    if (now - m->lead_since_ms >= 2000 || gd_shards_unowned(&m->shards) < GD_NSHARDS) return true;
+    for (int i = 0; i < m->want_workers; i++)
+        if (!m->w[i].hello) return false;   /* avoid dealing everything twice at start-up */
+    return true;
+}
+
 static void send_shard_actions(mgr_t *m)
 {
     static gd_shards_action a[2 * GD_SHARDS_MAX_WORKERS];
@@ -388,6 +397,7 @@ static void follow_leadership(mgr_t *m, int64_t now)
         m->leading = true;
         m->leaderships++;
         GD_INFO("leading: starting workers");
+        m->lead_since_ms = now;
         start_workers(m);
     } else if (!valid && m->leading) {
         m->leading = false;
@@ -396,7 +406,7 @@ static void follow_leadership(mgr_t *m, int64_t now)
             m->fencings++;
             GD_ERROR("lease lost or not renewed before the renew deadline: fencing workers");
         }
-        stop_all_workers(m, m->phase ? "shutdown" : "fenced");
+        if (m->phase == 0) stop_all_workers(m, "fenced");   /* shutdown already did */
     }
     if (m->leading && renewals != m->renewals_sent) {
         m->renewals_sent = renewals;
@@ -687,7 +697,7 @@ static void loop(mgr_t *m)
         if (gd_sup_fatal(m->sup)) begin_shutdown(m, GD_EXIT_FATAL_CONFIG, "a child reported a fatal configuration error");
         follow_leadership(m, now);
         if (m->leading) {
-            send_shard_actions(m);
+            if (startup_settled(m, now)) send_shard_actions(m);
             heartbeat(m, now);
         }
         for (int i = 0; i < m->ninf; i++) gd_stats_tick(m->inf[i].stats);

@@ -85,8 +85,11 @@ void gd_stats_tick(gd_stats *s)
     if (zmq_send(s->sock, GD_PROTO_INFORMER, 4, ZMQ_SNDMORE | ZMQ_DONTWAIT) == 4 &&
         zmq_send(s->sock, "STATS", 5, ZMQ_DONTWAIT) == 5) {
         s->sent_ms = now;
+        /* until synced, ask often: readiness waits on it */
+        s->next_ms = now + (s->synced ? s->period_ms : 200);
+    } else {
+        s->next_ms = now + 100;         /* not connected yet (ZMQ_IMMEDIATE) */
     }
-    s->next_ms = now + s->period_ms;   /* not connected yet: try again next period */
 }
 
 bool gd_stats_text_synced(const char *text)

@@ -1,0 +1,379 @@
+/* itest_manager.c — the real bin/godis-manager with stand-in children (this binary, see
+ * itest_manager_fakes.inc) and leader election off: supervision (kill -9 of a worker and of
+ * an informer → restarted), shards spread with no overlap (kernel-lock checker) while the
+ * worker count goes 2 → 4 → 1 by SIGHUP, a silent worker killed by heartbeat, graceful
+ * stop order, exit 2 from a child → manager exits 2, the HTTP endpoints. The leader
+ * election tests against the API server are in itest_manager_election.c. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "itest_manager_fakes.inc"
+
+static char self_path[512], mgr_path[512], tmpdir[256];
+
+/* ---- harness ---- */
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    bind(s, (struct sockaddr *)&a, sizeof a);
+    socklen_t l = sizeof a;
+    getsockname(s, (struct sockaddr *)&a, &l);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+/* GET http://127.0.0.1:port/path → status (0 on connection failure), body into buf. */
+static int http_get(int port, const char *path, char *buf, size_t cap)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {2, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) { close(s); return 0; }
+    char req[256];
+    snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    (void)!write(s, req, strlen(req));
+    size_t n = 0;
+    ssize_t r;
+    static char raw[1 << 20];
+    while (n < sizeof raw - 1 && (r = read(s, raw + n, sizeof raw - 1 - n)) > 0) n += (size_t)r;
+    raw[n] = '\0';
+    close(s);
+    int status = 0;
+    sscanf(raw, "HTTP/1.%*d %d", &status);
+    char *body = strstr(raw, "\r\n\r\n");
+    snprintf(buf, cap, "%s", body ? body + 4 : "");
+    return status;
+}
+
+/* Value of the first sample line starting with `series` (e.g. "x{a=\"1\"}"); -1 if none. */
+static double metric(int port, const char *series)
+{
+    static char body[1 << 20];
+    if (http_get(port, "/metrics", body, sizeof body) != 200) return -1;
+    size_t l = strlen(series);
+    for (char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, series, l) && p[l] == ' ') return atof(p + l + 1);
+    return -1;
+}
+
+typedef struct {
+    pid_t pid;
+    int health, metrics;
+    char rundir[300], cfg[300], log[300];
+} mgr_proc;
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Starts the manager with leader election off and stand-in children. */
+static void start_mgr(mgr_proc *m, int workers, const char *extra)
+{
+    static int seq;
+    memset(m, 0, sizeof *m);
+    m->health = free_port();
+    m->metrics = free_port();
+    snprintf(m->rundir, sizeof m->rundir, "%s/run%d", tmpdir, ++seq);
+    snprintf(m->cfg, sizeof m->cfg, "%s/mgr%d.yaml", tmpdir, seq);
+    snprintf(m->log, sizeof m->log, "%s/mgr%d.log", tmpdir, seq);
+    char y[256];
+    snprintf(y, sizeof y, "workers: %d\n", workers);
+    write_file(m->cfg, y);
+    char hp[64], mp[64], wb[600], ib[600], rd[400], cf[400];
+    snprintf(hp, sizeof hp, "--health-probe-bind-address=127.0.0.1:%d", m->health);
+    snprintf(mp, sizeof mp, "--metrics-bind-address=127.0.0.1:%d", m->metrics);
+    snprintf(wb, sizeof wb, "--worker-bin=%s", self_path);
+    snprintf(ib, sizeof ib, "--informer-bin=%s", self_path);
+    snprintf(rd, sizeof rd, "--runtime-dir=%s", m->rundir);
+    snprintf(cf, sizeof cf, "--config=%s", m->cfg);
+    m->pid = fork();
+    assert_true(m->pid >= 0);
+    if (m->pid == 0) {
+        int fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        char *argv[] = {mgr_path, "--leader-elect=false", cf, hp, mp, wb, ib, rd,
+                        "--informer-kinds=GodisCluster,Pod", "--heartbeat=100ms",
+                        "--shutdown-grace=1s", (char *)extra, NULL};
+        execv(mgr_path, argv);
+        _exit(127);
+    }
+}
+
+static bool wait_for(bool (*cond)(mgr_proc *, void *), mgr_proc *m, void *arg, int ms)
+{
+    long long end = now_ms() + ms;
+    while (now_ms() < end) {
+        if (cond(m, arg)) return true;
+        usleep(20000);
+    }
+    return cond(m, arg);
+}
+
+static bool is_ready(mgr_proc *m, void *arg)
+{
+    (void)arg;
+    char b[256];
+    return http_get(m->health, "/readyz", b, sizeof b) == 200;
+}
+
+/* Shards reported by the fake workers add up to 256 and each has its even share. */
+static bool balanced(mgr_proc *m, void *arg)
+{
+    int n = *(int *)arg;
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        char s[64];
+        snprintf(s, sizeof s, "fake_worker_owned_shards{worker=\"%d\"}", i);
+        double v = metric(m->metrics, s);
+        if (v < 256 / n || v > 256 / n + 1) return false;
+        total += v;
+    }
+    char s[64];
+    snprintf(s, sizeof s, "fake_worker_owned_shards{worker=\"%d\"}", n);
+    return total == 256 && metric(m->metrics, "godis_manager_shards_unassigned") == 0 &&
+           metric(m->metrics, s) == -1;    /* no extra worker still reporting */
+}
+
+static int stop_mgr(mgr_proc *m, int sig, int ms)
+{
+    if (sig) kill(m->pid, sig);
+    long long end = now_ms() + ms;
+    int st;
+    while (now_ms() < end) {
+        if (waitpid(m->pid, &st, WNOHANG) == m->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(10000);
+    }
+    kill(m->pid, SIGKILL);
+    waitpid(m->pid, &st, 0);
+    return -1;
+}
+
+static pid_t read_pid(const char *name)
+{
+    char p[512], v[32] = "";
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    if (!fgets(v, sizeof v, f)) v[0] = '\0';
+    fclose(f);
+    return (pid_t)atoi(v);
+}
+
+static bool pid_alive(pid_t p) { return p > 0 && kill(p, 0) == 0; }
+
+static void assert_no_violations(void)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/violations", tmpdir);
+    struct stat st;
+    if (stat(p, &st) == 0 && st.st_size > 0) {
+        char b[512] = "";
+        FILE *f = fopen(p, "r");
+        if (f) { (void)!fread(b, 1, sizeof b - 1, f); fclose(f); }
+        fail_msg("shard held by two workers at once: %s", b);
+    }
+}
+
+/* ---- tests ---- */
+
+static void test_supervision_restarts_children(void **st)
+{
+    (void)st;
+    mgr_proc m;
+    start_mgr(&m, 2, NULL);
+    assert_true(wait_for(is_ready, &m, NULL, 5000));
+    int two = 2;
+    assert_true(wait_for(balanced, &m, &two, 3000));
+    assert_int_equal(metric(m.metrics, "leader_election_master_status{name=\"godis-operator-leader\"}"), 1);
+
+    pid_t w1 = read_pid("fake-w1.pid"), inf = read_pid("fake-i-Pod.pid");
+    assert_true(pid_alive(w1) && pid_alive(inf));
+    kill(w1, SIGKILL);
+    kill(inf, SIGKILL);
+    long long end = now_ms() + 5000;
+    while (now_ms() < end && (read_pid("fake-w1.pid") == w1 || read_pid("fake-i-Pod.pid") == inf))
+        usleep(20000);
+    assert_true(pid_alive(read_pid("fake-w1.pid")) && read_pid("fake-w1.pid") != w1);
+    assert_true(pid_alive(read_pid("fake-i-Pod.pid")) && read_pid("fake-i-Pod.pid") != inf);
+    assert_true(wait_for(balanced, &m, &two, 5000));
+    assert_true(metric(m.metrics, "godis_manager_child_restarts_total{role=\"worker\"}") >= 1);
+    assert_true(metric(m.metrics, "godis_manager_child_restarts_total{role=\"informer\"}") >= 1);
+    assert_true(wait_for(is_ready, &m, NULL, 5000));
+    assert_no_violations();
+
+    /* graceful stop: exit 0, every child gone */
+    pid_t w0 = read_pid("fake-w0.pid"), i0 = read_pid("fake-i-GodisCluster.pid");
+    assert_int_equal(stop_mgr(&m, SIGTERM, 5000), 0);
+    assert_false(pid_alive(w0));
+    assert_false(pid_alive(i0));
+    assert_false(pid_alive(read_pid("fake-w1.pid")));
+    struct stat sb;
+    assert_int_not_equal(stat(m.rundir, &sb), 0);     /* runtime dir removed */
+}
+
+static void test_rescale_2_4_1_without_overlap(void **st)
+{
+    (void)st;
+    mgr_proc m;
+    start_mgr(&m, 2, NULL);
+    int n = 2;
+    assert_true(wait_for(balanced, &m, &n, 5000));
+    write_file(m.cfg, "workers: 4\n");
+    kill(m.pid, SIGHUP);
+    n = 4;
+    assert_true(wait_for(balanced, &m, &n, 5000));
+    assert_true(metric(m.metrics, "godis_manager_shard_moves_total") >= 128);
+    write_file(m.cfg, "workers: 1\n");
+    kill(m.pid, SIGHUP);
+    n = 1;
+    assert_true(wait_for(balanced, &m, &n, 5000));
+    assert_no_violations();
+    usleep(300000);
+    assert_false(pid_alive(read_pid("fake-w3.pid")));  /* retired workers were stopped */
+    assert_int_equal(stop_mgr(&m, SIGTERM, 5000), 0);
+}
+
+static bool killed_once(mgr_proc *m, void *arg)
+{
+    (void)arg;
+    return metric(m->metrics, "godis_manager_heartbeat_kills_total") >= 1;
+}
+
+static void test_silent_worker_is_killed(void **st)
+{
+    (void)st;
+    setenv("FAKE_HANG_INDEX", "1", 1);
+    mgr_proc m;
+    start_mgr(&m, 2, NULL);
+    unsetenv("FAKE_HANG_INDEX");
+    assert_true(wait_for(killed_once, &m, NULL, 5000));
+    assert_true(metric(m.metrics, "godis_manager_child_restarts_total{role=\"worker\"}") >= 0);
+    assert_int_equal(stop_mgr(&m, SIGTERM, 5000), 0);
+    assert_no_violations();
+}
+
+static void test_fatal_child_exits_2(void **st)
+{
+    (void)st;
+    setenv("FAKE_EXIT2_KIND", "Pod", 1);
+    mgr_proc m;
+    start_mgr(&m, 1, NULL);
+    unsetenv("FAKE_EXIT2_KIND");
+    assert_int_equal(stop_mgr(&m, 0, 8000), 2);
+}
+
+static void test_http_endpoints(void **st)
+{
+    (void)st;
+    mgr_proc m;
+    start_mgr(&m, 1, NULL);
+    assert_true(wait_for(is_ready, &m, NULL, 5000));
+    char b[4096];
+    assert_int_equal(http_get(m.health, "/healthz", b, sizeof b), 200);
+    assert_int_equal(http_get(m.health, "/nope", b, sizeof b), 404);
+    assert_int_equal(http_get(m.health, "/metrics", b, sizeof b), 404);  /* other port */
+    assert_int_equal(http_get(m.metrics, "/readyz", b, sizeof b), 404);
+    static char body[1 << 20];
+    assert_int_equal(http_get(m.metrics, "/metrics", body, sizeof body), 200);
+    assert_non_null(strstr(body, "# TYPE leader_election_master_status gauge"));
+    assert_non_null(strstr(body, "godis_informer_synced{kind=\"Pod\"} 1"));
+    /* HELP/TYPE once even with two informers reporting the same family */
+    char *t = strstr(body, "# TYPE godis_informer_synced");
+    assert_non_null(t);
+    assert_null(strstr(t + 1, "# TYPE godis_informer_synced"));
+    assert_int_equal(stop_mgr(&m, SIGTERM, 5000), 0);
+}
+
+static void test_bad_config_exits_2(void **st)
+{
+    (void)st;
+    char log[300];
+    snprintf(log, sizeof log, "%s/bad.log", tmpdir);
+    pid_t p = fork();
+    if (p == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(mgr_path, mgr_path, "--workers=0", (char *)NULL);
+        _exit(127);
+    }
+    int s;
+    waitpid(p, &s, 0);
+    assert_true(WIFEXITED(s));
+    assert_int_equal(WEXITSTATUS(s), 2);
+    char b[512] = "";
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    (void)!fread(b, 1, sizeof b - 1, f);
+    fclose(f);
+    assert_non_null(strstr(b, "--workers: must be between 1 and 64"));
+    assert_ptr_equal(strchr(b, '\n'), b + strlen(b) - 1);   /* exactly one line */
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    char p[512];
+    snprintf(p, sizeof p, "%s/violations", tmpdir);
+    unlink(p);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = fake_dispatch(argc, argv);
+    if (rc >= 0) return rc;
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n <= 0) return 1;
+    self_path[n] = '\0';
+    const char *bindir = getenv("GODIS_BIN_DIR");
+    snprintf(mgr_path, sizeof mgr_path, "%s/godis-manager", bindir ? bindir : "bin");
+    if (access(mgr_path, X_OK) != 0) {
+        fprintf(stderr, "itest_manager: %s not found (run from the repository root)\n", mgr_path);
+        return 1;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/itest-manager-%d", (int)getpid());
+    mkdir(tmpdir, 0700);
+    setenv("FAKE_DIR", tmpdir, 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_bad_config_exits_2, setup),
+        cmocka_unit_test_setup(test_http_endpoints, setup),
+        cmocka_unit_test_setup(test_supervision_restarts_children, setup),
+        cmocka_unit_test_setup(test_rescale_2_4_1_without_overlap, setup),
+        cmocka_unit_test_setup(test_silent_worker_is_killed, setup),
+        cmocka_unit_test_setup(test_fatal_child_exits_2, setup),
+    };
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[300];
+    if (rc == 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        (void)!system(cmd);
+    } else {
+        fprintf(stderr, "itest_manager: logs kept in %s\n", tmpdir);
+    }
+    return rc;
+}
