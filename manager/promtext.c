@@ -104,12 +104,33 @@ static void add_comment(gd_promtext *p, const char *line, size_t len)
     if (type) f->typed = true;
 }
 
+/* After the name (and its {labels}), a space then a number (strtod: also NaN, +Inf). */
+static bool valid_value(const char *line, size_t len, size_t nl)
+{
+    size_t i = nl;
+    if (line[i] == '{') {
+        const char *close = memchr(line + i, '}', len - i);
+        if (!close) return false;
+        i = (size_t)(close - line) + 1;
+    }
+    if (i >= len || line[i] != ' ') return false;
+    while (i < len && line[i] == ' ') i++;
+    char num[64];
+    size_t k = 0;
+    while (i < len && line[i] != ' ' && k < sizeof num - 1) num[k++] = line[i++];
+    num[k] = '\0';
+    if (!k) return false;
+    char *end;
+    strtod(num, &end);
+    return *end == '\0';
+}
+
 static void add_sample(gd_promtext *p, const char *line, size_t len, const char *label)
 {
     size_t nl = 0;
     while (nl < len && name_char(line[nl])) nl++;
     if (nl == 0 || nl == len || (line[nl] != '{' && line[nl] != ' ')) return;
-    if (!memchr(line + nl, ' ', len - nl)) return;  /* no value */
+    if (!valid_value(line, len, nl)) return;
     family *f = family_of_sample(p, line, nl);
     if (!f) return;
     sbuf *b = &f->samples;

@@ -182,6 +182,27 @@ static void test_death_frees_at_once_and_join_rebalances(void **st)
     gd_shards_cleanup(&t);
 }
 
+static void test_stopping_worker_keeps_shards_until_reaped(void **st)
+{
+    (void)st;
+    gd_shards s;
+    gd_shards_init(&s);
+    sim_reset();
+    gd_shards_worker_up(&s, 0);
+    gd_shards_worker_up(&s, 1);
+    settle(&s);
+    /* worker 1 missed its heartbeats: it is being killed, nobody may take its shards yet */
+    gd_shards_worker_stopping(&s, 1);
+    assert_int_equal(step(&s), 0);               /* no REVOKE to it, no ASSIGN of its shards */
+    assert_int_equal(gd_shards_owned_by(&s, 1, NULL), 128);
+    die(&s, 1);
+    settle(&s);
+    assert_balanced(&s, (int[]){0}, 1);
+    assert_int_equal(gd_shards_worker_stopping(&s, -1), GD_ERR_ARG);
+    assert_int_equal(gd_shards_worker_up(&s, GD_SHARDS_MAX_WORKERS), GD_ERR_ARG);
+    gd_shards_cleanup(&s);
+}
+
 static void test_frozen_assigns_nothing(void **st)
 {
     (void)st;
@@ -269,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_single_worker_gets_all),
         cmocka_unit_test(test_rebalance_2_4_1_never_overlaps),
         cmocka_unit_test(test_death_frees_at_once_and_join_rebalances),
+        cmocka_unit_test(test_stopping_worker_keeps_shards_until_reaped),
         cmocka_unit_test(test_frozen_assigns_nothing),
         cmocka_unit_test(test_pending_keys_travel_with_their_shard),
         cmocka_unit_test(test_key_shard_and_lists),
