@@ -18,128 +18,7 @@
 #include <sys/wait.h>
 #include "itest_manager_fakes.inc"
 
-static char self_path[512], mgr_path[512], tmpdir[256];
-
-/* ---- harness ---- */
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    bind(s, (struct sockaddr *)&a, sizeof a);
-    socklen_t l = sizeof a;
-    getsockname(s, (struct sockaddr *)&a, &l);
-    close(s);
-    return ntohs(a.sin_port);
-}
-
-/* GET http://127.0.0.1:port/path → status (0 on connection failure), body into buf. */
-static int http_get(int port, const char *path, char *buf, size_t cap)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    struct timeval tv = {2, 0};
-    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) { close(s); return 0; }
-    char req[256];
-    snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    (void)!write(s, req, strlen(req));
-    size_t n = 0;
-    ssize_t r;
-    static char raw[1 << 20];
-    while (n < sizeof raw - 1 && (r = read(s, raw + n, sizeof raw - 1 - n)) > 0) n += (size_t)r;
-    raw[n] = '\0';
-    close(s);
-    int status = 0;
-    sscanf(raw, "HTTP/1.%*d %d", &status);
-    char *body = strstr(raw, "\r\n\r\n");
-    snprintf(buf, cap, "%s", body ? body + 4 : "");
-    return status;
-}
-
-/* Value of the first sample line starting with `series` (e.g. "x{a=\"1\"}"); -1 if none. */
-static double metric(int port, const char *series)
-{
-    static char body[1 << 20];
-    if (http_get(port, "/metrics", body, sizeof body) != 200) return -1;
-    size_t l = strlen(series);
-    for (char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (!strncmp(p, series, l) && p[l] == ' ') return atof(p + l + 1);
-    return -1;
-}
-
-typedef struct {
-    pid_t pid;
-    int health, metrics;
-    char rundir[300], cfg[300], log[300];
-} mgr_proc;
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* Starts the manager with leader election off and stand-in children. */
-static void start_mgr(mgr_proc *m, int workers, const char *extra)
-{
-    static int seq;
-    memset(m, 0, sizeof *m);
-    m->health = free_port();
-    m->metrics = free_port();
-    snprintf(m->rundir, sizeof m->rundir, "%s/run%d", tmpdir, ++seq);
-    snprintf(m->cfg, sizeof m->cfg, "%s/mgr%d.yaml", tmpdir, seq);
-    snprintf(m->log, sizeof m->log, "%s/mgr%d.log", tmpdir, seq);
-    char y[256];
-    snprintf(y, sizeof y, "workers: %d\n", workers);
-    write_file(m->cfg, y);
-    char hp[64], mp[64], wb[600], ib[600], rd[400], cf[400];
-    snprintf(hp, sizeof hp, "--health-probe-bind-address=127.0.0.1:%d", m->health);
-    snprintf(mp, sizeof mp, "--metrics-bind-address=127.0.0.1:%d", m->metrics);
-    snprintf(wb, sizeof wb, "--worker-bin=%s", self_path);
-    snprintf(ib, sizeof ib, "--informer-bin=%s", self_path);
-    snprintf(rd, sizeof rd, "--runtime-dir=%s", m->rundir);
-    snprintf(cf, sizeof cf, "--config=%s", m->cfg);
-    m->pid = fork();
-    assert_true(m->pid >= 0);
-    if (m->pid == 0) {
-        int fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        char *argv[] = {mgr_path, "--leader-elect=false", cf, hp, mp, wb, ib, rd,
-                        "--informer-kinds=GodisCluster,Pod", "--heartbeat=100ms",
-                        "--shutdown-grace=1s", (char *)extra, NULL};
-        execv(mgr_path, argv);
-        _exit(127);
-    }
-}
-
-static bool wait_for(bool (*cond)(mgr_proc *, void *), mgr_proc *m, void *arg, int ms)
-{
-    long long end = now_ms() + ms;
-    while (now_ms() < end) {
-        if (cond(m, arg)) return true;
-        usleep(20000);
-    }
-    return cond(m, arg);
-}
-
-static bool is_ready(mgr_proc *m, void *arg)
-{
-    (void)arg;
-    char b[256];
-    return http_get(m->health, "/readyz", b, sizeof b) == 200;
-}
+#include "itest_manager_harness.inc"
 
 /* Shards reported by the fake workers add up to 256 and each has its even share. */
 static bool balanced(mgr_proc *m, void *arg)
@@ -159,37 +38,10 @@ static bool balanced(mgr_proc *m, void *arg)
            metric(m->metrics, s) == -1;    /* no extra worker still reporting */
 }
 
-static int stop_mgr(mgr_proc *m, int sig, int ms)
-{
-    if (sig) kill(m->pid, sig);
-    long long end = now_ms() + ms;
-    int st;
-    while (now_ms() < end) {
-        if (waitpid(m->pid, &st, WNOHANG) == m->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        usleep(10000);
-    }
-    kill(m->pid, SIGKILL);
-    waitpid(m->pid, &st, 0);
-    return -1;
-}
-
-static pid_t read_pid(const char *name)
-{
-    char p[512], v[32] = "";
-    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
-    FILE *f = fopen(p, "r");
-    if (!f) return 0;
-    if (!fgets(v, sizeof v, f)) v[0] = '\0';
-    fclose(f);
-    return (pid_t)atoi(v);
-}
-
-static bool pid_alive(pid_t p) { return p > 0 && kill(p, 0) == 0; }
-
 static void assert_no_violations(void)
 {
     char p[512];
-    snprintf(p, sizeof p, "%s/violations", tmpdir);
+    snprintf(p, sizeof p, "%s/violations", getenv("FAKE_DIR"));
     struct stat st;
     if (stat(p, &st) == 0 && st.st_size > 0) {
         char b[512] = "";
@@ -334,15 +186,6 @@ static void test_bad_config_exits_2(void **st)
     assert_ptr_equal(strchr(b, '\n'), b + strlen(b) - 1);   /* exactly one line */
 }
 
-static int setup(void **st)
-{
-    (void)st;
-    char p[512];
-    snprintf(p, sizeof p, "%s/violations", tmpdir);
-    unlink(p);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     int rc = fake_dispatch(argc, argv);
@@ -358,14 +201,13 @@ int main(int argc, char **argv)
     }
     snprintf(tmpdir, sizeof tmpdir, "/tmp/itest-manager-%d", (int)getpid());
     mkdir(tmpdir, 0700);
-    setenv("FAKE_DIR", tmpdir, 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_bad_config_exits_2, setup),
-        cmocka_unit_test_setup(test_http_endpoints, setup),
-        cmocka_unit_test_setup(test_supervision_restarts_children, setup),
-        cmocka_unit_test_setup(test_rescale_2_4_1_without_overlap, setup),
-        cmocka_unit_test_setup(test_silent_worker_is_killed, setup),
-        cmocka_unit_test_setup(test_fatal_child_exits_2, setup),
+        cmocka_unit_test_setup_teardown(test_bad_config_exits_2, fresh_fake_dir, kill_started),
+        cmocka_unit_test_setup_teardown(test_http_endpoints, fresh_fake_dir, kill_started),
+        cmocka_unit_test_setup_teardown(test_supervision_restarts_children, fresh_fake_dir, kill_started),
+        cmocka_unit_test_setup_teardown(test_rescale_2_4_1_without_overlap, fresh_fake_dir, kill_started),
+        cmocka_unit_test_setup_teardown(test_silent_worker_is_killed, fresh_fake_dir, kill_started),
+        cmocka_unit_test_setup_teardown(test_fatal_child_exits_2, fresh_fake_dir, kill_started),
     };
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];
