@@ -34,7 +34,9 @@
 
 #define NODE1 "itest-na-1"
 #define NODE2 "itest-na-2"
-#define IP_PREFIX "127.0.200."
+/* Pod IPs from 127.<240..255>.<n>.0/24, chosen by pid: outside every devcluster's
+ * 127.<16..239>.0.0/16, and unlikely to meet another itest run on the same machine. */
+static char ip_prefix[32], ip_base[32];
 
 static k8s_client *api;
 static char ns[64], state_dir[PATH_MAX], agent_bin[PATH_MAX], kubeconfig[PATH_MAX];
@@ -228,6 +230,9 @@ static int setup(void **st)
     snprintf(state_dir, sizeof state_dir, "/tmp/itest-node-agent-XXXXXX");
     if (!mkdtemp(state_dir)) return -1;
     snprintf(ns, sizeof ns, "itest-na-%d", (int)getpid());
+    int b2 = 240 + getpid() % 16, b3 = (getpid() / 16) % 256;
+    snprintf(ip_prefix, sizeof ip_prefix, "127.%d.%d.", b2, b3);
+    snprintf(ip_base, sizeof ip_base, "127.%d.%d.0", b2, b3);
     if (snprintf(hosts_file, sizeof hosts_file, "%s/hosts", state_dir) >= (int)sizeof hosts_file) return -1;
     FILE *hf = fopen(hosts_file, "w");
     if (!hf) return -1;
@@ -240,7 +245,7 @@ static int setup(void **st)
 
 static void start_agent(void)
 {
-    char *args[] = { "--nodes", "2", "--node-prefix", "itest-na-", "--ip-base", IP_PREFIX "0",
+    char *args[] = { "--nodes", "2", "--node-prefix", "itest-na-", "--ip-base", ip_base,
                      "--taint", "godis-itest=node-agent:NoSchedule", "--heartbeat-seconds", "2",
                      "--image-map", "itest/shell=", "--hosts-file", hosts_file, NULL };
     run_agent_cmd(args);
@@ -320,7 +325,7 @@ static void test_godis_replicaset(void **st)
     int i = 0;
     cJSON_ArrayForEach(p, pods) {
         const char *ip = gd_json_str_or(p, "status.podIP", "");
-        assert_true(strncmp(ip, IP_PREFIX, strlen(IP_PREFIX)) == 0);
+        assert_true(strncmp(ip, ip_prefix, strlen(ip_prefix)) == 0);
         assert_string_equal(gd_json_str_or(p, "status.hostIP", ""), "127.0.0.1");
         const cJSON *ip0 = cJSON_GetArrayItem(gd_json_path(p, "status.podIPs"), 0);
         assert_string_equal(gd_json_str_or(ip0, "ip", ""), ip);
