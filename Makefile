@@ -99,7 +99,10 @@ bench: all
 demo: all
 	@tools/demo.sh
 
+# The devcluster's run directory is build/devcluster: stop it first, or its processes would
+# outlive their pid files.
 clean:
+	-@tools/devcluster down 2>/dev/null
 	rm -rf build bin
 
 -include $(shell find build -name '*.d' 2>/dev/null)
