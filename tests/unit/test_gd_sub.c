@@ -31,6 +31,7 @@ typedef struct {
     volatile int stop;
     char pub_ep[128], snap_ep[128], dir[64];
     int pub_hwm;
+    int64_t resync_ms;
     /* the model: what the informer's store must hold */
     int rv[NKEYS];          /* 0: absent */
     int shard[NKEYS];
@@ -66,7 +67,8 @@ static void start_pub(fx *f)
     f->stop = 0;
     inf_pub_cfg c = {.zctx = f->zctx, .kind = "ConfigMap", .pub_endpoint = f->pub_ep,
                      .snap_endpoint = f->snap_ep, .heartbeat_ms = 50, .q = f->q,
-                     .ctr = &f->ctr, .stop = &f->stop, .pub_hwm = f->pub_hwm};
+                     .ctr = &f->ctr, .stop = &f->stop, .pub_hwm = f->pub_hwm,
+                     .resync_ms = f->resync_ms};
     f->p = inf_pub_new(&c);
     assert_non_null(f->p);
     assert_int_equal(pthread_create(&f->th, NULL, pub_thread, f->p), 0);
@@ -80,9 +82,10 @@ static void stop_pub(fx *f)
     inf_pub_destroy(&f->p);
 }
 
-static int setup_common(void **state, int pub_hwm)
+static int setup_common(void **state, int pub_hwm, int64_t resync_ms)
 {
     fx *f = calloc(1, sizeof *f);
+    f->resync_ms = resync_ms;
     f->zctx = zmq_ctx_new();
     f->q = inf_queue_new(64);
     f->pub_hwm = pub_hwm;
@@ -95,8 +98,9 @@ static int setup_common(void **state, int pub_hwm)
     *state = f;
     return 0;
 }
-static int setup(void **state) { return setup_common(state, 0); }
-static int setup_lag(void **state) { return setup_common(state, 5); }
+static int setup(void **state) { return setup_common(state, 0, 0); }
+static int setup_lag(void **state) { return setup_common(state, 5, 0); }
+static int setup_resync(void **state) { return setup_common(state, 0, 100); }
 
 static int teardown(void **state)
 {
@@ -348,6 +352,25 @@ static void test_restart(void **state)
     gd_sub_destroy(&s);
 }
 
+static void test_resync(void **state)
+{
+    fx *f = *state;      /* --resync-period 100ms */
+    counts c = {0};
+    gd_sub *s = new_sub(f, &c, 0);
+    initial_list(f, 10);
+    assert_int_equal(gd_sub_set_all(s), GD_OK);
+    converge(f, s, NULL, 0);
+    int before = c.modified;
+    int64_t until = gd_mono_ms() + 450;
+    while (gd_mono_ms() < until)
+        gd_sub_poll(s, 20);
+    /* every object re-announced as MODIFIED (same rv) several times; nothing else changed */
+    assert_true(c.modified - before >= 20);
+    assert_int_equal(c.deleted, 0);
+    converge(f, s, NULL, 0);
+    gd_sub_destroy(&s);
+}
+
 static void test_bad_opts(void **state)
 {
     gd_sub_opts o;
@@ -381,6 +404,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lagged, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resync, setup_resync, teardown),
         cmocka_unit_test(test_bad_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
