@@ -43,6 +43,9 @@ void     inf_transform(cJSON *obj, const char *const *drop, size_t ndrop);
  * a reason in why (missing name, serialisation failure). */
 inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop,
                            size_t ndrop, const char **why);
+/* Frees the calling thread's serialisation buffer (call before a thread that used
+ * inf_obj_from_json exits). */
+void     inf_obj_scratch_release(void);
 
 typedef enum { INF_ADDED = 1, INF_MODIFIED, INF_DELETED } inf_ev;
 const char *inf_ev_name(inf_ev ev);

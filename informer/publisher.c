@@ -7,6 +7,7 @@
 #include "informer.h"
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +270,10 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
             snprintf(n, sizeof n, "%zu", inf_store_count(p->store));
             GD_INFO("synced", "kind", p->kind, "objects", n, "rv", p->last_rv);
         }
+        /* A list's pages were parsed into cJSON trees several times the size of what we
+         * keep; glibc keeps such freed memory in its arenas. Give it back to the OS once
+         * per (re)list so RSS reflects the cache, not the peak (glibc-specific). */
+        malloc_trim(0);
         break;
     case INF_Q_RV:
         break;

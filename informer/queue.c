@@ -101,10 +101,14 @@ gd_err inf_queue_push(inf_queue *q, inf_q_item **itp, const volatile int *stop)
     else
         q->head = it;
     q->tail = it;
-    q->len++;
+    /* Only the empty → non-empty transition needs a wake-up: the fd stays readable until
+     * a pop finds the queue empty (and drains it under this same lock). One syscall per
+     * burst instead of one per event. */
+    bool wake = q->len++ == 0;
     pthread_mutex_unlock(&q->mu);
     *itp = NULL;
-    signal_fd(q->efd);
+    if (wake)
+        signal_fd(q->efd);
     return GD_OK;
 }
 

@@ -333,5 +333,6 @@ void *inf_reflector_run(void *arg)
         nap(c->stop, d);
     }
     GD_DEBUG("reflector stopped", "kind", c->kind);
+    inf_obj_scratch_release();
     return NULL;
 }
