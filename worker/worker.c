@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zmq.h>
 #include "cache.h"
@@ -48,6 +49,8 @@ typedef struct {
     bool running;
     _Atomic uint64_t applied_gen;   /* follow_gen last applied by this subscriber */
     atomic_bool synced;
+    char ipc_path[256];             /* the PUB socket's file, to tell "no informer" */
+    bool absent_logged;
 } sub_slot;
 
 typedef struct {
@@ -83,6 +86,7 @@ struct worker {
     bool stopping;
     int64_t stop_deadline_wall_ms;
     bool abandoned;             /* reconciles still running at exit: skip the teardown */
+    int64_t started_ms;
 };
 
 static volatile sig_atomic_t got_signal;
@@ -333,13 +337,35 @@ static int collect_in_shards(void *ud, const char *key, const cJSON *obj)
     return 0;
 }
 
+#define ABSENT_GRACE_MS 5000
+
+/* With --runtime-dir the worker subscribes to every kind, but the manager may run
+ * informers for fewer (--informer-kinds): a kind whose socket file has not appeared
+ * ABSENT_GRACE_MS after start-up does not hold shards back. It joins as soon as its
+ * informer binds (ZeroMQ keeps reconnecting). */
+static bool informer_absent(worker *w, sub_slot *s)
+{
+    struct stat st;
+    if (!w->o->runtime_dir || !s->ipc_path[0] || stat(s->ipc_path, &st) == 0 ||
+        gd_mono_ms() - w->started_ms < ABSENT_GRACE_MS)
+        return false;
+    if (!s->absent_logged) {
+        gd_log(GD_LOG_WARN, "no informer for this kind: not waiting for it", "kind", s->kind,
+               "endpoint", s->ipc_path, NULL);
+        s->absent_logged = true;
+    }
+    return true;
+}
+
 /* Every subscriber follows the loading shards and has their snapshot. */
 static bool all_synced(worker *w)
 {
-    for (int i = 0; i < w->nsubs; i++)
-        if (atomic_load(&w->subs[i].applied_gen) < w->loading_gen ||
-            !atomic_load(&w->subs[i].synced))
+    for (int i = 0; i < w->nsubs; i++) {
+        sub_slot *s = &w->subs[i];
+        if ((atomic_load(&s->applied_gen) < w->loading_gen || !atomic_load(&s->synced)) &&
+            !informer_absent(w, s))
             return false;
+    }
     return true;
 }
 
@@ -685,6 +711,7 @@ static gd_err setup_subs(worker *w)
         const worker_endpoint *e = &w->o->informers[i];
         s->w = w;
         snprintf(s->kind, sizeof s->kind, "%s", e->kind);
+        snprintf(s->ipc_path, sizeof s->ipc_path, "%s", e->pub + 6);   /* after ipc:// */
         gd_sub_opts so;
         gd_sub_opts_default(&so);
         so.kind = e->kind;
@@ -823,6 +850,7 @@ int worker_run(const worker_opts *o)
     if (!w)
         return GD_EXIT_FAILURE;
     w->o = o;
+    w->started_ms = gd_mono_ms();
     pthread_mutex_init(&w->follow_mu, NULL);
     gd_fence_init(&w->fence, o->control_endpoint ? 0 : GD_FENCE_NONE);
     w->zctx = zmq_ctx_new();

@@ -252,6 +252,8 @@ static void finf_destroy(finf *fi)
 
 /* ---------------------------------------------------------------- workers */
 
+static bool use_runtime_dir;   /* --runtime-dir instead of --informer-endpoints */
+
 static pid_t spawn_worker(int index, bool managed, const char *shards)
 {
     char eps[600], idx[16], arg[300];
@@ -268,8 +270,8 @@ static pid_t spawn_worker(int index, bool managed, const char *shards)
         const char *argv[24];
         int n = 0;
         argv[n++] = bin;
-        argv[n++] = "--informer-endpoints";
-        argv[n++] = eps;
+        argv[n++] = use_runtime_dir ? "--runtime-dir" : "--informer-endpoints";
+        argv[n++] = use_runtime_dir ? dir : eps;
         argv[n++] = "--reconciler";
         argv[n++] = "sleepy";
         argv[n++] = "--reconciler-arg";
@@ -744,6 +746,26 @@ static void test_manager_silence(void **state)
     finf_destroy(fi);
 }
 
+/* --runtime-dir with an informer for one kind only (the manager's --informer-kinds): the
+ * missing kinds do not hold the shards back once their grace has passed. */
+static void test_runtime_dir_missing_informers(void **state)
+{
+    unlink(rec_path);
+    finf *fi = finf_new();
+    int64_t since[NKEYS];
+    for (int i = 0; i < NKEYS; i++) {
+        put_cluster(fi, i, 1);
+        since[i] = 0;
+    }
+    heartbeat(fi, "SYNCED");
+    use_runtime_dir = true;
+    pid_t w = spawn_worker(0, false, "all");
+    use_runtime_dir = false;
+    assert_true(wait_all(fi, since, 30000, NULL, NULL));
+    assert_int_equal(stop_worker(w, SIGTERM), 0);
+    finf_destroy(fi);
+}
+
 /* Flags: --help succeeds, everything malformed is a fatal configuration error (exit 2). */
 static int run_flags(const char *const *args)
 {
@@ -808,6 +830,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_standalone_500_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_managed_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager_silence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime_dir_missing_informers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
