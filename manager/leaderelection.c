@@ -25,6 +25,9 @@ struct gd_le {
     int64_t observed_mono_ms;
     gd_le_status_t st;
 
+    void (*notify)(void *ud);
+    void *notify_ud;
+
     pthread_mutex_t mu;
     pthread_cond_t cv;                  /* CLOCK_MONOTONIC */
     bool stopping, wake;
@@ -290,6 +293,7 @@ static void mark_valid(gd_le *le, int64_t start_mono, int64_t start_wall, bool a
     le->st.renewals++;
     if (acquired) le->st.acquisitions++;
     pthread_mutex_unlock(&le->mu);
+    if (le->notify) le->notify(le->notify_ud);
 }
 
 static void mark_lost(gd_le *le)
@@ -299,6 +303,13 @@ static void mark_lost(gd_le *le)
     le->st.valid_from_mono_ms = 0;
     le->st.valid_from_wall_ms = 0;
     pthread_mutex_unlock(&le->mu);
+    if (le->notify) le->notify(le->notify_ud);
+}
+
+void gd_le_set_notify(gd_le *le, void (*fn)(void *ud), void *ud)
+{
+    le->notify = fn;
+    le->notify_ud = ud;
 }
 
 /* client-go acquire(): try every retry period with jitter until it succeeds. */

@@ -111,6 +111,9 @@ void  gd_le_stop(gd_le *le);
 /* Cut the current wait short: try now (the Lease watch saw it released). */
 void  gd_le_wake(gd_le *le);
 void  gd_le_status(gd_le *le, gd_le_status_t *out);
+/* fn(ud) is called on the election thread whenever leading changes or a renewal succeeds
+ * (the manager wakes its main loop with it). Set before starting the loop. */
+void  gd_le_set_notify(gd_le *le, void (*fn)(void *ud), void *ud);
 /* The instant (monotonic ms) after which we must assume we no longer hold the lease:
  * valid_from + renew deadline; 0 when not leading. Used for fencing. */
 int64_t gd_le_fence_at_mono_ms(gd_le *le);

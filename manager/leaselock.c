@@ -239,6 +239,11 @@ gd_lease_watch *gd_lease_watch_start(k8s_client *client, const char *ns, const c
     return w;
 }
 
+void gd_lease_watch_cancel(gd_lease_watch *w)
+{
+    if (w) w->stop = 1;
+}
+
 void gd_lease_watch_stop(gd_lease_watch **wp)
 {
     if (!wp || !*wp) return;

@@ -26,6 +26,8 @@ gd_err gd_leaselock_record_to_lease(cJSON *lease, const gd_le_record *rec);
 typedef struct gd_lease_watch gd_lease_watch;
 gd_lease_watch *gd_lease_watch_start(k8s_client *client, const char *ns, const char *name,
                                      gd_le *le);
+/* Asks the watch to end without waiting (it polls its flag every ~100 ms). */
+void gd_lease_watch_cancel(gd_lease_watch *w);
 void gd_lease_watch_stop(gd_lease_watch **w);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -82,6 +83,7 @@ typedef struct {
     int exit_code;
     uint64_t fencings, heartbeat_kills, leaderships;
     int64_t lead_since_ms;  /* first assignment waits for every worker's HELLO (or 2 s) */
+    int wake_fd;            /* eventfd the election thread pokes */
 
     pthread_mutex_t pub_mu; /* what the HTTP thread reads */
     char *pub_metrics;
@@ -561,6 +563,14 @@ static char *http_metrics(void *ud)
 
 /* ---- setup and the loop ---- */
 
+/* Election thread → main loop: a byte on an eventfd ends the loop's zmq_poll early. */
+static void wake_loop(void *ud)
+{
+    mgr_t *m = ud;
+    uint64_t one = 1;
+    if (m->wake_fd >= 0) (void)!write(m->wake_fd, &one, sizeof one);
+}
+
 static gd_err setup_election(mgr_t *m)
 {
     if (!m->cfg.leader_elect) return GD_OK;
@@ -610,6 +620,7 @@ static gd_err setup_election(mgr_t *m)
     }
     gd_leaselock_ops(m->lock, &ops);
     if (!(m->le = gd_le_new(&lc, &ops))) return GD_ERR_NOMEM;
+    gd_le_set_notify(m->le, wake_loop, m);
     GD_INFO("leader election", "lease", m->cfg.lease_name, "namespace", nsbuf,
             "identity", lc.identity);
     if (pthread_create(&m->le_th, NULL, gd_le_thread_main, m->le) != 0) return GD_ERR_NOMEM;
@@ -620,13 +631,15 @@ static gd_err setup_election(mgr_t *m)
 
 static void stop_election(mgr_t *m)
 {
-    gd_lease_watch_stop(&m->watch);
+    gd_lease_watch_cancel(m->watch);      /* ends on its own within ~100 ms */
     if (m->le_running) {
-        gd_le_stop(m->le);                /* releases the lease on its way out */
+        gd_le_stop(m->le);                /* releases the lease on its way out: at once */
         pthread_join(m->le_th, NULL);
         m->le_running = false;
     }
+    gd_lease_watch_stop(&m->watch);
 }
+
 
 static gd_err setup_http(mgr_t *m)
 {
@@ -682,6 +695,7 @@ static void teardown(mgr_t *m)
     free(m->pub_metrics);
     if (m->zctx) zmq_ctx_term(m->zctx);
     remove_rundir(m);
+    if (m->wake_fd >= 0) close(m->wake_fd);
     pthread_mutex_destroy(&m->pub_mu);
 }
 
@@ -695,7 +709,9 @@ static void loop(mgr_t *m)
         gd_mgr_sig_chld = 0;
         gd_sup_reap(m->sup);
         if (gd_sup_fatal(m->sup)) begin_shutdown(m, GD_EXIT_FATAL_CONFIG, "a child reported a fatal configuration error");
+        bool was_leading = m->leading;
         follow_leadership(m, now);
+        if (m->leading != was_leading) next_publish = 0;   /* probes see it at once */
         if (m->leading) {
             if (startup_settled(m, now)) send_shard_actions(m);
             heartbeat(m, now);
@@ -704,13 +720,16 @@ static void loop(mgr_t *m)
         advance_shutdown(m);
         int64_t wait = gd_sup_tick(m->sup);
         if (now >= next_publish) { publish(m, now); next_publish = now + 250; }
-        zmq_pollitem_t items[1 + MAX_KINDS];
+        zmq_pollitem_t items[2 + MAX_KINDS];
         int n = 0;
         items[n++] = (zmq_pollitem_t){gd_control_socket(m->ctl), 0, ZMQ_POLLIN, 0};
+        if (m->wake_fd >= 0) items[n++] = (zmq_pollitem_t){NULL, m->wake_fd, ZMQ_POLLIN, 0};
         for (int i = 0; i < m->ninf; i++)
             items[n++] = (zmq_pollitem_t){gd_stats_socket(m->inf[i].stats), 0, ZMQ_POLLIN, 0};
         if (wait > 100) wait = 100;
         zmq_poll(items, n, (long)wait);     /* EINTR (a signal) just ends the wait */
+        uint64_t drained;
+        if (m->wake_fd >= 0) (void)!read(m->wake_fd, &drained, sizeof drained);
         gd_control_dispatch(m->ctl);
         for (int i = 0; i < m->ninf; i++) gd_stats_dispatch(m->inf[i].stats);
     }
@@ -724,6 +743,7 @@ int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
     m->argc = argc;
     m->argv = argv;
     m->want_workers = cfg->workers;
+    m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&m->pub_mu, NULL);
     gd_shards_init(&m->shards);
     gd_shards_freeze(&m->shards, true);
