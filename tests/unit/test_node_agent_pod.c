@@ -1,0 +1,267 @@
+/* Tests of the node agent's pod table (agent_pod.c) against a scripted HTTP server standing
+ * in for the API: pods become real local processes, status PATCHes say what kubelet would,
+ * deletion goes TERM → grace → KILL → DELETE with gracePeriodSeconds=0, restarts count up
+ * with backoff, configuration errors show as waiting reasons, readiness follows the probe. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "../../tools/node-agent/agent_util.c"
+#include "../../tools/node-agent/agent_proc.c"
+#include "../../tools/node-agent/agent_pod.c"
+#include "httpd_helper.h"
+
+typedef struct {
+    httpd *h;
+    na_agent a;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->h = httpd_start(NULL);
+    assert_non_null(f->h);
+    k8s_config *cfg = calloc(1, sizeof *cfg);
+    cfg->server = strdup(httpd_url(f->h));
+    cfg->namespace_ = strdup("default");
+    k8s_client_opts o;
+    k8s_client_opts_default(&o);
+    o.qps = -1;
+    f->a.api = k8s_client_new(&cfg, &o);
+    assert_non_null(f->a.api);
+    char err[256];
+    assert_int_equal(na_image_map_add(&f->a.images, "itest/shell=", err, sizeof err), GD_OK);
+    assert_int_equal(na_ipam_init(&f->a.ipam, "127.0.1.0", 16, err, sizeof err), GD_OK);
+    snprintf(f->a.state_dir, sizeof f->a.state_dir, "/tmp/test-na-pod-XXXXXX");
+    assert_non_null(mkdtemp(f->a.state_dir));
+    snprintf(f->a.nodes[0].name, sizeof f->a.nodes[0].name, "node-1");
+    f->a.nnodes = 1;
+    na_event ev = { .type = "SYNC_BEGIN" };
+    na_pods_apply(&f->a, &ev);
+    snprintf(ev.type, sizeof ev.type, "SYNC_END");
+    na_pods_apply(&f->a, &ev);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    na_pods_stop_all(&f->a, 1);
+    na_pods_free_all(&f->a);
+    k8s_client_destroy(&f->a.api);
+    na_image_map_free(&f->a.images);
+    na_ipam_free(&f->a.ipam);
+    na_rmtree(f->a.state_dir);
+    httpd_stop(&f->h);
+    free(f);
+    return 0;
+}
+
+/* A pod on node-1 with one container running `sh -c script` (image itest/shell). */
+static cJSON *pod(const char *name, const char *script, const char *extra_spec, const char *extra_ctr)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf,
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"uid-%s\"},"
+             "\"spec\":{\"nodeName\":\"node-1\",\"terminationGracePeriodSeconds\":1%s,"
+             "\"containers\":[{\"name\":\"c\",\"image\":\"itest/shell:1\","
+             "\"command\":[\"/bin/sh\",\"-c\",\"%s\"]%s}]}}",
+             name, name, extra_spec ? extra_spec : "", script, extra_ctr ? extra_ctr : "");
+    cJSON *p = cJSON_Parse(buf);
+    if (!p) fail_msg("bad pod JSON: %s", buf);
+    return p;
+}
+
+static void apply(fixture *f, const char *type, cJSON *p)
+{
+    na_event ev = { .pod = p };
+    snprintf(ev.type, sizeof ev.type, "%s", type);
+    na_pods_apply(&f->a, &ev);
+    cJSON_Delete(p);
+}
+
+/* Ticks until a request with method and uri substring (and body substring) arrives after
+ * request index `from`; returns it, or fails after timeout_ms. */
+static const httpd_req *tick_until(fixture *f, int from, const char *method, const char *uri,
+                                   const char *body, int timeout_ms)
+{
+    int64_t deadline = gd_mono_ms() + timeout_ms;
+    for (;;) {
+        na_pods_tick(&f->a);
+        int n = httpd_request_count(f->h);
+        for (int i = from; i < n; i++) {
+            const httpd_req *r = httpd_request(f->h, i);
+            if (strcmp(r->method, method) == 0 && strstr(r->uri, uri) &&
+                (!body || (r->body && strstr(r->body, body))))
+                return r;
+        }
+        if (gd_mono_ms() > deadline) fail_msg("no %s %s with body containing %s", method, uri, body ? body : "-");
+        gd_sleep_ms(20);
+    }
+}
+
+static void test_run_and_delete(void **state)
+{
+    fixture *f = *state;
+    apply(f, "ADDED", pod("p1", "echo \\\"$DATA $MY_IP $MY_NODE\\\" > \\\"$DATA/out\\\"; exec sleep 30",
+                          ",\"volumes\":[{\"name\":\"scratch\",\"emptyDir\":{}}]",
+                          ",\"env\":[{\"name\":\"DATA\",\"value\":\"/data\"},"
+                          "{\"name\":\"MY_IP\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.podIP\"}}},"
+                          "{\"name\":\"MY_NODE\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"spec.nodeName\"}}}],"
+                          "\"volumeMounts\":[{\"name\":\"scratch\",\"mountPath\":\"/data\"}]"));
+    const httpd_req *r = tick_until(f, 0, "PATCH", "/api/v1/namespaces/ns/pods/p1/status", "\"phase\":\"Running\"", 3000);
+    cJSON *body = cJSON_Parse(r->body);
+    assert_non_null(body);
+    assert_string_equal(gd_json_str_or(body, "status.podIP", ""), "127.0.1.1");
+    assert_string_equal(gd_json_str_or(body, "status.hostIP", ""), "127.0.0.1");
+    const cJSON *cs = cJSON_GetArrayItem(gd_json_path(body, "status.containerStatuses"), 0);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cs, "ready")));
+    assert_int_equal(gd_json_int_or(cs, "restartCount", -1), 0);
+    assert_non_null(gd_json_path(cs, "state.running.startedAt"));
+    const cJSON *c;
+    int ready = 0;
+    cJSON_ArrayForEach(c, gd_json_path(body, "status.conditions"))
+        ready += strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
+    assert_int_equal(ready, 4);              /* Initialized, Ready, ContainersReady, PodScheduled */
+    cJSON_Delete(body);
+
+    /* the emptyDir is a directory under the pod's state dir; the env rule pointed at it */
+    char vol[NA_PATH_MAX + 64], out[NA_PATH_MAX + 128], want[NA_PATH_MAX + 128], got[NA_PATH_MAX + 128] = "";
+    snprintf(vol, sizeof vol, "%s/pods/ns_p1_uid-p1/volumes/scratch", f->a.state_dir);
+    snprintf(out, sizeof out, "%s/out", vol);
+    snprintf(want, sizeof want, "%s 127.0.1.1 node-1\n", vol);
+    for (int i = 0; i < 100 && !*got; i++) {
+        FILE *fp = fopen(out, "r");
+        if (fp) { if (!fgets(got, sizeof got, fp)) got[0] = '\0'; fclose(fp); }
+        if (!*got) gd_sleep_ms(20);
+    }
+    assert_string_equal(got, want);
+
+    /* graceful deletion: sleep dies on TERM, then the agent deletes with grace 0 */
+    int from = httpd_request_count(f->h);
+    cJSON *d = pod("p1", "x", NULL, NULL);
+    gd_json_set(d, "metadata.deletionTimestamp", cJSON_CreateString("2026-01-01T00:00:00Z"));
+    gd_json_set(d, "metadata.deletionGracePeriodSeconds", cJSON_CreateNumber(30));
+    int64_t t0 = gd_mono_ms();
+    apply(f, "MODIFIED", d);
+    r = tick_until(f, from, "DELETE", "/api/v1/namespaces/ns/pods/p1", NULL, 3000);
+    assert_true(gd_mono_ms() - t0 < 3000);   /* did not wait out the 30 s: the process was gone */
+    assert_non_null(strstr(r->body, "\"gracePeriodSeconds\":0"));
+    assert_non_null(strstr(r->body, "uid-p1"));
+    assert_null(f->a.pods);
+    assert_int_equal(access(vol, F_OK), -1);   /* emptyDir removed with the pod */
+    char ip[16];
+    assert_int_equal(na_ipam_alloc(&f->a.ipam, ip), GD_OK);
+    assert_string_equal(ip, "127.0.1.2");       /* round-robin: the freed address waits */
+}
+
+static void test_grace_then_kill(void **state)
+{
+    fixture *f = *state;
+    apply(f, "ADDED", pod("stubborn", "trap '' TERM; while :; do sleep 1; done", NULL, NULL));
+    tick_until(f, 0, "PATCH", "/pods/stubborn/status", "\"phase\":\"Running\"", 3000);
+    gd_sleep_ms(300);                          /* let the shell install its trap first */
+    int from = httpd_request_count(f->h);
+    cJSON *d = pod("stubborn", "x", NULL, NULL);
+    gd_json_set(d, "metadata.deletionTimestamp", cJSON_CreateString("2026-01-01T00:00:00Z"));
+    gd_json_set(d, "metadata.deletionGracePeriodSeconds", cJSON_CreateNumber(1));
+    int64_t t0 = gd_mono_ms();
+    apply(f, "MODIFIED", d);
+    tick_until(f, from, "DELETE", "/pods/stubborn", "\"gracePeriodSeconds\":0", 4000);
+    int64_t took = gd_mono_ms() - t0;
+    assert_true(took >= 900);                  /* TERM was ignored: it waited the grace period */
+    assert_true(took < 3000);
+    assert_null(f->a.pods);
+}
+
+static void test_crash_loop_and_deleted(void **state)
+{
+    fixture *f = *state;
+    apply(f, "ADDED", pod("crash", "exit 3", NULL, NULL));
+    const httpd_req *r = tick_until(f, 0, "PATCH", "/pods/crash/status", "\"restartCount\":2", 5000);
+    cJSON *body = cJSON_Parse(r->body);
+    const cJSON *cs = cJSON_GetArrayItem(gd_json_path(body, "status.containerStatuses"), 0);
+    assert_int_equal(gd_json_int_or(cs, "lastState.terminated.exitCode", -1), 3);
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cs, "ready")));
+    cJSON_Delete(body);
+    /* gone from the API (force delete): stop it, and send no DELETE of our own */
+    int from = httpd_request_count(f->h);
+    apply(f, "DELETED", pod("crash", "x", NULL, NULL));
+    for (int i = 0; i < 50 && f->a.pods; i++) { na_pods_tick(&f->a); gd_sleep_ms(20); }
+    assert_null(f->a.pods);
+    for (int i = from; i < httpd_request_count(f->h); i++)
+        assert_string_not_equal(httpd_request(f->h, i)->method, "DELETE");
+}
+
+static void test_restart_policy_never(void **state)
+{
+    fixture *f = *state;
+    apply(f, "ADDED", pod("ok", "exit 0", ",\"restartPolicy\":\"Never\"", NULL));
+    apply(f, "ADDED", pod("bad", "exit 4", ",\"restartPolicy\":\"Never\"", NULL));
+    tick_until(f, 0, "PATCH", "/pods/ok/status", "\"phase\":\"Succeeded\"", 3000);
+    const httpd_req *r = tick_until(f, 0, "PATCH", "/pods/bad/status", "\"phase\":\"Failed\"", 3000);
+    assert_non_null(strstr(r->body, "\"exitCode\":4"));
+}
+
+static void test_config_errors(void **state)
+{
+    fixture *f = *state;
+    cJSON *p = pod("noimg", "true", NULL, NULL);
+    cJSON *ctr = cJSON_GetArrayItem(gd_json_path(p, "spec.containers"), 0);
+    cJSON_ReplaceItemInObject(ctr, "image", cJSON_CreateString("unknown/image:1"));
+    apply(f, "ADDED", p);
+    const httpd_req *r = tick_until(f, 0, "PATCH", "/pods/noimg/status", "ErrImagePull", 3000);
+    assert_non_null(strstr(r->body, "\"phase\":\"Pending\""));
+    assert_non_null(strstr(r->body, "--image-map"));
+
+    httpd_resp nf = { .status = 404, .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404}" };
+    httpd_push(f->h, &nf);
+    int from = httpd_request_count(f->h);
+    apply(f, "ADDED", pod("nocm", "true", NULL,
+                          ",\"env\":[{\"name\":\"X\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k\"}}}]"));
+    r = tick_until(f, from, "PATCH", "/pods/nocm/status", "CreateContainerConfigError", 3000);
+    assert_non_null(strstr(r->body, "configmap ns/cm"));
+    r = tick_until(f, from, "GET", "/api/v1/namespaces/ns/configmaps/cm", NULL, 10);
+    assert_non_null(r);
+}
+
+static void test_readiness_probe(void **state)
+{
+    fixture *f = *state;
+    /* the pod will get 127.0.1.1 (fresh pool); listen there on a free port */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    inet_pton(AF_INET, "127.0.1.1", &sa.sin_addr);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 8), 0);
+    socklen_t sl = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    char ctr[256];
+    snprintf(ctr, sizeof ctr, ",\"readinessProbe\":{\"tcpSocket\":{\"port\":%d},\"periodSeconds\":1,\"failureThreshold\":1}",
+             ntohs(sa.sin_port));
+    apply(f, "ADDED", pod("probed", "exec sleep 30", NULL, ctr));
+    tick_until(f, 0, "PATCH", "/pods/probed/status", "\"ready\":true", 3000);
+    int from = httpd_request_count(f->h);
+    close(fd);
+    const httpd_req *r = tick_until(f, from, "PATCH", "/pods/probed/status", "\"ready\":false", 3000);
+    assert_non_null(strstr(r->body, "\"phase\":\"Running\""));
+    assert_non_null(strstr(r->body, "ContainersNotReady"));
+}
+
+int main(void)
+{
+    gd_log_init("test", GD_LOG_ERROR, 0, 2);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_run_and_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grace_then_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_loop_and_deleted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_policy_never, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readiness_probe, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
