@@ -327,7 +327,17 @@ static bool acquire(gd_le *le)
             return true;
         }
         double f = 1.0 + gd_rand01() * GD_LE_JITTER_FACTOR;
-        if (wait_ms(le, (int64_t)((double)le->cfg.retry_period_ms * f), true)) return false;
+        int64_t wait = (int64_t)((double)le->cfg.retry_period_ms * f);
+        /* a held lease: try again right when it expires on our clock, not up to a whole
+         * jittered retry period later */
+        int64_t obs;
+        gd_le_record rec;
+        gd_le_observed(le, &rec, &obs);
+        if (rec.holder[0] && rec.lease_duration_s > 0) {
+            int64_t until = obs + rec.lease_duration_s * 1000 + 10 - gd_mono_ms();
+            if (until >= 0 && until < wait) wait = until;
+        }
+        if (wait_ms(le, wait, true)) return false;
     }
 }
 
@@ -380,6 +390,16 @@ void gd_le_stop(gd_le *le)
     le->stopping = true;
     pthread_cond_broadcast(&le->cv);
     pthread_mutex_unlock(&le->mu);
+}
+
+void gd_le_observe(gd_le *le, const gd_le_record *rec)
+{
+    pthread_mutex_lock(&le->mu);
+    bool apply = !le->st.leading && (!le->have_observed || !gd_le_record_equal(&le->observed, rec));
+    pthread_mutex_unlock(&le->mu);
+    if (!apply) return;
+    set_observed(le, rec);
+    gd_le_wake(le);
 }
 
 void gd_le_wake(gd_le *le)

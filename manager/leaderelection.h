@@ -110,6 +110,11 @@ void *gd_le_thread_main(void *le);
 void  gd_le_stop(gd_le *le);
 /* Cut the current wait short: try now (the Lease watch saw it released). */
 void  gd_le_wake(gd_le *le);
+/* A record seen by the Lease watch while we do not lead: when it differs from the one
+ * observed last, it becomes the observed record at the local time now (exactly what a
+ * get in tryAcquireOrRenew would do, only sooner), so expiry is measured from the moment
+ * the holder really renewed, and the acquire loop wakes to re-plan its next try. */
+void  gd_le_observe(gd_le *le, const gd_le_record *rec);
 void  gd_le_status(gd_le *le, gd_le_status_t *out);
 /* fn(ud) is called on the election thread whenever leading changes or a renewal succeeds
  * (the manager wakes its main loop with it). Set before starting the loop. */

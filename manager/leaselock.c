@@ -184,14 +184,16 @@ static int on_lease_event(void *ud, const char *type, cJSON *obj)
     gd_le_status_t st;
     gd_le_status(w->le, &st);
     if (st.leading) return 0;
-    gd_le_record rec;
-    bool released = strcmp(type, "DELETED") == 0 ||
-                    (strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0 &&
-                     gd_leaselock_record_from_lease(obj, &rec) == GD_OK && rec.holder[0] == '\0');
-    if (released) {
-        GD_INFO("lease released by its holder: trying now", "lease", gd_le_get_config(w->le)->name);
+    if (strcmp(type, "DELETED") == 0) {
         gd_le_wake(w->le);
+        return 0;
     }
+    gd_le_record rec;
+    if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0) return 0;
+    if (gd_leaselock_record_from_lease(obj, &rec) != GD_OK) return 0;
+    if (rec.holder[0] == '\0')
+        GD_INFO("lease released by its holder: trying now", "lease", gd_le_get_config(w->le)->name);
+    gd_le_observe(w->le, &rec);     /* renewals timed as they happen; a release wakes us */
     return 0;
 }
 

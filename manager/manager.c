@@ -248,15 +248,26 @@ static void stop_all_workers(mgr_t *m, const char *why)
     if (stopped) GD_WARN("stopping every worker", "reason", why);
 }
 
-static void start_workers(mgr_t *m)
+/* Workers run on standbys too (warm: started, connected, no shards, no lease), so a new
+ * leader only has to hand out shards and a LEASE. */
+static void want_workers(mgr_t *m)
 {
-    gd_shards_freeze(&m->shards, false);
     for (int i = 0; i < m->want_workers; i++) {
         gd_proc *p = worker_slot(m, i);
         if (!p) { GD_ERROR("cannot add a worker slot"); continue; }
+        if (m->w[i].stopping) continue;         /* comes back after its reap */
         m->w[i].retiring = false;
         gd_sup_want(m->sup, p);
     }
+}
+
+static void start_leading(mgr_t *m)
+{
+    want_workers(m);
+    for (int i = 0; i < m->want_workers; i++)
+        if (m->w[i].hello && !m->w[i].stopping) gd_shards_worker_up(&m->shards, i);
+    gd_shards_freeze(&m->shards, false);
+    m->renewals_sent = 0;                       /* LEASE to every worker now */
 }
 
 static void on_child_exit(void *ud, gd_proc *p, int status)
@@ -270,6 +281,9 @@ static void on_child_exit(void *ud, gd_proc *p, int status)
         w->hello = w->stopping = w->killed = false;
         free(w->metrics);
         w->metrics = NULL;
+        /* a worker stopped by fencing comes back as a warm standby worker */
+        if (m->phase == 0 && !m->leading && p->index < m->want_workers && !gd_sup_fatal(m->sup))
+            gd_sup_want(m->sup, p);
     } else if (p->index < m->ninf) {
         gd_stats_reset(m->inf[p->index].stats);
     }
@@ -280,14 +294,15 @@ static bool on_hello(void *ud, int index, int pid)
     mgr_t *m = ud;
     gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, index);
     worker_t *w = &m->w[index];
-    if (!p || p->pid != pid || p->state != GD_PROC_RUNNING || !m->leading || w->stopping)
+    if (!p || p->pid != pid || p->state != GD_PROC_RUNNING || w->stopping)
         return false;
     char idx[12];
     snprintf(idx, sizeof idx, "%d", index);
     bool again = w->hello;
     w->hello = true;
-    if (!w->retiring) gd_shards_worker_up(&m->shards, index);
-    if (m->lease_deadline_wall) gd_control_lease(m->ctl, index, m->lease_deadline_wall);
+    if (m->leading && !w->retiring) gd_shards_worker_up(&m->shards, index);
+    if (m->leading && m->lease_deadline_wall)
+        gd_control_lease(m->ctl, index, m->lease_deadline_wall);
     if (again) {
         /* the worker lost track of us: repeat what it owns (ASSIGN is cumulative) */
         int owned[GD_NSHARDS];
@@ -398,9 +413,9 @@ static void follow_leadership(mgr_t *m, int64_t now)
     if (valid && !m->leading) {
         m->leading = true;
         m->leaderships++;
-        GD_INFO("leading: starting workers");
+        GD_INFO("leading: handing shards and the lease to the workers");
         m->lead_since_ms = now;
-        start_workers(m);
+        start_leading(m);
     } else if (!valid && m->leading) {
         m->leading = false;
         m->lease_deadline_wall = 0;
@@ -445,7 +460,7 @@ static void reload(mgr_t *m)
         }
     }
     m->want_workers = c.workers;
-    if (m->leading) start_workers(m);
+    want_workers(m);
 }
 
 /* ---- metrics, readiness ---- */
@@ -712,10 +727,8 @@ static void loop(mgr_t *m)
         bool was_leading = m->leading;
         follow_leadership(m, now);
         if (m->leading != was_leading) next_publish = 0;   /* probes see it at once */
-        if (m->leading) {
-            if (startup_settled(m, now)) send_shard_actions(m);
-            heartbeat(m, now);
-        }
+        if (m->leading && startup_settled(m, now)) send_shard_actions(m);
+        heartbeat(m, now);                  /* standby workers too */
         for (int i = 0; i < m->ninf; i++) gd_stats_tick(m->inf[i].stats);
         advance_shutdown(m);
         int64_t wait = gd_sup_tick(m->sup);
@@ -760,6 +773,7 @@ int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
         goto out;
     }
     if (!add_informers(m)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
+    want_workers(m);
     if (setup_http(m) != GD_OK) { code = GD_EXIT_FATAL_CONFIG; goto out; }
     gd_err e = setup_election(m);
     if (e != GD_OK) { code = e == GD_ERR_CONFIG ? GD_EXIT_FATAL_CONFIG : GD_EXIT_FAILURE; goto out; }

@@ -263,6 +263,29 @@ static void test_release_lets_standby_take_at_once(void **st)
     gd_le_destroy(&b);
 }
 
+static void test_watch_observation_times_expiry(void **st)
+{
+    (void)st;
+    store_t s = {0};
+    view_t va, vb;
+    gd_le *a = elector("a", &va, &s), *b = elector("b", &vb, &s);
+    assert_true(gd_le_try_acquire_or_renew(a, 0));
+    assert_false(gd_le_try_acquire_or_renew(b, 0));
+    advance_ms(1500);
+    usleep(2);
+    assert_true(gd_le_try_acquire_or_renew(a, 0));    /* a renews … */
+    gd_le_observe(b, &s.rec);                         /* … and b's watch sees it at once */
+    int64_t obs;
+    gd_le_observed(b, NULL, &obs);
+    assert_int_equal(obs, gd_mono_ms());
+    advance_ms(14999);
+    assert_false(gd_le_try_acquire_or_renew(b, 0));
+    advance_ms(1);
+    assert_true(gd_le_try_acquire_or_renew(b, 0));    /* 15 s after the watched renewal */
+    gd_le_destroy(&a);
+    gd_le_destroy(&b);
+}
+
 static void test_fast_path_conflict_falls_back(void **st)
 {
     (void)st;
@@ -382,6 +405,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_timestamps_not_trusted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_race_for_expired_lease_one_winner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_lets_standby_take_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_observation_times_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fast_path_conflict_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_and_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loop_acquire_renew_release, setup, teardown),
