@@ -383,7 +383,7 @@ gd_err inf_pub_serve_one(inf_pub *p)
     bool delim = n > 1 && zmq_msg_size(&fr[1]) == 0;
     if (delim)
         at = 2;
-    char args[4][256];
+    char args[4][NTOPICS * 5 + 16];     /* "S000,S001,…,S255,B": every topic fits */
     int nargs = 0;
     for (int i = at; i < n && nargs < 4; i++, nargs++) {
         size_t l = zmq_msg_size(&fr[i]);
