@@ -25,6 +25,7 @@
 typedef struct inf_obj {
     int shard;              /* 0..GD_NSHARDS-1 or GD_SHARD_BROADCAST */
     uint32_t mark;          /* relist generation (store.c) */
+    _Atomic uint32_t refs;  /* the store, the queue, and ZeroMQ messages in flight (zero-copy) */
     const char *key;        /* "namespace/name" or "name" */
     const char *rv;
     const char *body;       /* NUL-terminated compact JSON */
@@ -32,9 +33,12 @@ typedef struct inf_obj {
     char data[];
 } inf_obj;
 
+/* refs starts at 1. */
 inf_obj *inf_obj_new(const char *key, const char *rv, int shard, const char *body,
                      size_t body_len);
-void     inf_obj_destroy(inf_obj **o);
+inf_obj *inf_obj_ref(const inf_obj *o);
+void     inf_obj_unref(inf_obj *o);     /* frees on the last reference; NULL is fine */
+void     inf_obj_destroy(inf_obj **o);  /* unref and NULL */
 
 /* Drops metadata.managedFields and every path in drop (dot paths, "\." escapes a dot in a
  * key, as gd_json). Missing paths are fine. */

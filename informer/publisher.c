@@ -31,6 +31,7 @@ struct inf_pub {
     char instance[17];
     char last_rv[64];
     bool synced;
+    bool trim_pending;             /* trim the heap again once the list's messages left */
     int64_t next_heartbeat_ms, next_resync_ms;
 };
 
@@ -111,19 +112,49 @@ char *inf_status_json(const char *instance, uint64_t seq, bool synced,
 
 /* ------------------------------------------------------------ sending */
 
-/* Sends frames; the last one without SNDMORE. -1 with errno on failure. */
-static int send_frames(void *sock, const char *const *f, const size_t *len, int n)
+/* Sends frames; the last one without SNDMORE unless more_after (a zero-copy body follows).
+ * -1 with errno on failure. */
+static int send_frames_more(void *sock, const char *const *f, const size_t *len, int n,
+                            bool more_after)
 {
     for (int i = 0; i < n; i++) {
         size_t l = len && len[i] != (size_t)-1 ? len[i] : strlen(f[i]);
-        if (zmq_send(sock, f[i], l, i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
+        if (zmq_send(sock, f[i], l, i + 1 < n || more_after ? ZMQ_SNDMORE : 0) < 0)
             return -1;
     }
     return 0;
 }
 
+static int send_frames(void *sock, const char *const *f, const size_t *len, int n)
+{
+    return send_frames_more(sock, f, len, n, false);
+}
+
+static void release_obj(void *data, void *hint)
+{
+    (void)data;
+    inf_obj_unref(hint);      /* runs on a ZeroMQ I/O thread: the refcount is atomic */
+}
+
+/* Sends o's body as the last frame without copying it: ZeroMQ holds a reference until the
+ * message has left (for every subscriber), then release_obj drops it. */
+static int send_body(void *sock, const inf_obj *o, int flags)
+{
+    zmq_msg_t m;
+    if (zmq_msg_init_data(&m, (void *)o->body, o->body_len, release_obj, inf_obj_ref(o)) != 0) {
+        inf_obj_unref((inf_obj *)o);
+        return -1;
+    }
+    if (zmq_msg_send(&m, sock, flags) < 0) {
+        zmq_msg_close(&m);    /* calls release_obj */
+        return -1;
+    }
+    return 0;
+}
+
+/* holder: the object whose body is published (zero-copy), or NULL for a status message. */
 static gd_err publish(inf_pub *p, const char *type, int shard, const char *key,
-                      const char *rv, const char *body, size_t body_len)
+                      const char *rv, const inf_obj *holder)
 {
     int idx = topic_index(shard);
     p->seq++;
@@ -132,15 +163,18 @@ static gd_err publish(inf_pub *p, const char *type, int shard, const char *key,
     topic_name(idx, topic, sizeof topic);
     snprintf(seqs, sizeof seqs, "%" PRIu64 ":%" PRIu64, p->seq, p->topic_seq[idx]);
     char *status = NULL;
-    if (!body) {   /* SYNCED / HEARTBEAT: the status object, counted with this message */
+    int rc;
+    if (holder) {
+        const char *f[8] = {topic, GD_PROTO_INFORMER, seqs, type, p->kind, key, rv, ""};
+        rc = send_frames_more(p->pub, f, NULL, 7, true);
+        if (rc == 0)
+            rc = send_body(p->pub, holder, 0);
+    } else {   /* SYNCED / HEARTBEAT: the status object, counted with this message */
         status = inf_status_json(p->instance, p->seq, p->synced, p->topic_seq);
-        body = status ? status : "{}";
-        body_len = strlen(body);
+        const char *f[8] = {topic, GD_PROTO_INFORMER, seqs, type, p->kind, key, rv,
+                            status ? status : "{}"};
+        rc = send_frames(p->pub, f, NULL, 8);
     }
-    const char *f[8] = {topic, GD_PROTO_INFORMER, seqs, type, p->kind, key, rv, body};
-    size_t len[8] = {(size_t)-1, (size_t)-1, (size_t)-1, (size_t)-1, (size_t)-1,
-                     (size_t)-1, (size_t)-1, body_len};
-    int rc = send_frames(p->pub, f, len, 8);
     free(status);
     atomic_fetch_add_explicit(&p->cfg.ctr->messages_published, 1, memory_order_relaxed);
     if (rc < 0) {
@@ -155,12 +189,11 @@ static void on_change(void *ud, inf_ev ev, const inf_obj *old, const inf_obj *ne
 {
     inf_pub *p = ud;
     if (ev == INF_DELETED) {
-        publish(p, "DELETED", old->shard, old->key, old->rv, old->body, old->body_len);
+        publish(p, "DELETED", old->shard, old->key, old->rv, old);
     } else {
         if (old && old->shard != new_obj->shard)   /* moved: gone from the old topic */
-            publish(p, "DELETED", old->shard, old->key, old->rv, old->body, old->body_len);
-        publish(p, inf_ev_name(ev), new_obj->shard, new_obj->key, new_obj->rv,
-                new_obj->body, new_obj->body_len);
+            publish(p, "DELETED", old->shard, old->key, old->rv, old);
+        publish(p, inf_ev_name(ev), new_obj->shard, new_obj->key, new_obj->rv, new_obj);
     }
     atomic_fetch_add_explicit(&p->cfg.ctr->events_published, 1, memory_order_relaxed);
 }
@@ -253,8 +286,7 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
          * topic where subscribers have the object. */
         const inf_obj *old = inf_store_get(p->store, it->obj->key);
         if (old) {
-            publish(p, "DELETED", old->shard, it->obj->key, it->obj->rv, it->obj->body,
-                    it->obj->body_len);
+            publish(p, "DELETED", old->shard, it->obj->key, it->obj->rv, it->obj);
             atomic_fetch_add_explicit(&p->cfg.ctr->events_published, 1, memory_order_relaxed);
             inf_store_delete(p->store, it->obj->key, NULL, NULL);
         }
@@ -264,7 +296,7 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
         e = inf_store_replace(p->store, it->items, it->nitems, on_change, p);
         p->synced = true;
         atomic_store(&p->cfg.ctr->synced, 1);
-        publish(p, "SYNCED", GD_SHARD_BROADCAST, "", p->last_rv, NULL, 0);
+        publish(p, "SYNCED", GD_SHARD_BROADCAST, "", p->last_rv, NULL);
         {
             char n[24];
             snprintf(n, sizeof n, "%zu", inf_store_count(p->store));
@@ -274,6 +306,7 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
          * keep; glibc keeps such freed memory in its arenas. Give it back to the OS once
          * per (re)list so RSS reflects the cache, not the peak (glibc-specific). */
         malloc_trim(0);
+        p->trim_pending = true;
         break;
     case INF_Q_RV:
         break;
@@ -285,7 +318,7 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
 
 gd_err inf_pub_heartbeat(inf_pub *p)
 {
-    return publish(p, "HEARTBEAT", GD_SHARD_BROADCAST, "", p->last_rv, NULL, 0);
+    return publish(p, "HEARTBEAT", GD_SHARD_BROADCAST, "", p->last_rv, NULL);
 }
 
 /* ------------------------------------------------------------ ROUTER requests */
@@ -298,6 +331,16 @@ typedef struct {
     int err;                 /* errno of a failed send */
     size_t sent;
 } snap_ctx;
+
+/* Sends the envelope and frames, all with SNDMORE (more frames follow). */
+static int reply_more(void *router, zmq_msg_t *id, bool delim, const char *const *f, int n)
+{
+    if (zmq_send(router, zmq_msg_data(id), zmq_msg_size(id), ZMQ_SNDMORE) < 0)
+        return -1;
+    if (delim && zmq_send(router, "", 0, ZMQ_SNDMORE) < 0)
+        return -1;
+    return send_frames_more(router, f, NULL, n, true);
+}
 
 /* Sends the envelope (identity, optional empty delimiter) then the frames. */
 static int reply(void *router, zmq_msg_t *id, bool delim, const char *const *f,
@@ -317,9 +360,10 @@ static int snap_one(void *ud, const inf_obj *o)
         return 0;
     char topic[8];
     topic_name(topic_index(o->shard), topic, sizeof topic);
-    const char *f[6] = {GD_PROTO_INFORMER, "OBJ", o->key, o->rv, o->body, topic};
-    size_t len[6] = {(size_t)-1, (size_t)-1, (size_t)-1, (size_t)-1, o->body_len, (size_t)-1};
-    if (reply(c->p->router, c->id, c->has_delim, f, len, 6) < 0) {
+    /* the body goes zero-copy: a snapshot of N objects copies no bodies */
+    const char *f[4] = {GD_PROTO_INFORMER, "OBJ", o->key, o->rv}, *t[1] = {topic};
+    if (reply_more(c->p->router, c->id, c->has_delim, f, 4) < 0 ||
+        send_body(c->p->router, o, ZMQ_SNDMORE) < 0 || send_frames(c->p->router, t, NULL, 1) < 0) {
         c->err = errno;
         return 1;
     }
@@ -419,6 +463,12 @@ static void run_timers(inf_pub *p)
 {
     int64_t now = gd_mono_ms();
     if (now >= p->next_heartbeat_ms) {
+        /* The events of a list were still queued in ZeroMQ's pipes at the first trim; by
+         * the next heartbeat they have left and their pipe memory is free: trim again. */
+        if (p->trim_pending) {
+            malloc_trim(0);
+            p->trim_pending = false;
+        }
         inf_pub_heartbeat(p);
         p->next_heartbeat_ms = now + (p->cfg.heartbeat_ms > 0 ? p->cfg.heartbeat_ms : 1000);
     }

@@ -26,9 +26,9 @@ void inf_q_item_destroy(inf_q_item **itp)
     if (!itp || !*itp)
         return;
     inf_q_item *it = *itp;
-    free(it->obj);
+    inf_obj_unref(it->obj);
     for (size_t i = 0; i < it->nitems; i++)
-        free(it->items[i]);
+        inf_obj_unref(it->items[i]);
     free(it->items);
     free(it);
     *itp = NULL;

@@ -72,9 +72,9 @@ static gd_err push(refl *r, inf_q_type type, inf_obj *o, inf_obj **items, size_t
 {
     inf_q_item *it = calloc(1, sizeof *it);
     if (!it) {
-        free(o);
+        inf_obj_unref(o);
         for (size_t i = 0; i < n; i++)
-            free(items[i]);
+            inf_obj_unref(items[i]);
         free(items);
         return GD_ERR_NOMEM;
     }
@@ -96,7 +96,7 @@ typedef struct {
 static void objvec_free(objvec *v)
 {
     for (size_t i = 0; i < v->n; i++)
-        free(v->v[i]);
+        inf_obj_unref(v->v[i]);
     free(v->v);
     memset(v, 0, sizeof *v);
 }
@@ -140,7 +140,7 @@ static gd_err add_page(refl *r, cJSON *page, objvec *out)
             continue;
         }
         if (objvec_add(out, o) != GD_OK) {
-            free(o);
+            inf_obj_unref(o);
             return GD_ERR_NOMEM;
         }
     }

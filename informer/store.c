@@ -36,6 +36,7 @@ inf_obj *inf_obj_new(const char *key, const char *rv, int shard, const char *bod
     char *p = o->data;
     o->shard = shard;
     o->mark = 0;
+    atomic_init(&o->refs, 1);
     memcpy(p, key, kl + 1);
     o->key = p;
     p += kl + 1;
@@ -49,10 +50,23 @@ inf_obj *inf_obj_new(const char *key, const char *rv, int shard, const char *bod
     return o;
 }
 
+inf_obj *inf_obj_ref(const inf_obj *o)
+{
+    inf_obj *m = (inf_obj *)o;
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+    return m;
+}
+
+void inf_obj_unref(inf_obj *o)
+{
+    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
+        free(o);
+}
+
 void inf_obj_destroy(inf_obj **o)
 {
     if (o) {
-        free(*o);
+        inf_obj_unref(*o);
         *o = NULL;
     }
 }
@@ -145,7 +159,7 @@ inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop
     return o;
 }
 
-static void free_obj(void *v) { free(v); }
+static void free_obj(void *v) { inf_obj_unref(v); }
 
 inf_store *inf_store_new(void)
 {
@@ -187,7 +201,7 @@ gd_err inf_store_upsert(inf_store *s, inf_obj **op, inf_change_fn fn, void *ud)
     *op = NULL;
     if (fn)
         fn(ud, old ? INF_MODIFIED : INF_ADDED, old, o);
-    free(old);
+    inf_obj_unref(old);
     return GD_OK;
 }
 
@@ -198,7 +212,7 @@ void inf_store_delete(inf_store *s, const char *key, inf_change_fn fn, void *ud)
         return;
     if (fn)
         fn(ud, INF_DELETED, old, NULL);
-    free(old);
+    inf_obj_unref(old);
 }
 
 gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn fn,
@@ -216,7 +230,7 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
         if (gd_map_put(s->by_key, o->key, o, &prev) != GD_OK) {
             /* Keep the old object (still marked stale unless re-put) rather than lose it:
              * the next relist repairs it. */
-            free(o);
+            inf_obj_unref(o);
             err = GD_ERR_NOMEM;
             continue;
         }
@@ -227,7 +241,7 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
             else if (strcmp(old->rv, o->rv) != 0 || old->shard != o->shard)
                 fn(ud, INF_MODIFIED, old, o);
         }
-        free(old);
+        inf_obj_unref(old);
     }
     /* Sweep: whatever the list did not mention vanished while we were away. */
     gd_map_iter it;
@@ -239,7 +253,7 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
         gd_map_iter_take(&it);
         if (fn)
             fn(ud, INF_DELETED, o, NULL);
-        free(o);
+        inf_obj_unref(o);
     }
     return err;
 }

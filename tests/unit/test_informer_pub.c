@@ -101,7 +101,7 @@ static void apply(fx *f, inf_q_type t, inf_obj *o, inf_obj **items, size_t n, co
     inf_q_item it = {.type = t, .obj = o, .items = items, .nitems = n};
     snprintf(it.rv, sizeof it.rv, "%s", rv);
     assert_int_equal(inf_pub_apply(f->p, &it), GD_OK);
-    free(it.obj);
+    inf_obj_unref(it.obj);
 }
 
 static void expect(fx *f, const char *topic, const char *seq, const char *type,

@@ -4,6 +4,8 @@
  *   bench events   --informer BIN --kubeconfig KC --replay-pid PID --count N
  *   bench rss      --informer BIN --kubeconfig KC
  *   bench list     --informer BIN --namespace NS --count N   (KUBECONFIG: the real API server)
+ *   (events, rss, list: --clientgo BIN instead of --informer measures the client-go baseline,
+ *    tools/bench/clientgo, under the same figure names)
  *   bench populate --namespace NS --count N --bytes B        (KUBECONFIG: the real API server)
  *
  * events/rss/list start the informer themselves, follow it with a raw SUB socket (no JSON
@@ -91,6 +93,56 @@ static void stop_target(target *t)
     rmdir(t->dir);
 }
 
+/* ---- the client-go baseline (tools/bench/clientgo): talks over its stdin/stdout */
+
+typedef struct {
+    pid_t pid;
+    FILE *out;
+    int in_fd;
+} gotarget;
+
+static void start_go(gotarget *g, const char *bin, const char *const *args)
+{
+    int to[2], from[2];
+    if (pipe(to) || pipe(from))
+        die("pipe");
+    const char *argv[16] = {bin};
+    int n = 1;
+    for (int i = 0; args[i] && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    g->pid = fork();
+    if (g->pid == 0) {
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        close(to[1]);
+        close(from[0]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    g_target = g->pid;
+    close(to[0]);
+    close(from[1]);
+    g->in_fd = to[1];
+    g->out = fdopen(from[0], "r");
+}
+
+static void go_expect(gotarget *g, const char *prefix, char *line, size_t cap)
+{
+    while (fgets(line, (int)cap, g->out))
+        if (!strncmp(line, prefix, strlen(prefix)))
+            return;
+    die("the client-go baseline ended early");
+}
+
+static void stop_go(gotarget *g)
+{
+    close(g->in_fd);
+    fclose(g->out);
+    waitpid(g->pid, NULL, 0);
+    g_target = 0;
+}
+
 /* Receives one PUB message; type (frame 3) into type. 0 on timeout. A HEARTBEAT whose status
  * says synced is reported as "SYNCED": a subscriber that connected after the SYNCED message
  * learns it from the next heartbeat. */
@@ -174,8 +226,27 @@ static int cmd_events(int argc, char **argv)
     const char *bin = opt(argc, argv, "--informer", NULL), *kc = opt(argc, argv, "--kubeconfig", NULL);
     pid_t replay = (pid_t)atol(opt(argc, argv, "--replay-pid", "0"));
     long count = atol(opt(argc, argv, "--count", "100000"));
-    if (!bin || !kc || replay <= 0)
-        die("events: --informer, --kubeconfig and --replay-pid are required");
+    const char *go = opt(argc, argv, "--clientgo", NULL);
+    if ((!bin && !go) || !kc || replay <= 0)
+        die("events: --informer (or --clientgo), --kubeconfig and --replay-pid are required");
+    if (go) {
+        gotarget g;
+        char cnt[24], line[256];
+        snprintf(cnt, sizeof cnt, "%ld", count);
+        const char *args[] = {"-kubeconfig", kc, "-count", cnt, NULL};
+        start_go(&g, go, args);
+        go_expect(&g, "synced", line, sizeof line);
+        double c0 = cpu_us(g.pid);
+        kill(replay, SIGUSR1);
+        go_expect(&g, "done", line, sizeof line);
+        double c1 = cpu_us(g.pid);
+        long long got = 0, ns = 0;
+        sscanf(line, "done %lld %lld", &got, &ns);
+        stop_go(&g);
+        figure("informer_events_per_s", (double)got * 1e9 / (double)ns, "events/s");
+        figure("informer_cpu_us_per_event", (c1 - c0) / (double)got, "us/event");
+        return 0;
+    }
     target t;
     const char *args[] = {"--kubeconfig", kc, "--heartbeat-ms", "200", NULL};
     start_target(&t, bin, args);
@@ -210,8 +281,21 @@ static int cmd_events(int argc, char **argv)
 static int cmd_rss(int argc, char **argv)
 {
     const char *bin = opt(argc, argv, "--informer", NULL), *kc = opt(argc, argv, "--kubeconfig", NULL);
-    if (!bin || !kc)
-        die("rss: --informer and --kubeconfig are required");
+    const char *go = opt(argc, argv, "--clientgo", NULL);
+    if ((!bin && !go) || !kc)
+        die("rss: --informer (or --clientgo) and --kubeconfig are required");
+    if (go) {
+        gotarget g;
+        char line[256];
+        const char *args[] = {"-kubeconfig", kc, NULL};
+        start_go(&g, go, args);
+        go_expect(&g, "synced", line, sizeof line);
+        gd_sleep_ms(500);
+        long rss = rss_bytes(g.pid);
+        stop_go(&g);
+        printf("%ld\n", rss);
+        return 0;
+    }
     target t;
     const char *args[] = {"--kubeconfig", kc, "--heartbeat-ms", "200", NULL};
     start_target(&t, bin, args);
@@ -227,8 +311,23 @@ static int cmd_list(int argc, char **argv)
 {
     const char *bin = opt(argc, argv, "--informer", NULL), *ns = opt(argc, argv, "--namespace", NULL);
     long count = atol(opt(argc, argv, "--count", "20000"));
-    if (!bin || !ns)
-        die("list: --informer and --namespace are required");
+    const char *go = opt(argc, argv, "--clientgo", NULL);
+    if ((!bin && !go) || !ns)
+        die("list: --informer (or --clientgo) and --namespace are required");
+    if (go) {
+        gotarget g;
+        char line[256];
+        const char *kc = getenv("KUBECONFIG");
+        const char *args[] = {"-kubeconfig", kc ? kc : "", "-namespace", ns, NULL};
+        int64_t t0 = gd_mono_ms();
+        start_go(&g, go, args);
+        go_expect(&g, "synced", line, sizeof line);
+        int64_t t1 = gd_mono_ms();
+        stop_go(&g);
+        figure("informer_list_objects_per_s", (double)count * 1000.0 / (double)(t1 - t0),
+               "objects/s");
+        return 0;
+    }
     target t;
     const char *args[] = {"--namespace", ns, "--page-size", "500", "--heartbeat-ms", "100",
                           NULL};

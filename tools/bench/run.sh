@@ -11,8 +11,11 @@
 # The first three run against bin/bench's replay source (a list, then a recorded watch
 # streamed as fast as the informer reads it: the API server on 2 cores writes far slower
 # than an informer reads). The recorded events are real: captured from the local control
-# plane's watch stream while ConfigMaps are created. The client-go baseline is not built
-# (no `baseline` fields yet). Uses the running devcluster, or starts one and stops it again.
+# plane's watch stream while ConfigMaps are created. Each figure is measured twice: for
+# bin/godis-informer (+ a subscriber), and for the client-go baseline (tools/bench/clientgo,
+# a shared informer built against the client-go vendored in Debian's kubernetes source tree),
+# whose value goes into the line's `baseline` field. Uses the running devcluster, or starts
+# one and stops it again.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT_DIR=$ROOT/bench/results
@@ -24,7 +27,8 @@ STARTED=0
 log() { printf '[bench] %s\n' "$*" >&2; }
 
 cleanup() {
-  local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  # replay() runs inside $(...), a subshell: it records its pids in a file, not a variable
+  local p; for p in "${PIDS[@]}" $(cat "$W/pids" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
   if [ "$STARTED" = 1 ]; then "$ROOT/tools/devcluster" down || true; fi
   rm -rf "$W"
 }
@@ -38,7 +42,22 @@ fi
 eval "$("$ROOT/tools/devcluster" env)"
 mkdir -p "$OUT_DIR"
 : >"$OUT_DIR/latest.jsonl"
-emit() { tee -a "$OUT_DIR/latest.jsonl"; }
+# emit OURS_JSON BASELINE_JSON — one line with the baseline's value beside ours.
+emit() {
+  local line=$1 base=${2:-}
+  if [ -n "$base" ]; then
+    line=$(jq -c --argjson b "$(jq .value <<<"$base")" '. + {baseline: $b}' <<<"$line")
+  fi
+  echo "$line" | tee -a "$OUT_DIR/latest.jsonl"
+}
+# pick NAME LINES — the JSON line of one figure
+pick() { grep "\"name\":\"$1\"" <<<"$2" || true; }
+
+GO_BIN=$W/bench-clientgo
+if ! "$ROOT/tools/bench/build-clientgo.sh" "$GO_BIN" >&2; then
+  log "the client-go baseline did not build: figures without baseline"
+  GO_BIN=
+fi
 
 api() {  # api PATH — GET as admin
   curl -sS --fail --max-time 90 --cacert "$DEVCLUSTER_DIR/pki/ca.crt" \
@@ -64,7 +83,7 @@ log "recorded $(wc -l <"$W/events.jsonl") watch events"
 replay() {  # replay NAME ARGS... — starts a replay source, writes its kubeconfig to $W/NAME.kc
   local name=$1; shift
   "$ROOT/bin/bench" replay --events "$W/events.jsonl" "$@" >"$W/$name.port" &
-  local pid=$!; PIDS+=("$pid")
+  local pid=$!; echo "$pid" >>"$W/pids"
   for _ in $(seq 100); do [ -s "$W/$name.port" ] && break; sleep 0.1; done
   cat >"$W/$name.kc" <<KC
 apiVersion: v1
@@ -80,15 +99,31 @@ KC
 # 2. Events through the informer to a subscriber, and CPU per event.
 pid=$(replay events --count "$EVENTS" --list-count 0)
 log "replaying $EVENTS watch events"
-"$ROOT/bin/bench" events --informer "$ROOT/bin/godis-informer" --kubeconfig "$W/events.kc" \
-  --replay-pid "$pid" --count "$EVENTS" | emit
+ours=$("$ROOT/bin/bench" events --informer "$ROOT/bin/godis-informer" --kubeconfig "$W/events.kc" \
+  --replay-pid "$pid" --count "$EVENTS")
+base=
+if [ -n "$GO_BIN" ]; then
+  pid=$(replay events-go --count "$EVENTS" --list-count 0)
+  base=$("$ROOT/bin/bench" events --clientgo "$GO_BIN" --kubeconfig "$W/events-go.kc" \
+    --replay-pid "$pid" --count "$EVENTS")
+fi
+for f in informer_events_per_s informer_cpu_us_per_event; do
+  emit "$(pick $f "$ours")" "$(pick $f "$base")"
+done
 
 # 3. Memory per cached object: 20 000 ConfigMaps of 1 KiB versus an empty cache.
 replay empty --count 0 --list-count 0 >/dev/null
 replay full --count 0 --list-count 20000 --obj-bytes 1024 >/dev/null
-rss0=$("$ROOT/bin/bench" rss --informer "$ROOT/bin/godis-informer" --kubeconfig "$W/empty.kc")
-rss1=$("$ROOT/bin/bench" rss --informer "$ROOT/bin/godis-informer" --kubeconfig "$W/full.kc")
-echo "{\"name\":\"informer_rss_bytes_per_1k_objects\",\"value\":$(( (rss1 - rss0) / 20 )),\"unit\":\"bytes\"}" | emit
+rss_per_1k() {  # rss_per_1k --informer BIN | --clientgo BIN
+  local r0 r1
+  r0=$("$ROOT/bin/bench" rss "$@" --kubeconfig "$W/empty.kc")
+  r1=$("$ROOT/bin/bench" rss "$@" --kubeconfig "$W/full.kc")
+  echo "{\"name\":\"informer_rss_bytes_per_1k_objects\",\"value\":$(( (r1 - r0) / 20 )),\"unit\":\"bytes\"}"
+}
+ours=$(rss_per_1k --informer "$ROOT/bin/godis-informer")
+base=
+[ -z "$GO_BIN" ] || base=$(rss_per_1k --clientgo "$GO_BIN")
+emit "$ours" "$base"
 
 # 4. The initial list from the real API server.
 NS_LIST=bench-list-$$
@@ -96,7 +131,11 @@ log "creating $LIST_OBJECTS ConfigMaps of 1 KiB (takes a while on 2 cores)"
 t0=$(date +%s)
 "$ROOT/bin/bench" populate --namespace "$NS_LIST" --count "$LIST_OBJECTS" --bytes 1024
 log "created in $(( $(date +%s) - t0 )) s; listing"
-"$ROOT/bin/bench" list --informer "$ROOT/bin/godis-informer" --namespace "$NS_LIST" \
-  --count "$LIST_OBJECTS" | emit
+ours=$("$ROOT/bin/bench" list --informer "$ROOT/bin/godis-informer" --namespace "$NS_LIST" \
+  --count "$LIST_OBJECTS")
+base=
+[ -z "$GO_BIN" ] || base=$("$ROOT/bin/bench" list --clientgo "$GO_BIN" --namespace "$NS_LIST" \
+  --count "$LIST_OBJECTS")
+emit "$ours" "$base"
 del_ns "$NS_LIST"
 log "figures in $OUT_DIR/latest.jsonl"
