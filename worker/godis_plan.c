@@ -261,7 +261,10 @@ bool godis_spec_validate(const void *cluster_json, godis_spec *out, char *msg, i
         snprintf(msg, msgcap, "spec must be an object");
         return false;
     }
-    if (e != GD_OK) return true;   /* no spec: defaults, as the CRD default would give */
+    if (e != GD_OK) {   /* the CRD defaults replicas only inside a spec: none is an error */
+        snprintf(msg, msgcap, "spec is missing");
+        return false;
+    }
     int64_t r = 3;
     e = gd_json_int(spec, "replicas", &r);
     if (e == GD_ERR_TYPE) {

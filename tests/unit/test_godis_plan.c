@@ -443,6 +443,10 @@ static void test_spec_validation(void **state)
     assert_true(sp.paused);
     cJSON_Delete(o);
     o = cJSON_Parse("{}");
+    assert_false(godis_spec_validate(o, &sp, msg, sizeof msg));
+    assert_string_equal(msg, "spec is missing");
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"spec\":{}}");
     assert_true(godis_spec_validate(o, &sp, msg, sizeof msg));
     assert_int_equal(sp.replicas, 3);
     cJSON_Delete(o);
