@@ -1,0 +1,55 @@
+/* e2e_lib.h — helpers for end-to-end tests on the local control plane: namespaces,
+ * GodisCluster create/scale/wait, and the consistency check that matters for a database
+ * operator — the stand-ins' own membership == the ConfigMap == status.members. */
+#ifndef E2E_LIB_H
+#define E2E_LIB_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <cjson/cJSON.h>
+#include "k8s_client.h"
+
+/* From $KUBECONFIG (tools/devcluster env); NULL (and a message) when unusable. */
+k8s_client *e2e_client(void);
+/* Creates a namespace "<prefix>-<random>" and writes its name into ns. */
+bool e2e_ns_create(k8s_client *c, const char *prefix, char *ns, size_t cap);
+void e2e_ns_delete(k8s_client *c, const char *ns);
+
+bool e2e_cluster_create(k8s_client *c, const char *ns, const char *name, int replicas);
+bool e2e_cluster_scale(k8s_client *c, const char *ns, const char *name, int replicas);
+cJSON *e2e_cluster_get(k8s_client *c, const char *ns, const char *name);
+
+/* Waits until status says Running with `replicas` members all Ready, no pending step and
+ * observedGeneration == generation. Returns false on timeout (and prints the last status). */
+bool e2e_wait_converged(k8s_client *c, const char *ns, const char *name, int replicas,
+                        int timeout_ms);
+/* Members from status (sorted), the ConfigMap's ids (sorted) and every member stand-in's
+ * own view (sorted) must be the same set; prints the difference when not. */
+bool e2e_check_consistent(k8s_client *c, const char *ns, const char *name);
+int  e2e_status_members(const cJSON *cluster, int64_t *ids, int cap);
+
+/* Watches a GodisCluster's status in a thread and checks every recorded transition:
+ * status.members changes by at most one id at a time, a new id is always larger than any
+ * id seen before (never reused), and nextID never decreases. */
+typedef struct {
+    pthread_t thread;
+    k8s_client *c;
+    char ns[128], name[128];
+    volatile int stop;
+    int64_t max_id_seen, last_next_id;
+    int64_t last[64];
+    int nlast;
+    int transitions;
+    char violation[256];   /* "" while all is well */
+} e2e_history;
+bool e2e_history_start(e2e_history *h, k8s_client *c, const char *ns, const char *name);
+/* Stops the watch; returns true when no violation was seen. */
+bool e2e_history_stop(e2e_history *h);
+
+/* Label selector helpers */
+int  e2e_count(k8s_client *c, const k8s_resource *r, const char *ns, const char *selector);
+bool e2e_wait_count(k8s_client *c, const k8s_resource *r, const char *ns, const char *sel,
+                    int want, int timeout_ms);
+int64_t e2e_now_ms(void);
+
+#endif

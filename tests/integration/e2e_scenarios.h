@@ -1,0 +1,19 @@
+/* e2e_scenarios.h — the GodisCluster end-to-end scenarios of issue 7, shared by the test
+ * that runs the reconcilers in-process (itest_reconcile_direct) and the one that runs the
+ * whole operator (itest_godis_e2e). Each uses its own namespace and cmocka assertions. */
+#ifndef E2E_SCENARIOS_H
+#define E2E_SCENARIOS_H
+#include "k8s_client.h"
+
+extern k8s_client *e2e_c;          /* set by the test binary's group setup */
+extern int e2e_timeout_ms;          /* per convergence wait */
+
+void e2e_scenario_create_scale(void **state);   /* 3 -> 6 -> 2, checked after every step */
+void e2e_scenario_heal_godis(void **state);     /* Godis deleted by hand -> new id */
+void e2e_scenario_heal_configmap(void **state); /* ConfigMap deleted -> rebuilt, no re-init */
+void e2e_scenario_heal_children(void **state);  /* ReplicaSet, Service, PVC deleted -> restored */
+void e2e_scenario_cordon(void **state);         /* member's node cordoned -> member moves */
+void e2e_scenario_invalid(void **state);        /* invalid specs refused */
+void e2e_scenario_many(void **state);           /* many clusters at once converge */
+
+#endif
