@@ -6,6 +6,7 @@
  * writes). One call performs at most one membership step and says whether to requeue. */
 #ifndef GODIS_RECONCILE_H
 #define GODIS_RECONCILE_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "gd_err.h"
@@ -22,8 +23,10 @@ struct godis_env {
                    const char *label_value);
     /* Before every write: GD_OK, or GD_ERR_FENCED when writing is no longer allowed. */
     gd_err (*may_write)(godis_env *e);
-    /* After every successful write, with what the API server returned (may be NULL). */
-    void (*wrote)(godis_env *e, const char *kind, const cJSON *obj);
+    /* After every successful write: the object written and the resourceVersion the API
+     * server returned (deleted: it was deleted; rv may then be ""). */
+    void (*wrote)(godis_env *e, const char *kind, const char *ns, const char *name,
+                  const char *rv, bool deleted);
     int64_t node_notready_grace_ms;   /* a NotReady node counts as bad after this long */
     int godis_timeout_ms;             /* one meet/forget, retries included */
     int godis_port;                   /* client port to dial (6379) */

@@ -1,0 +1,314 @@
+/* godis_reconcile_cluster.c — the GodisCluster controller: builds a godis_view from the
+ * cache, asks the planner for the next step (godis_plan.c) and performs exactly that step.
+ * Status (phase, members, conditions) is written with optimistic concurrency, so two
+ * reconciles racing on stale caches cannot both record an intent: one gets a Conflict. */
+#include "godis_reconcile.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "godis_children.h"
+#include "godis_client.h"
+#include "godis_plan.h"
+#include "godis_status.h"
+#include "godis_write.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_time.h"
+
+#define WAIT_RECHECK_MS 2000
+
+typedef struct {
+    godis_env *e;
+    cJSON *cluster;          /* our copy of the GodisCluster */
+    cJSON *godises;          /* array from the cache */
+    cJSON *configmap;        /* or NULL */
+    const char *ns, *name, *uid;
+    godis_view v;
+    char phase[32];
+    char pod_ip[GODIS_MAX_MEMBERS][64]; /* by observed index */
+} cluster_ctx;
+
+int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap)
+{
+    int n = 0;
+    const char *p = value;
+    if (!p) return -1;
+    while (*p) {
+        char *end;
+        long long id = strtoll(p, &end, 10);
+        if (end == p || *end != '@' || id <= 0 || n >= cap) return -1;
+        ids[n++] = id;
+        p = strchr(end, ',');
+        if (!p) break;
+        p++;
+    }
+    return n;
+}
+
+/* ---- observing ---- */
+
+static bool pod_ready(const cJSON *pod)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, gd_json_path(pod, "status.conditions")) {
+        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0)
+            return strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
+    }
+    return false;
+}
+
+/* Cordoned, or NotReady/Unknown for longer than the grace period (judged on our clock
+ * from lastTransitionTime — a coarse bound is enough to decide a migration). */
+static bool node_bad(godis_env *e, const char *node_name)
+{
+    if (!node_name || !*node_name) return false;
+    cJSON *node = e->get(e, "Node", "", node_name);
+    if (!node) return false;
+    bool bad = false;
+    bool unsched = false;
+    if (gd_json_bool(node, "spec.unschedulable", &unsched) == GD_OK && unsched) bad = true;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, gd_json_path(node, "status.conditions")) {
+        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") != 0) continue;
+        if (strcmp(gd_json_str_or(c, "status", ""), "True") == 0) break;
+        struct tm tm = {0};
+        const char *ts = gd_json_str_or(c, "lastTransitionTime", "");
+        if (strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)) {
+            int64_t since_ms = gd_wall_ms() - (int64_t)timegm(&tm) * 1000;
+            if (since_ms >= e->node_notready_grace_ms) bad = true;
+        } else {
+            bad = true;
+        }
+    }
+    cJSON_Delete(node);
+    return bad;
+}
+
+static void observe_godis(cluster_ctx *c, const cJSON *g)
+{
+    godis_view *v = &c->v;
+    int64_t id = godis_id_from_name(c->name, gd_meta_name(g));
+    if (id <= 0 || v->nobserved >= GODIS_MAX_MEMBERS) return;
+    if (!gd_meta_owned_by(g, "GodisCluster", c->uid)) return;   /* not ours: leave it alone */
+    int idx = v->nobserved++;
+    godis_member *m = &v->observed[idx];
+    memset(m, 0, sizeof *m);
+    m->id = id;
+    m->godis_exists = true;
+    m->godis_deleting = gd_meta_deleting(g);
+    m->reschedule = gd_meta_annotation(g, "godis.kumkeehyun.github.com/reschedule") != NULL;
+    if (id > v->max_seen_id) v->max_seen_id = id;
+    cJSON *pods = c->e->list(c->e, "Pod", c->ns, "node-name", gd_meta_name(g));
+    const cJSON *pod;
+    cJSON_ArrayForEach(pod, pods) {
+        if (gd_meta_deleting(pod)) continue;
+        m->ready = pod_ready(pod);
+        m->node_bad = node_bad(c->e, gd_json_str_or(pod, "spec.nodeName", NULL));
+        m->reschedule |= gd_meta_annotation(pod, "godis.kumkeehyun.github.com/reschedule") != NULL;
+        snprintf(c->pod_ip[idx], sizeof c->pod_ip[idx], "%s", gd_json_str_or(pod, "status.podIP", ""));
+        if (m->ready) break;
+    }
+    cJSON_Delete(pods);
+}
+
+static void read_status(cluster_ctx *c)
+{
+    godis_view *v = &c->v;
+    snprintf(c->phase, sizeof c->phase, "%s", gd_json_str_or(c->cluster, "status.status", ""));
+    v->phase = c->phase;
+    v->next_id = gd_json_int_or(c->cluster, "status.nextID", 0);
+    v->scale_out_id = gd_json_int_or(c->cluster, "status.scaleOutID", 0);
+    v->scale_in_id = gd_json_int_or(c->cluster, "status.scaleInID", 0);
+    v->initial_replicas = gd_json_int_or(c->cluster, "status.initialReplicas", 0);
+    cJSON *members = NULL;
+    if (gd_json_arr(c->cluster, "status.members", &members) == GD_OK) {
+        v->members_recorded = true;
+        const cJSON *m;
+        cJSON_ArrayForEach(m, members) {
+            if (cJSON_IsNumber(m) && m->valuedouble > 0 && v->nmembers < GODIS_MAX_MEMBERS)
+                v->members[v->nmembers++] = (int64_t)m->valuedouble;
+        }
+    }
+}
+
+static void observe(cluster_ctx *c)
+{
+    godis_view *v = &c->v;
+    char cm_name[300];
+    snprintf(cm_name, sizeof cm_name, "%s-config", c->name);
+    c->configmap = c->e->get(c->e, "ConfigMap", c->ns, cm_name);
+    if (c->configmap && gd_meta_owned_by(c->configmap, "GodisCluster", c->uid)) {
+        v->configmap_exists = true;
+        int n = godis_parse_initial_cluster(gd_json_str_or(c->configmap, "data.initial-cluster", NULL),
+                                            v->cm_ids, GODIS_MAX_MEMBERS);
+        v->configmap_parsed = n >= 0;
+        v->cm_n = n > 0 ? n : 0;
+    }
+    c->godises = c->e->list(c->e, "Godis", c->ns, "cluster-name", c->name);
+    const cJSON *g;
+    cJSON_ArrayForEach(g, c->godises) observe_godis(c, g);
+}
+
+static int observed_index(const cluster_ctx *c, int64_t id)
+{
+    for (int i = 0; i < c->v.nobserved; i++)
+        if (c->v.observed[i].id == id) return i;
+    return -1;
+}
+
+/* ---- acting ---- */
+
+static godis_result ensure_configmap(cluster_ctx *c)
+{
+    int64_t ids[GODIS_MAX_MEMBERS];
+    int n = godis_plan_configmap_ids(&c->v, ids);
+    char value[GODIS_MAX_MEMBERS * 160];
+    if (godis_initial_cluster(value, sizeof value, c->ns, c->name, ids, n) < 0)
+        return gw_result(GD_ERR_TOO_LARGE);
+    cJSON *want = godis_build_configmap(c->ns, c->name, c->uid, value);
+    gd_err err;
+    if (!c->configmap) {
+        err = gw_create(c->e, &K8S_RES_CONFIGMAPS, want);
+        if (!err && strcmp(c->phase, "Running") == 0)
+            godis_emit_event(c->e, c->cluster, "Warning", "ConfigMapRebuilt",
+                             "ConfigMap was missing: rebuilt from status.members");
+    } else {
+        cJSON *fixed = cJSON_Duplicate(c->configmap, 1);
+        gd_json_set(fixed, "data.initial-cluster", cJSON_CreateString(value));
+        err = gw_update(c->e, &K8S_RES_CONFIGMAPS, fixed);
+        cJSON_Delete(fixed);
+    }
+    cJSON_Delete(want);
+    return gw_result(err);
+}
+
+static godis_result create_godis(cluster_ctx *c, int64_t id, bool preferred)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
+    godis_child_spec s = {.ns = c->ns, .cluster = c->name, .godis = name, .id = id,
+                          .preferred = preferred};
+    cJSON *g = godis_build_godis(&s, c->uid);
+    gd_err err = gw_create(c->e, &K8S_RES_GODISES, g);
+    cJSON_Delete(g);
+    return gw_result(err);
+}
+
+/* Runs meet/forget against member via_id: pod IP first, the Service name as a fallback. */
+static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
+{
+    gd_err err = c->e->may_write ? c->e->may_write(c->e) : GD_OK;
+    if (err) return err;
+    char url[300], svc[300];
+    godis_peer_url(url, sizeof url, c->ns, c->name, id);
+    snprintf(svc, sizeof svc, "%s-%lld-endpoint.%s.svc.cluster.local", c->name,
+             (long long)via_id, c->ns);
+    int idx = observed_index(c, via_id);
+    const char *hosts[2] = {idx >= 0 && c->pod_ip[idx][0] ? c->pod_ip[idx] : NULL, svc};
+    err = GD_ERR_TRANSPORT;
+    for (int i = 0; i < 2 && err != GD_OK; i++) {
+        if (!hosts[i]) continue;
+        godis_client *gc = godis_client_new(hosts[i], c->e->godis_port, NULL);
+        if (!gc) continue;
+        err = meet ? godis_meet(gc, id, url, c->e->godis_timeout_ms)
+                   : godis_forget(gc, id, c->e->godis_timeout_ms);
+        if (err)
+            gd_log(GD_LOG_WARN, meet ? "cluster meet failed" : "cluster forget failed",
+                   "cluster", c->name, "via", hosts[i], "error", gd_strerror(err),
+                   "reply", godis_last_error(gc), NULL);
+        godis_client_destroy(&gc);
+    }
+    return err;
+}
+
+static godis_result do_meet(cluster_ctx *c, const godis_step *s)
+{
+    gd_err err = membership_command(c, s->via_id, true, s->id);
+    if (err) return gw_result(err == GD_ERR_FENCED ? err : GD_ERR_TRANSPORT);
+    char msg[200];
+    snprintf(msg, sizeof msg, "member %lld joined through member %lld (cluster meet)",
+             (long long)s->id, (long long)s->via_id);
+    godis_emit_event(c->e, c->cluster, "Normal", "MemberAdded", msg);
+    /* meet answers before the member exists: create it right away, with join=true */
+    return create_godis(c, s->id, false);
+}
+
+static godis_result do_forget(cluster_ctx *c, const godis_step *s)
+{
+    gd_err err = membership_command(c, s->via_id, false, s->id);
+    if (err) return gw_result(err == GD_ERR_FENCED ? err : GD_ERR_TRANSPORT);
+    char msg[200];
+    snprintf(msg, sizeof msg, "member %lld forgotten through member %lld (cluster forget)",
+             (long long)s->id, (long long)s->via_id);
+    godis_emit_event(c->e, c->cluster, "Normal", "MemberRemoved", msg);
+    return ensure_configmap(c);   /* the ConfigMap records that the forget succeeded */
+}
+
+static godis_result do_delete_godis(cluster_ctx *c, int64_t id)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
+    const char *uid = NULL;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, c->godises)
+        if (strcmp(gd_meta_name(g), name) == 0) uid = gd_meta_uid(g);
+    return gw_result(gw_delete(c->e, &K8S_RES_GODISES, c->ns, name, uid));
+}
+
+static godis_result execute(cluster_ctx *c, const godis_step *s)
+{
+    switch (s->kind) {
+    case GP_ENSURE_CONFIGMAP: return ensure_configmap(c);
+    case GP_CREATE_GODIS:     return create_godis(c, s->id, s->preferred);
+    case GP_MEET:             return do_meet(c, s);
+    case GP_FORGET:           return do_forget(c, s);
+    case GP_DELETE_GODIS:     return do_delete_godis(c, s->id);
+    default:                  return godis_status_step(c->e, c->cluster, &c->v, s);
+    }
+}
+
+static godis_result reconcile(cluster_ctx *c)
+{
+    godis_spec spec;
+    char msg[160] = "";
+    if (!godis_spec_validate(c->cluster, &spec, msg, sizeof msg))
+        return godis_status_invalid(c->e, c->cluster, msg);
+    c->v.desired = spec.replicas;
+    c->v.paused = spec.paused;
+    read_status(c);
+    observe(c);
+    godis_step s = godis_plan_next(&c->v);
+    gd_log(s.kind == GP_NOTHING ? GD_LOG_DEBUG : GD_LOG_INFO, "reconcile step",
+           "cluster", c->name, "namespace", c->ns, "step", godis_step_name(s.kind),
+           "reason", s.reason, "why", s.why, NULL);
+    godis_result r = execute(c, &s);
+    if (s.kind == GP_WAIT && r.kind == GODIS_DONE) {
+        r.kind = GODIS_REQUEUE_AFTER;
+        r.after_ms = WAIT_RECHECK_MS;
+    }
+    return r;
+}
+
+godis_result godis_reconcile_cluster(godis_env *e, const char *key)
+{
+    char ns[256], name[256];
+    const char *slash = strchr(key, '/');
+    if (!slash || slash - key >= (int)sizeof ns || strlen(slash + 1) >= sizeof name) {
+        gd_log(GD_LOG_ERROR, "malformed reconcile key", "key", key, NULL);
+        return (godis_result){.kind = GODIS_DONE};
+    }
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
+    snprintf(name, sizeof name, "%s", slash + 1);
+    cluster_ctx c = {.e = e, .ns = ns, .name = name};
+    c.cluster = e->get(e, "GodisCluster", ns, name);
+    if (!c.cluster || gd_meta_deleting(c.cluster)) {   /* children go with it (GC) */
+        cJSON_Delete(c.cluster);
+        return (godis_result){.kind = GODIS_DONE};
+    }
+    c.uid = gd_meta_uid(c.cluster);
+    godis_result r = reconcile(&c);
+    cJSON_Delete(c.cluster);
+    cJSON_Delete(c.godises);
+    cJSON_Delete(c.configmap);
+    return r;
+}

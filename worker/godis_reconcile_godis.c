@@ -1,0 +1,152 @@
+/* godis_reconcile_godis.c — the Godis controller: keeps a Godis's Service, PVC and
+ * ReplicaSet present and as specified (DESIGN.md §1), and reports status.state from its pod.
+ * It never touches membership: that is the GodisCluster controller's job. */
+#include "godis_reconcile.h"
+#include <stdio.h>
+#include <string.h>
+#include "godis_children.h"
+#include "godis_write.h"
+#include "gd_json.h"
+#include "gd_log.h"
+
+typedef struct {
+    godis_env *e;
+    cJSON *godis, *cluster;
+    godis_child_spec spec;
+} godis_ctx;
+
+/* Creates a missing child, repairs a drifted one. Returns GD_OK when nothing was written
+ * (*wrote false) or the write succeeded. */
+static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, bool *wrote)
+{
+    cJSON *have = g->e->get(g->e, r->kind, g->spec.ns, gd_meta_name(want));
+    gd_err err = GD_OK;
+    *wrote = false;
+    if (!have) {
+        err = gw_create(g->e, r, want);
+        *wrote = true;
+        if (!err) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s %s created", r->kind, gd_meta_name(want));
+            godis_emit_event(g->e, g->godis, "Normal", "ChildCreated", msg);
+        }
+    } else if (!gd_meta_deleting(have) && godis_child_drifted(r->kind, want, have)) {
+        cJSON *fixed = godis_child_repair(r->kind, want, have);
+        err = gw_update(g->e, r, fixed);
+        *wrote = true;
+        cJSON_Delete(fixed);
+        if (!err) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s %s drifted from its spec: repaired", r->kind, gd_meta_name(want));
+            godis_emit_event(g->e, g->godis, "Warning", "ChildRepaired", msg);
+        }
+    } else if (gd_meta_deleting(have) && strcmp(r->kind, "PersistentVolumeClaim") == 0) {
+        /* A deleted PVC is held by pvc-protection while a pod uses it: delete the member's
+         * pod so the claim can go and be recreated (the ReplicaSet brings the pod back). */
+        cJSON *pods = g->e->list(g->e, "Pod", g->spec.ns, "node-name", g->spec.godis);
+        const cJSON *p;
+        cJSON_ArrayForEach(p, pods)
+            if (!gd_meta_deleting(p))
+                err = gw_delete(g->e, &K8S_RES_PODS, g->spec.ns, gd_meta_name(p), gd_meta_uid(p));
+        cJSON_Delete(pods);
+        *wrote = true;
+    }
+    cJSON_Delete(have);
+    return err;
+}
+
+static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_name, cJSON **pods)
+{
+    *pods = g->e->list(g->e, "Pod", g->spec.ns, "node-name", g->spec.godis);
+    const char *state = "Pending";
+    const cJSON *p;
+    cJSON_ArrayForEach(p, *pods) {
+        if (gd_meta_deleting(p)) continue;
+        *ip = gd_json_str_or(p, "status.podIP", "");
+        *pod_name = gd_meta_name(p);
+        if (strcmp(gd_json_str_or(p, "status.phase", ""), "Failed") == 0) state = "Failed";
+        const cJSON *c;
+        cJSON_ArrayForEach(c, gd_json_path(p, "status.conditions"))
+            if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0 &&
+                strcmp(gd_json_str_or(c, "status", ""), "True") == 0)
+                return "Running";
+    }
+    return state;
+}
+
+static godis_result update_state(godis_ctx *g)
+{
+    const char *ip = "", *pod_name = "";
+    cJSON *pods = NULL;
+    const char *state = pod_state(g, &ip, &pod_name, &pods);
+    godis_result r = {.kind = GODIS_DONE};
+    if (strcmp(gd_json_str_or(g->godis, "status.state", ""), state) != 0 ||
+        strcmp(gd_json_str_or(g->godis, "status.podIP", ""), ip) != 0) {
+        cJSON *obj = cJSON_Duplicate(g->godis, 1);
+        gd_json_set(obj, "status.state", cJSON_CreateString(state));
+        gd_json_set(obj, "status.podIP", cJSON_CreateString(ip));
+        gd_json_set(obj, "status.podName", cJSON_CreateString(pod_name));
+        gd_json_set(obj, "status.observedGeneration", cJSON_CreateNumber((double)gd_meta_generation(g->godis)));
+        gd_err err = gw_update_status(g->e, &K8S_RES_GODISES, obj);
+        cJSON_Delete(obj);
+        if (err) r = gw_result(err);
+    }
+    cJSON_Delete(pods);
+    return r;
+}
+
+static godis_result reconcile(godis_ctx *g)
+{
+    cJSON *(*build[3])(const godis_child_spec *) = {godis_build_service, godis_build_pvc,
+                                                    godis_build_replicaset};
+    const k8s_resource *res[3] = {&K8S_RES_SERVICES, &K8S_RES_PVCS, &K8S_RES_REPLICASETS};
+    bool any = false;
+    for (int i = 0; i < 3; i++) {
+        cJSON *want = build[i](&g->spec);
+        bool wrote = false;
+        gd_err err = ensure_child(g, res[i], want, &wrote);
+        cJSON_Delete(want);
+        if (err) return gw_result(err);
+        any |= wrote;
+    }
+    if (any) return (godis_result){.kind = GODIS_REQUEUE};
+    return update_state(g);
+}
+
+godis_result godis_reconcile_godis(godis_env *e, const char *key)
+{
+    char ns[256], name[256];
+    const char *slash = strchr(key, '/');
+    if (!slash || slash - key >= (int)sizeof ns || strlen(slash + 1) >= sizeof name)
+        return (godis_result){.kind = GODIS_DONE};
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
+    snprintf(name, sizeof name, "%s", slash + 1);
+    godis_ctx g = {.e = e};
+    g.godis = e->get(e, "Godis", ns, name);
+    godis_result r = {.kind = GODIS_DONE};
+    if (!g.godis || gd_meta_deleting(g.godis)) goto out;
+    const char *cluster = gd_meta_label(g.godis, "cluster-name");
+    const cJSON *owner = gd_meta_controller_owner(g.godis);
+    if (!cluster || !owner || strcmp(gd_json_str_or(owner, "kind", ""), "GodisCluster") != 0)
+        goto out;                                  /* not one of ours: leave it alone */
+    g.cluster = e->get(e, "GodisCluster", ns, cluster);
+    if (!g.cluster || gd_meta_deleting(g.cluster)) goto out;   /* GC removes us */
+    int64_t id = godis_id_from_name(cluster, name);
+    if (id <= 0) {
+        gd_log(GD_LOG_WARN, "Godis name does not end in a member id: ignored", "godis", name, NULL);
+        goto out;
+    }
+    bool preferred = false;
+    gd_json_bool(g.godis, "spec.preferred", &preferred);
+    g.spec = (godis_child_spec){
+        .ns = ns, .cluster = cluster, .godis = name, .godis_uid = gd_meta_uid(g.godis),
+        .id = id, .preferred = preferred,
+        .image = gd_json_str_or(g.cluster, "spec.image", NULL),
+        .storage_size = gd_json_str_or(g.cluster, "spec.storage.size", NULL),
+        .storage_class = gd_json_str_or(g.cluster, "spec.storage.storageClassName", NULL)};
+    r = reconcile(&g);
+out:
+    cJSON_Delete(g.godis);
+    cJSON_Delete(g.cluster);
+    return r;
+}

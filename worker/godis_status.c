@@ -1,0 +1,220 @@
+/* godis_status.c — see godis_status.h. */
+#include "godis_status.h"
+#include <stdio.h>
+#include <string.h>
+#include "godis_write.h"
+#include "gd_json.h"
+#include "gd_time.h"
+
+static void now_rfc3339(char out[32])
+{
+    gd_format_rfc3339_micro(gd_wall_ms() * 1000, out);
+    out[19] = 'Z';
+    out[20] = '\0';
+}
+
+void godis_set_condition(cJSON *status, const char *type, bool value, const char *reason,
+                         const char *message, int64_t generation)
+{
+    cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions");
+    if (!cJSON_IsArray(conds)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(status, "conditions");
+        conds = cJSON_AddArrayToObject(status, "conditions");
+    }
+    const char *want = value ? "True" : "False";
+    char ltt[32];
+    now_rfc3339(ltt);
+    cJSON *c, *old = NULL;
+    int idx = 0, found = -1;
+    cJSON_ArrayForEach(c, conds) {
+        if (strcmp(gd_json_str_or(c, "type", ""), type) == 0) { old = c; found = idx; }
+        idx++;
+    }
+    if (old && strcmp(gd_json_str_or(old, "status", ""), want) == 0)
+        snprintf(ltt, sizeof ltt, "%s", gd_json_str_or(old, "lastTransitionTime", ltt));
+    cJSON *n = cJSON_CreateObject();
+    cJSON_AddStringToObject(n, "type", type);
+    cJSON_AddStringToObject(n, "status", want);
+    cJSON_AddStringToObject(n, "reason", reason);
+    cJSON_AddStringToObject(n, "message", message);
+    cJSON_AddStringToObject(n, "lastTransitionTime", ltt);
+    cJSON_AddNumberToObject(n, "observedGeneration", (double)generation);
+    if (found >= 0) cJSON_ReplaceItemInArray(conds, found, n);
+    else cJSON_AddItemToArray(conds, n);
+}
+
+static void set_int(cJSON *status, const char *key, int64_t v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(status, key);
+    cJSON_AddNumberToObject(status, key, (double)v);
+}
+
+static void set_members(cJSON *status, const int64_t *ids, int n)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(status, "members");
+    cJSON *arr = cJSON_AddArrayToObject(status, "members");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)ids[i]));
+    set_int(status, "replicas", n);
+}
+
+static int ready_count(const godis_view *v, const int64_t *ids, int n)
+{
+    int r = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < v->nobserved; j++)
+            if (v->observed[j].id == ids[i] && v->observed[j].ready) r++;
+    return r;
+}
+
+/* Applies the step's recorded change to the status object. Returns an Event reason and
+ * message for membership intents (NULL reason: no Event). */
+static const char *apply_step(cJSON *st, const godis_view *v, const godis_step *s,
+                              int64_t *members, int *n, char *msg, size_t cap)
+{
+    memcpy(members, v->members, sizeof(int64_t) * v->nmembers);
+    *n = v->nmembers;
+    const char *phase = v->phase && *v->phase ? v->phase : "Running";
+    const char *reason = NULL;
+    switch (s->kind) {
+    case GP_RECORD_INIT: {
+        int64_t base = v->next_id > 0 ? v->next_id : 1;
+        *n = v->desired;
+        for (int i = 0; i < *n; i++) members[i] = base + i;
+        set_int(st, "nextID", base + *n);
+        if (v->initial_replicas <= 0) set_int(st, "initialReplicas", *n);
+        set_int(st, "scaleOutID", 0);
+        set_int(st, "scaleInID", 0);
+        phase = "Initializing";
+        reason = s->reason;
+        snprintf(msg, cap, "initialising %d members, ids %lld..%lld", *n, (long long)base,
+                 (long long)(base + *n - 1));
+        break;
+    }
+    case GP_ADOPT: {
+        *n = 0;
+        for (int i = 0; i < v->nobserved && *n < GODIS_MAX_MEMBERS; i++)
+            if (v->observed[i].godis_exists && !v->observed[i].godis_deleting &&
+                v->observed[i].id != v->scale_out_id)
+                members[(*n)++] = v->observed[i].id;
+        int64_t next = v->next_id > v->max_seen_id ? v->next_id : v->max_seen_id + 1;
+        set_int(st, "nextID", next);
+        reason = "Adopted";
+        snprintf(msg, cap, "adopted %d existing members; next id %lld", *n, (long long)next);
+        break;
+    }
+    case GP_FINISH_INIT:
+        phase = "Running";
+        reason = "Initialized";
+        snprintf(msg, cap, "all %d initial members created", *n);
+        break;
+    case GP_RECORD_SCALE_OUT:
+        set_int(st, "scaleOutID", s->id);
+        set_int(st, "nextID", s->id + 1);
+        phase = "Scaling";
+        reason = s->reason;
+        snprintf(msg, cap, "adding member %lld (%d -> %d members)", (long long)s->id, *n, *n + 1);
+        break;
+    case GP_FINISH_SCALE_OUT: {
+        bool present = false;
+        for (int i = 0; i < *n; i++) present |= members[i] == s->id;
+        if (!present && *n < GODIS_MAX_MEMBERS) members[(*n)++] = s->id;
+        set_int(st, "scaleOutID", 0);
+        phase = "Running";
+        break;
+    }
+    case GP_RECORD_SCALE_IN:
+        set_int(st, "scaleInID", s->id);
+        phase = "Scaling";
+        reason = s->reason;
+        snprintf(msg, cap, "removing member %lld (%d -> %d members): %s", (long long)s->id, *n,
+                 *n - 1, s->why);
+        break;
+    case GP_FINISH_SCALE_IN: {
+        int j = 0;
+        for (int i = 0; i < *n; i++)
+            if (members[i] != s->id) members[j++] = members[i];
+        *n = j;
+        set_int(st, "scaleInID", 0);
+        phase = "Running";
+        break;
+    }
+    default:
+        break;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "status");
+    cJSON_AddStringToObject(st, "status", phase);
+    return reason;
+}
+
+static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
+                           const int64_t *members, int n, int ready, int64_t gen)
+{
+    const char *phase = gd_json_str_or(st, "status", "");
+    bool busy = strcmp(phase, "Running") != 0 || n != v->desired;
+    char m[200];
+    snprintf(m, sizeof m, "%d/%d members Ready, %d desired", ready, n, v->desired);
+    bool ready_ok = !busy && ready == n && n > 0;
+    godis_set_condition(st, "Ready", ready_ok, ready_ok ? "AllMembersReady" : s->reason, m, gen);
+    godis_set_condition(st, "Progressing", busy || s->kind == GP_WAIT, busy || s->kind == GP_WAIT ? s->reason : "Converged",
+                        s->why, gen);
+    bool degraded = ready < n || (v->paused && n != v->desired);
+    godis_set_condition(st, "Degraded", degraded,
+                        degraded ? (v->paused ? "Paused" : "MembersNotReady") : "AsExpected", m, gen);
+    (void)members;
+}
+
+godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
+                               const godis_step *s)
+{
+    cJSON *obj = cJSON_Duplicate(cluster, 1);
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (!cJSON_IsObject(st)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        st = cJSON_AddObjectToObject(obj, "status");
+    }
+    cJSON *before = cJSON_Duplicate(st, 1);
+    int64_t members[GODIS_MAX_MEMBERS];
+    int n = 0;
+    char msg[256] = "";
+    const char *reason = apply_step(st, v, s, members, &n, msg, sizeof msg);
+    set_members(st, members, n);
+    int ready = ready_count(v, members, n);
+    set_int(st, "readyReplicas", ready);
+    int64_t gen = gd_meta_generation(cluster);
+    set_int(st, "observedGeneration", gen);
+    set_conditions(st, v, s, members, n, ready, gen);
+    godis_result r = {.kind = (s->kind == GP_NOTHING || s->kind == GP_WAIT) ? GODIS_DONE : GODIS_REQUEUE};
+    if (!cJSON_Compare(before, st, 1)) {
+        gd_err err = gw_update_status(e, &K8S_RES_GODISCLUSTERS, obj);
+        if (err) r = gw_result(err);
+        else if (reason) godis_emit_event(e, cluster, "Normal", reason, msg);
+    }
+    cJSON_Delete(before);
+    cJSON_Delete(obj);
+    return r;
+}
+
+godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char *msg)
+{
+    cJSON *obj = cJSON_Duplicate(cluster, 1);
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (!cJSON_IsObject(st)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        st = cJSON_AddObjectToObject(obj, "status");
+    }
+    cJSON *before = cJSON_Duplicate(st, 1);
+    int64_t gen = gd_meta_generation(cluster);
+    godis_set_condition(st, "Ready", false, "InvalidSpec", msg, gen);
+    godis_set_condition(st, "Progressing", false, "InvalidSpec", msg, gen);
+    godis_set_condition(st, "Degraded", true, "InvalidSpec", msg, gen);
+    set_int(st, "observedGeneration", gen);
+    godis_result r = {.kind = GODIS_DONE};
+    if (!cJSON_Compare(before, st, 1)) {
+        gd_err err = gw_update_status(e, &K8S_RES_GODISCLUSTERS, obj);
+        if (err) r = gw_result(err);
+        else godis_emit_event(e, cluster, "Warning", "InvalidSpec", msg);
+    }
+    cJSON_Delete(before);
+    cJSON_Delete(obj);
+    return r;
+}

@@ -1,0 +1,121 @@
+/* godis_write.c — see godis_write.h. */
+#include "godis_write.h"
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_time.h"
+
+static gd_err fence(godis_env *e)
+{
+    return e->may_write ? e->may_write(e) : GD_OK;
+}
+
+static void log_write_error(const char *verb, const k8s_resource *r, const char *name,
+                            const k8s_status *st)
+{
+    gd_log(GD_LOG_WARN, "write failed", "verb", verb, "resource", r->resource, "name", name,
+           "error", gd_strerror(st->err), "message", st->message, NULL);
+}
+
+gd_err gw_create(godis_env *e, const k8s_resource *r, const cJSON *obj)
+{
+    gd_err err = fence(e);
+    if (err) return err;
+    cJSON *out = NULL;
+    k8s_status st = {0};
+    err = k8s_create(e->client, r, gd_meta_namespace(obj), obj, &out, &st);
+    if (err == GD_OK && e->wrote)
+        e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gd_meta_rv(out), false);
+    cJSON_Delete(out);
+    if (err == GD_ERR_ALREADY_EXISTS) return GD_OK;
+    if (err) log_write_error("create", r, gd_meta_name(obj), &st);
+    return err;
+}
+
+static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool status)
+{
+    gd_err err = fence(e);
+    if (err) return err;
+    cJSON *out = NULL;
+    k8s_status st = {0};
+    err = status ? k8s_update_status(e->client, r, obj, &out, &st)
+                 : k8s_update(e->client, r, obj, &out, &st);
+    if (err == GD_OK && e->wrote)
+        e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gd_meta_rv(out), false);
+    cJSON_Delete(out);
+    if (err && err != GD_ERR_CONFLICT) log_write_error(status ? "update-status" : "update", r, gd_meta_name(obj), &st);
+    return err;
+}
+
+gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, false); }
+gd_err gw_update_status(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, true); }
+
+gd_err gw_delete(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
+                 const char *uid)
+{
+    gd_err err = fence(e);
+    if (err) return err;
+    k8s_delete_opts o;
+    k8s_delete_opts_default(&o);
+    o.propagation_policy = "Background";
+    o.precondition_uid = (uid && *uid) ? uid : NULL;
+    k8s_status st = {0};
+    err = k8s_delete(e->client, r, ns, name, &o, &st);
+    if (err == GD_OK && e->wrote) e->wrote(e, r->kind, ns, name, "", true);
+    if (err == GD_ERR_NOT_FOUND) return GD_OK;
+    if (err) log_write_error("delete", r, name, &st);
+    return err;
+}
+
+godis_result gw_result(gd_err err)
+{
+    godis_result res = {.kind = GODIS_REQUEUE, .err = err};
+    if (err == GD_OK || err == GD_ERR_CONFLICT || err == GD_ERR_NOT_FOUND) return res;
+    if (err == GD_ERR_FENCED) {           /* not ours to write any more: stop quietly */
+        res.kind = GODIS_DONE;
+        return res;
+    }
+    res.kind = GODIS_ERROR;
+    return res;
+}
+
+void godis_emit_event(godis_env *e, const cJSON *obj, const char *type, const char *reason,
+                      const char *message)
+{
+    if (fence(e) != GD_OK) return;
+    char now[32], name[320];
+    gd_format_rfc3339_micro(gd_wall_ms() * 1000, now);
+    now[19] = 'Z';          /* Event timestamps are RFC 3339 seconds (metav1.Time) */
+    now[20] = '\0';
+    snprintf(name, sizeof name, "%s.%llx", gd_meta_name(obj),
+             (unsigned long long)gd_wall_ms() * 1000000ULL + (unsigned long long)(gd_rand01() * 1e6));
+    cJSON *ev = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev, "apiVersion", "v1");
+    cJSON_AddStringToObject(ev, "kind", "Event");
+    cJSON *m = cJSON_AddObjectToObject(ev, "metadata");
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "namespace", gd_meta_namespace(obj));
+    cJSON *io = cJSON_AddObjectToObject(ev, "involvedObject");
+    cJSON_AddStringToObject(io, "apiVersion", gd_json_str_or(obj, "apiVersion", ""));
+    cJSON_AddStringToObject(io, "kind", gd_json_str_or(obj, "kind", ""));
+    cJSON_AddStringToObject(io, "name", gd_meta_name(obj));
+    cJSON_AddStringToObject(io, "namespace", gd_meta_namespace(obj));
+    cJSON_AddStringToObject(io, "uid", gd_meta_uid(obj));
+    cJSON_AddStringToObject(ev, "reason", reason);
+    cJSON_AddStringToObject(ev, "message", message);
+    cJSON_AddStringToObject(ev, "type", type);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(ev, "source"), "component", "godis-operator");
+    cJSON_AddStringToObject(ev, "firstTimestamp", now);
+    cJSON_AddStringToObject(ev, "lastTimestamp", now);
+    cJSON_AddNumberToObject(ev, "count", 1);
+    cJSON_AddStringToObject(ev, "reportingComponent", "godis-operator");
+    k8s_status st = {0};
+    if (k8s_create(e->client, &K8S_RES_EVENTS, gd_meta_namespace(obj), ev, NULL, &st) != GD_OK)
+        gd_log(GD_LOG_WARN, "event not recorded", "reason", reason, "error", gd_strerror(st.err),
+               "message", st.message, NULL);
+    gd_log(strcmp(type, "Warning") == 0 ? GD_LOG_WARN : GD_LOG_INFO, message, "object",
+           gd_meta_name(obj), "reason", reason, NULL);
+    cJSON_Delete(ev);
+}
