@@ -267,7 +267,7 @@ static godis_result execute(cluster_ctx *c, const godis_step *s)
     }
 }
 
-static godis_result reconcile(cluster_ctx *c)
+static godis_result reconcile_cluster_ctx(cluster_ctx *c)
 {
     godis_spec spec;
     char msg[160] = "";
@@ -306,7 +306,7 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
         return (godis_result){.kind = GODIS_DONE};
     }
     c.uid = gd_meta_uid(c.cluster);
-    godis_result r = reconcile(&c);
+    godis_result r = reconcile_cluster_ctx(&c);
     cJSON_Delete(c.cluster);
     cJSON_Delete(c.godises);
     cJSON_Delete(c.configmap);

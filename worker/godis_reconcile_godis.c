@@ -95,7 +95,7 @@ static godis_result update_state(godis_ctx *g)
     return r;
 }
 
-static godis_result reconcile(godis_ctx *g)
+static godis_result reconcile_godis_ctx(godis_ctx *g)
 {
     cJSON *(*build[3])(const godis_child_spec *) = {godis_build_service, godis_build_pvc,
                                                     godis_build_replicaset};
@@ -144,7 +144,7 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
         .image = gd_json_str_or(g.cluster, "spec.image", NULL),
         .storage_size = gd_json_str_or(g.cluster, "spec.storage.size", NULL),
         .storage_class = gd_json_str_or(g.cluster, "spec.storage.storageClassName", NULL)};
-    r = reconcile(&g);
+    r = reconcile_godis_ctx(&g);
 out:
     cJSON_Delete(g.godis);
     cJSON_Delete(g.cluster);

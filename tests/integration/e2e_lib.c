@@ -7,6 +7,7 @@
 #include "godis_client.h"
 #include "gd_json.h"
 #include "gd_time.h"
+#include "gd_yaml.h"
 
 int64_t e2e_now_ms(void) { return gd_mono_ms(); }
 
@@ -23,6 +24,69 @@ k8s_client *e2e_client(void)
     k8s_client_opts_default(&co);
     co.qps = -1;
     return k8s_client_new(&cfg, &co);
+}
+
+static bool apply_crd(k8s_client *c, cJSON *crd)
+{
+    const char *name = gd_meta_name(crd);
+    cJSON *cur = NULL;
+    gd_err e = k8s_get(c, &K8S_RES_CRDS, NULL, name, &cur, NULL);
+    k8s_status st = {0};
+    if (e == GD_OK) {
+        gd_json_set(crd, "metadata.resourceVersion", cJSON_CreateString(gd_meta_rv(cur)));
+        e = k8s_update(c, &K8S_RES_CRDS, crd, NULL, &st);
+    } else {
+        e = k8s_create(c, &K8S_RES_CRDS, NULL, crd, NULL, &st);
+    }
+    cJSON_Delete(cur);
+    if (e) {
+        fprintf(stderr, "e2e: apply CRD %s: %s %s\n", name, gd_strerror(e), st.message);
+        return false;
+    }
+    int64_t deadline = gd_mono_ms() + 30000;
+    while (gd_mono_ms() < deadline) {
+        cJSON *o = NULL;
+        bool ok = false;
+        if (k8s_get(c, &K8S_RES_CRDS, NULL, name, &o, NULL) == GD_OK) {
+            const cJSON *cond;
+            cJSON_ArrayForEach(cond, gd_json_path(o, "status.conditions"))
+                ok |= !strcmp(gd_json_str_or(cond, "type", ""), "Established") &&
+                      !strcmp(gd_json_str_or(cond, "status", ""), "True");
+        }
+        cJSON_Delete(o);
+        if (ok) return true;
+        gd_sleep_ms(100);
+    }
+    fprintf(stderr, "e2e: CRD %s not Established\n", name);
+    return false;
+}
+
+bool e2e_install_crds(k8s_client *c)
+{
+    const char *files[] = {"deploy/crds/godisclusters.yaml", "deploy/crds/godises.yaml"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        FILE *f = fopen(files[i], "rb");
+        if (!f) {
+            fprintf(stderr, "e2e: cannot open %s (run from the repository root)\n", files[i]);
+            return false;
+        }
+        char *buf = malloc(1 << 20);
+        size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+        fclose(f);
+        cJSON *docs = NULL;
+        char err[256];
+        bool ok = buf && gd_yaml_to_json(buf, n, &docs, err, sizeof err) == GD_OK;
+        free(buf);
+        if (!ok) {
+            fprintf(stderr, "e2e: %s: %s\n", files[i], err);
+            return false;
+        }
+        cJSON *d;
+        cJSON_ArrayForEach(d, docs) ok &= apply_crd(c, d);
+        cJSON_Delete(docs);
+        if (!ok) return false;
+    }
+    return true;
 }
 
 bool e2e_ns_create(k8s_client *c, const char *prefix, char *ns, size_t cap)

@@ -66,7 +66,7 @@ static int setup(void **state)
     gd_log_init("itest", getenv("E2E_DEBUG") ? GD_LOG_DEBUG : GD_LOG_WARN, 0, 2);
     e2e_c = e2e_client();
     loop_client = e2e_client();
-    if (!e2e_c || !loop_client) return -1;
+    if (!e2e_c || !loop_client || !e2e_install_crds(e2e_c)) return -1;
     return pthread_create(&loop_thread, NULL, loop_main, NULL);
 }
 
