@@ -84,8 +84,13 @@ static godis_result update_state(godis_ctx *g)
         strcmp(gd_json_str_or(g->godis, "status.podIP", ""), ip) != 0) {
         cJSON *obj = cJSON_Duplicate(g->godis, 1);
         gd_json_set(obj, "status.state", cJSON_CreateString(state));
-        gd_json_set(obj, "status.podIP", cJSON_CreateString(ip));
-        gd_json_set(obj, "status.podName", cJSON_CreateString(pod_name));
+        /* Empty strings are left out: the API server built here (Go 1.19, Debian's
+         * reflect2) decodes "" in a custom resource as null and then fails the schema. */
+        cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+        cJSON_DeleteItemFromObjectCaseSensitive(st, "podIP");
+        cJSON_DeleteItemFromObjectCaseSensitive(st, "podName");
+        if (*ip) cJSON_AddStringToObject(st, "podIP", ip);
+        if (*pod_name) cJSON_AddStringToObject(st, "podName", pod_name);
         gd_json_set(obj, "status.observedGeneration", cJSON_CreateNumber((double)gd_meta_generation(g->godis)));
         gd_err err = gw_update_status(g->e, &K8S_RES_GODISES, obj);
         cJSON_Delete(obj);

@@ -1,6 +1,7 @@
 /* godis_write.c — see godis_write.h. */
 #include "godis_write.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "gd_json.h"
@@ -45,7 +46,14 @@ static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool st
     if (err == GD_OK && e->wrote)
         e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gd_meta_rv(out), false);
     cJSON_Delete(out);
-    if (err && err != GD_ERR_CONFLICT) log_write_error(status ? "update-status" : "update", r, gd_meta_name(obj), &st);
+    if (err && err != GD_ERR_CONFLICT) {
+        log_write_error(status ? "update-status" : "update", r, gd_meta_name(obj), &st);
+        if (err == GD_ERR_INVALID) {   /* our own body was refused: show it, it is a bug */
+            char *body = cJSON_PrintUnformatted(obj);
+            gd_log(GD_LOG_ERROR, "refused body", "body", body ? body : "", NULL);
+            free(body);
+        }
+    }
     return err;
 }
 
