@@ -105,7 +105,6 @@ static int is_loopback(const struct sockaddr *sa)
     return 0;
 }
 
-/* Non-blocking connect bounded by connect_timeout_ms; tries each resolved address. */
 /* Finds name in a hosts file ("IP name alias..." lines); copies the IP into ip. */
 static int hosts_file_lookup(const char *path, const char *name, char *ip, size_t cap)
 {

@@ -186,11 +186,11 @@ bool e2e_wait_converged(k8s_client *c, const char *ns, const char *name, int rep
     return false;
 }
 
-static bool same_ids(const char *what, const int64_t *a, int na, const int64_t *b, int nb)
+static bool same_ids(bool verbose, const char *what, const int64_t *a, int na, const int64_t *b, int nb)
 {
     bool same = na == nb;
     for (int i = 0; same && i < na; i++) same = a[i] == b[i];
-    if (!same) {
+    if (!same && verbose) {
         fprintf(stderr, "e2e: %s differs: [", what);
         for (int i = 0; i < na; i++) fprintf(stderr, "%s%lld", i ? "," : "", (long long)a[i]);
         fprintf(stderr, "] vs [");
@@ -239,7 +239,7 @@ static int configmap_ids(k8s_client *c, const char *ns, const char *name, int64_
     return n;
 }
 
-bool e2e_check_consistent(k8s_client *c, const char *ns, const char *name)
+bool e2e_check_consistent_v(k8s_client *c, const char *ns, const char *name, bool verbose)
 {
     cJSON *gc = e2e_cluster_get(c, ns, name);
     if (!gc) return false;
@@ -247,7 +247,7 @@ bool e2e_check_consistent(k8s_client *c, const char *ns, const char *name)
     int nst = e2e_status_members(gc, st, 64);
     cJSON_Delete(gc);
     int ncm = configmap_ids(c, ns, name, cm, 64);
-    bool ok = same_ids("status.members vs ConfigMap", st, nst, cm, ncm);
+    bool ok = same_ids(verbose, "status.members vs ConfigMap", st, nst, cm, ncm);
     char sel[300];
     snprintf(sel, sizeof sel, "cluster-name=%s", name);
     k8s_list_opts lo = {.label_selector = sel};
@@ -263,19 +263,34 @@ bool e2e_check_consistent(k8s_client *c, const char *ns, const char *name)
         char what[200];
         snprintf(what, sizeof what, "status.members vs stand-in %s (%s)", gd_meta_name(p), ip);
         if (n < 0) {
-            fprintf(stderr, "e2e: stand-in %s (%s) did not answer\n", gd_meta_name(p), ip);
+            if (verbose) fprintf(stderr, "e2e: stand-in %s (%s) did not answer\n", gd_meta_name(p), ip);
             ok = false;
         } else {
-            ok &= same_ids(what, st, nst, own, n);
+            ok &= same_ids(verbose, what, st, nst, own, n);
         }
         seen++;
     }
     cJSON_Delete(pods);
     if (seen != nst) {
-        fprintf(stderr, "e2e: %d member pods for %d members\n", seen, nst);
+        if (verbose) fprintf(stderr, "e2e: %d member pods for %d members\n", seen, nst);
         ok = false;
     }
     return ok;
+}
+
+bool e2e_check_consistent(k8s_client *c, const char *ns, const char *name)
+{
+    return e2e_check_consistent_v(c, ns, name, true);
+}
+
+bool e2e_wait_consistent(k8s_client *c, const char *ns, const char *name, int timeout_ms)
+{
+    int64_t deadline = gd_mono_ms() + timeout_ms;
+    while (gd_mono_ms() < deadline) {
+        if (e2e_check_consistent_v(c, ns, name, false)) return true;
+        gd_sleep_ms(250);
+    }
+    return e2e_check_consistent_v(c, ns, name, true);
 }
 
 /* ---- history watch ---- */

@@ -29,6 +29,10 @@ bool e2e_wait_converged(k8s_client *c, const char *ns, const char *name, int rep
 /* Members from status (sorted), the ConfigMap's ids (sorted) and every member stand-in's
  * own view (sorted) must be the same set; prints the difference when not. */
 bool e2e_check_consistent(k8s_client *c, const char *ns, const char *name);
+bool e2e_check_consistent_v(k8s_client *c, const char *ns, const char *name, bool verbose);
+/* Polls until e2e_check_consistent holds (forgotten members' pods gone, new pods up),
+ * printing the differences only if it still fails at the deadline. */
+bool e2e_wait_consistent(k8s_client *c, const char *ns, const char *name, int timeout_ms);
 int  e2e_status_members(const cJSON *cluster, int64_t *ids, int cap);
 
 /* Watches a GodisCluster's status in a thread and checks every recorded transition:

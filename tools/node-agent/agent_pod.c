@@ -325,6 +325,9 @@ static void start_container(na_agent *a, na_pod *p, na_ctr *c, const cJSON *ctr)
     const char *base_path = getenv("PATH");
     na_env_set(&env, "PATH", base_path ? base_path : "/usr/local/bin:/usr/bin:/bin");
     na_env_set(&env, "HOSTNAME", p->name);
+    /* Programs that resolve Service names through our hosts block without it being
+     * /etc/hosts (the godis stand-in and common/godis_client read GODIS_HOSTS_FILE). */
+    if (a->hosts_file) na_env_set(&env, "GODIS_HOSTS_FILE", a->hosts_file);
     na_env_ctx ctx = { .pod_ip = p->ip, .host_ip = "127.0.0.1", .node_name = p->node,
                        .cm_lookup = cm_lookup, .ud = a };
     gd_err e = na_env_build(p->obj, ctr, c->image, &ctx, mounts, nm, &env, err, sizeof err);

@@ -1,0 +1,67 @@
+/* e2e_procs.c — see e2e_procs.h. */
+#include "e2e_procs.h"
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <stdbool.h>
+#include "gd_time.h"
+
+pid_t e2e_spawn(const char *const *argv, const char *log_path)
+{
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    if (log_path) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+    }
+    execv(argv[0], (char *const *)argv);
+    perror(argv[0]);
+    _exit(127);
+}
+
+int e2e_stop(pid_t pid, int grace_ms)
+{
+    if (pid <= 0) return -1;
+    kill(pid, SIGTERM);
+    int st;
+    int64_t deadline = gd_mono_ms() + grace_ms;
+    while (gd_mono_ms() < deadline) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return st;
+        if (r < 0) return -1;
+        gd_sleep_ms(20);
+    }
+    kill(pid, SIGKILL);
+    return waitpid(pid, &st, 0) == pid ? st : -1;
+}
+
+int e2e_start_informers(const char *runtime_dir, const char *log_dir, pid_t *pids)
+{
+    static const struct { const char *kind; bool labelled; } kinds[] = {
+        {"GodisCluster", false}, {"Godis", false}, {"ConfigMap", true}, {"ReplicaSet", true},
+        {"Service", true}, {"PersistentVolumeClaim", true}, {"Pod", true}, {"Node", false}};
+    const char *kc = getenv("KUBECONFIG");
+    int n = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        char log[512];
+        snprintf(log, sizeof log, "%s/informer-%s.log", log_dir, kinds[i].kind);
+        const char *argv[16] = {"bin/godis-informer", "--kind", kinds[i].kind, "--runtime-dir",
+                                runtime_dir, "--kubeconfig", kc, "--log-level", "warn"};
+        int a = 9;
+        if (kinds[i].labelled) {
+            argv[a++] = "--label-selector";
+            argv[a++] = "cluster-name";
+        }
+        argv[a] = NULL;
+        pids[n++] = e2e_spawn(argv, log);
+    }
+    return n;
+}

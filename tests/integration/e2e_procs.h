@@ -1,0 +1,14 @@
+/* e2e_procs.h — starting and stopping the operator's processes from a test. */
+#ifndef E2E_PROCS_H
+#define E2E_PROCS_H
+#include <sys/types.h>
+
+/* fork/exec argv (NULL-terminated) with stdout/stderr appended to log_path (NULL: inherit). */
+pid_t e2e_spawn(const char *const *argv, const char *log_path);
+/* TERM, wait up to grace_ms, then KILL; reaps. Returns the exit status (or -1). */
+int e2e_stop(pid_t pid, int grace_ms);
+/* Starts one informer per watched kind in runtime_dir (children by the cluster-name
+ * label), the way the manager does. pids must hold 8. Returns how many were started. */
+int e2e_start_informers(const char *runtime_dir, const char *log_dir, pid_t *pids);
+
+#endif

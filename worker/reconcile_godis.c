@@ -1,0 +1,123 @@
+/* reconcile_godis.c — plugs the godis reconcilers (godis_reconcile_*.c) into the worker as
+ * the reconciler set "godis": controller "godiscluster" For GodisCluster and controller
+ * "godis" For Godis. A godis_env is built per reconcile over the rec_ctx, so reads come
+ * from the worker's cache replica, writes are fenced by the lease deadline, and every
+ * write is recorded for read-your-own-writes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "godis_reconcile.h"
+#include "reconciler.h"
+#include "gd_log.h"
+
+typedef struct {
+    int64_t node_notready_grace_ms;
+    int godis_timeout_ms;
+    int godis_port;
+} godis_set_opts;
+
+static cJSON *env_get(godis_env *e, const char *kind, const char *ns, const char *name)
+{
+    return rec_cache_get(e->ud, kind, ns, name);
+}
+
+static cJSON *env_list(godis_env *e, const char *kind, const char *ns, const char *key,
+                       const char *value)
+{
+    cJSON *arr = rec_cache_list(e->ud, kind, ns, key, value);
+    return arr ? arr : cJSON_CreateArray();
+}
+
+static gd_err env_may_write(godis_env *e) { return rec_may_write(e->ud); }
+
+static void env_wrote(godis_env *e, const char *kind, const char *ns, const char *name,
+                      const char *rv, bool deleted)
+{
+    rec_wrote(e->ud, kind, ns, name, rv, deleted);
+}
+
+static void env_init(godis_env *e, rec_ctx *ctx)
+{
+    const godis_set_opts *o = ctx->ud;
+    memset(e, 0, sizeof *e);
+    e->client = ctx->env->client;
+    e->get = env_get;
+    e->list = env_list;
+    e->may_write = env_may_write;
+    e->wrote = env_wrote;
+    e->node_notready_grace_ms = o->node_notready_grace_ms;
+    e->godis_timeout_ms = o->godis_timeout_ms;
+    e->godis_port = o->godis_port;
+    e->ud = ctx;
+}
+
+static gd_result to_result(godis_result r)
+{
+    switch (r.kind) {
+    case GODIS_DONE: return gd_done();
+    case GODIS_REQUEUE: return gd_requeue();
+    case GODIS_REQUEUE_AFTER: return gd_requeue_after(r.after_ms);
+    default: return gd_error(r.err ? r.err : GD_ERR_UNEXPECTED);
+    }
+}
+
+static gd_result reconcile_cluster(rec_ctx *ctx, const char *key)
+{
+    godis_env e;
+    env_init(&e, ctx);
+    return to_result(godis_reconcile_cluster(&e, key));
+}
+
+static gd_result reconcile_member(rec_ctx *ctx, const char *key)
+{
+    godis_env e;
+    env_init(&e, ctx);
+    return to_result(godis_reconcile_godis(&e, key));
+}
+
+/* --reconciler-arg "node-grace-ms=40000,godis-timeout-ms=5000,godis-port=6379" */
+static gd_err set_init(gd_worker_env *env, const char *arg, void **ud)
+{
+    (void)env;
+    godis_set_opts *o = calloc(1, sizeof *o);
+    if (!o) return GD_ERR_NOMEM;
+    o->node_notready_grace_ms = 40000;    /* the node lifecycle controller's default grace */
+    o->godis_timeout_ms = 5000;
+    o->godis_port = 6379;
+    char *copy = arg ? strdup(arg) : NULL, *save = NULL;
+    for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        long long v = eq ? strtoll(eq + 1, NULL, 10) : -1;
+        if (eq) *eq = '\0';
+        if (v < 0) goto bad;
+        if (!strcmp(kv, "node-grace-ms")) o->node_notready_grace_ms = v;
+        else if (!strcmp(kv, "godis-timeout-ms") && v > 0) o->godis_timeout_ms = (int)v;
+        else if (!strcmp(kv, "godis-port") && v > 0 && v < 65536) o->godis_port = (int)v;
+        else goto bad;
+    }
+    free(copy);
+    *ud = o;
+    return GD_OK;
+bad:
+    gd_log(GD_LOG_ERROR, "bad --reconciler-arg for godis (want node-grace-ms=N,godis-timeout-ms=N,godis-port=N)",
+           "arg", arg, NULL);
+    free(copy);
+    free(o);
+    return GD_ERR_CONFIG;
+}
+
+static void set_fini(void *ud) { free(ud); }
+
+static gd_reconciler_set godis_set = {
+    .name = "godis",
+    .help = "the GodisCluster and Godis controllers (production)",
+    .ncontrollers = 2,
+    .controllers = {
+        {.controller = "godiscluster", .for_kind = "GodisCluster", .reconcile = reconcile_cluster},
+        {.controller = "godis", .for_kind = "Godis", .reconcile = reconcile_member,
+         .shard_of_key = gd_shard_of_key_member},
+    },
+    .init = set_init,
+    .fini = set_fini,
+};
+GD_RECONCILER_SET(godis_set)
