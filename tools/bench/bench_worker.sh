@@ -7,11 +7,49 @@
 #                            informer reads; events/s as the worker's mapping saw them
 #   pipeline_latency_p50_ms  at an offered 5 000 events/s (--rate 5000), from the replay
 #   pipeline_latency_p99_ms  writing an event to the reconcile of its key starting
-# Baselines come from the client-go informer + workqueue run (bench_informer*, issue 4),
-# read from $BENCH_OUT when present (clientgo_pipeline_*), else omitted.
+# Baselines come from the client-go informer + workqueue run (issue 4's bench), read from
+# $BENCH_OUT when present (clientgo_pipeline_*), else omitted.
+# Needs bin/bench-replay (a watch stream whose events carry bench.godis/sent-ns); without it
+# the benchmark is skipped with a message. Self-contained otherwise: run it directly, or
+# from a driver that sets BENCH_OUT/BENCH_TMP.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-. tools/bench/lib.sh
+BENCH_OUT=${BENCH_OUT:-$PWD/bench/results/latest.jsonl}
+BENCH_TMP=${BENCH_TMP:-$PWD/build/bench}
+mkdir -p "$(dirname "$BENCH_OUT")" "$BENCH_TMP"
+if [ ! -x bin/bench-replay ]; then
+  echo "bench_worker: bin/bench-replay is not built; skipped" >&2
+  exit 0
+fi
+
+bench_emit() {  # name value unit [baseline]
+  if [ -n "${4:-}" ]; then
+    printf '{"name":"%s","value":%s,"unit":"%s","baseline":%s}\n' "$1" "${2:-0}" "$3" "$4" >>"$BENCH_OUT"
+  else
+    printf '{"name":"%s","value":%s,"unit":"%s"}\n' "$1" "${2:-0}" "$3" >>"$BENCH_OUT"
+  fi
+  printf '  %-28s %12s %-9s baseline %s\n' "$1" "${2:-?}" "$3" "${4:--}"
+}
+json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
+
+replay_start() {  # ARGS... — sets REPLAY_PID and REPLAY_KUBECONFIG
+  local portfile="$BENCH_TMP/replay.port"
+  rm -f "$portfile"
+  bin/bench-replay "$@" >"$portfile" &
+  REPLAY_PID=$!
+  for _ in $(seq 1 100); do [ -s "$portfile" ] && break; sleep 0.1; done
+  REPLAY_KUBECONFIG="$BENCH_TMP/replay.kubeconfig"
+  cat >"$REPLAY_KUBECONFIG" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: replay, cluster: {server: "http://127.0.0.1:$(cat "$portfile")"}}]
+users: [{name: nobody, user: {}}]
+contexts: [{name: replay, context: {cluster: replay, user: nobody, namespace: bench}}]
+current-context: replay
+KC
+}
+replay_stop() { kill "$REPLAY_PID" 2>/dev/null; wait "$REPLAY_PID" 2>/dev/null; }
+
 RUN="$BENCH_TMP/worker"
 rm -rf "$RUN"; mkdir -p "$RUN"; chmod 0700 "$RUN"
 OBJECTS=${BENCH_WORKER_OBJECTS:-2000}
@@ -53,7 +91,7 @@ run() {
   cat "$out" 2>/dev/null || echo '{}'
 }
 
-baseline() { sed -n "s/.*\"name\":\"$1\",\"value\":\([0-9.e+-]*\).*/\1/p" "$BENCH_OUT" | tail -1; }
+baseline() { sed -n "s/.*\"name\":\"$1\",\"value\":\([0-9.e+-]*\).*/\1/p" "$BENCH_OUT" 2>/dev/null | tail -1; }
 
 max=$(run 0 "$EVENTS")
 echo "  max rate run: $max"
