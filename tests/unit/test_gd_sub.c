@@ -318,6 +318,15 @@ static void test_shards(void **state)
     converge(f, s, sh2, 2);
     int bad[] = {256};
     assert_int_equal(gd_sub_set_shards(s, bad, 1), GD_ERR_ARG);
+    /* a long topic list (200 shards: ~1000 bytes in the request frame) is served */
+    int many[200];
+    for (int i = 0; i < 200; i++)
+        many[i] = i;
+    assert_int_equal(gd_sub_set_shards(s, many, 200), GD_OK);
+    converge(f, s, many, 200);
+    gd_sub_stats st;
+    gd_sub_get_stats(s, &st);
+    assert_int_equal(st.snapshot_failures, 0);
     gd_sub_destroy(&s);
 }
 
