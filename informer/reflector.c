@@ -129,9 +129,18 @@ static gd_err add_page(refl *r, cJSON *page, objvec *out)
     inf_reflector_cfg *c = r->cfg;
     cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
     const char *api_version = gd_json_str_or(page, "apiVersion", "");
+    /* The item kind is the list's minus "List" (SecretList → Secret): right even for a
+     * --resource given by its plural. */
+    char kind[128];
+    const char *lk = gd_json_str_or(page, "kind", "");
+    size_t kl = strlen(lk);
+    if (kl > 4 && kl < sizeof kind && strcmp(lk + kl - 4, "List") == 0)
+        snprintf(kind, sizeof kind, "%.*s", (int)(kl - 4), lk);
+    else
+        snprintf(kind, sizeof kind, "%s", c->res.kind ? c->res.kind : "");
     cJSON *item;
     cJSON_ArrayForEach(item, items) {
-        add_type_meta(item, api_version, c->res.kind);
+        add_type_meta(item, api_version, kind);
         const char *why = NULL;
         inf_obj *o = inf_obj_from_json(c->kind, item, c->drop, c->ndrop, &why);
         if (!o) {
