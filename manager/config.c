@@ -43,6 +43,7 @@ static const opt_def OPTS[] = {
     S(informer_bin, "informer-bin", "path of the informer program (default: godis-informer beside this program)"),
     S(worker_bin, "worker-bin", "path of the worker program (default: godis-worker beside this program)"),
     S(informer_kinds, "informer-kinds", "comma-separated kinds to run informers for"),
+    S(worker_args, "worker-arg", "extra flags for every worker, separated by spaces (e.g. \"--reconciler sleepy\"; for tests and benchmarks)"),
     S(runtime_dir, "runtime-dir", "private 0700 directory for the ZeroMQ ipc:// endpoints (default: $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)"),
     S(health_addr, "health-probe-bind-address", "host:port serving /healthz and /readyz (loopback only; \"0\" disables)"),
     S(metrics_addr, "metrics-bind-address", "host:port serving /metrics (loopback only; \"0\" disables)"),

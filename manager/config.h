@@ -25,6 +25,7 @@ typedef struct {
     char informer_bin[GD_MGR_STR];
     char worker_bin[GD_MGR_STR];
     char informer_kinds[GD_MGR_STR];    /* comma list; default all eight */
+    char worker_args[GD_MGR_STR];       /* extra worker flags, split on spaces (tests) */
     char runtime_dir[GD_MGR_STR];
     char health_addr[128];
     char metrics_addr[128];

@@ -208,7 +208,7 @@ static gd_proc *worker_slot(mgr_t *m, int i)
     snprintf(mcr, sizeof mcr, "%d", m->cfg.max_concurrent_reconciles);
     itoa_(m->cfg.heartbeat_ms, hb, sizeof hb);
     snprintf(name, sizeof name, "worker/%d", i);
-    const char *a[32];
+    const char *a[48];
     int n = 0;
     a[n++] = m->cfg.worker_bin;
     a[n++] = "--index"; a[n++] = idx;
@@ -217,6 +217,10 @@ static gd_proc *worker_slot(mgr_t *m, int i)
     a[n++] = "--max-concurrent-reconciles"; a[n++] = mcr;
     a[n++] = "--heartbeat-ms"; a[n++] = hb;
     n = common_args(m, a, n);
+    char extra[GD_MGR_STR];
+    snprintf(extra, sizeof extra, "%s", m->cfg.worker_args);
+    for (char *sv = NULL, *t = strtok_r(extra, " ", &sv); t && n < 46; t = strtok_r(NULL, " ", &sv))
+        a[n++] = t;
     a[n] = NULL;
     return gd_sup_add(m->sup, GD_ROLE_WORKER, i, name, (char *const *)a);
 }

@@ -1,0 +1,254 @@
+/* itest_manager_load.c — the real pipeline under the manager: bin/godis-manager with real
+ * bin/godis-informer and bin/godis-worker processes (the worker's "sleepy" test reconciler,
+ * which logs every reconcile's start and end and writes status.observedGeneration), on the
+ * local control plane (skipped without KUBECONFIG).
+ *
+ * 500 GodisClusters are created and then all changed once more, while workers and an
+ * informer are killed with SIGKILL and the worker count goes 2 → 4 → 1 (SIGHUP). Then:
+ * every object's status.observedGeneration equals its generation (every key reconciled
+ * after its last change), no two reconciles of one key ever overlapped (across threads and
+ * worker processes), and every killed child was restarted. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include "itest_manager_fakes.inc"
+#include "itest_manager_harness.inc"
+#include "k8s_client.h"
+#include "gd_json.h"
+
+#define NKEYS 500
+static k8s_client *kc;
+static char ns[64], record[400], informer_path[512], worker_path[512];
+
+static const k8s_resource *gc_res(void) { return &K8S_RES_GODISCLUSTERS; }
+
+/* Children of manager `mgr` whose command line contains `what` (e.g. "--index 1"). */
+static int children_matching(pid_t mgr, const char *prog, const char *what, pid_t *out, int cap)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)) && n < cap) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0) continue;
+        char p[64], buf[4096];
+        snprintf(p, sizeof p, "/proc/%d/stat", pid);
+        FILE *f = fopen(p, "r");
+        if (!f) continue;
+        int ppid = 0;
+        if (fscanf(f, "%*d (%*[^)]) %*c %d", &ppid) != 1) ppid = 0;
+        fclose(f);
+        if (ppid != mgr) continue;
+        snprintf(p, sizeof p, "/proc/%d/cmdline", pid);
+        f = fopen(p, "r");
+        if (!f) continue;
+        size_t l = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < l; i++) if (!buf[i]) buf[i] = ' ';
+        buf[l] = '\0';
+        if (strstr(buf, prog) && (!what || strstr(buf, what))) out[n++] = pid;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static void kill_child(pid_t mgr, const char *prog, const char *what)
+{
+    pid_t p[8];
+    int n = children_matching(mgr, prog, what, p, 8);
+    if (n > 0) kill(p[0], SIGKILL);
+}
+
+typedef struct { mgr_proc *m; } chaos_arg;
+
+static void *chaos(void *arg)
+{
+    mgr_proc *m = ((chaos_arg *)arg)->m;
+    usleep(1500000);
+    kill_child(m->pid, "godis-worker", "--index 0 ");
+    usleep(1000000);
+    kill_child(m->pid, "godis-informer", "--kind GodisCluster ");
+    usleep(1000000);
+    write_file(m->cfg, "workers: 4\n");
+    kill(m->pid, SIGHUP);
+    usleep(2000000);
+    kill_child(m->pid, "godis-worker", "--index 2 ");
+    usleep(2000000);
+    write_file(m->cfg, "workers: 1\n");
+    kill(m->pid, SIGHUP);
+    return NULL;
+}
+
+static void create_all(int gen)
+{
+    for (int i = 0; i < NKEYS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "lc-%03d", i);
+        gd_err e;
+        if (gen == 1) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "apiVersion", "kumkeehyun.github.com/v1");
+            cJSON_AddStringToObject(o, "kind", "GodisCluster");
+            cJSON *md = cJSON_AddObjectToObject(o, "metadata");
+            cJSON_AddStringToObject(md, "name", name);
+            cJSON_AddStringToObject(md, "namespace", ns);
+            cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "spec"), "replicas", 3);
+            e = k8s_create(kc, gc_res(), ns, o, NULL, NULL);
+            cJSON_Delete(o);
+        } else {
+            e = k8s_patch(kc, gc_res(), ns, name, K8S_PATCH_MERGE, "{\"spec\":{\"replicas\":5}}",
+                          NULL, NULL, NULL);
+        }
+        if (e != GD_OK) fail_msg("writing %s: %s", name, gd_strerror(e));
+    }
+}
+
+/* Objects whose status.observedGeneration equals metadata.generation. */
+static int converged(void)
+{
+    cJSON *l = NULL;
+    k8s_list_opts o = {0};
+    if (k8s_list(kc, gc_res(), ns, &o, &l, NULL) != GD_OK) return -1;
+    int n = 0;
+    cJSON *it, *items = cJSON_GetObjectItem(l, "items");
+    cJSON_ArrayForEach(it, items)
+        if (gd_json_int_or(it, "status.observedGeneration", -1) == gd_meta_generation(it)) n++;
+    cJSON_Delete(l);
+    return n;
+}
+
+typedef struct { char key[64]; long long s, e; int pid; } span;
+
+/* Every reconcile of a key, from the record; no two may overlap. Returns distinct keys. */
+static int check_record(void)
+{
+    FILE *f = fopen(record, "r");
+    assert_non_null(f);
+    static span sp[200000];
+    int n = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f) && n < 200000) {
+        char t, ctrl[32], key[64];
+        long long ns_;
+        int pid;
+        if (line[0] == 'S' && sscanf(line, "%c %31s %63s %lld %*s %d", &t, ctrl, key, &ns_, &pid) == 5) {
+            snprintf(sp[n].key, sizeof sp[n].key, "%s", key);
+            sp[n].s = sp[n].e = ns_;     /* an unmatched start (worker killed): a point */
+            sp[n].pid = pid;
+            n++;
+        } else if (line[0] == 'E' && sscanf(line, "%c %31s %63s %lld %d", &t, ctrl, key, &ns_, &pid) == 5) {
+            for (int i = n - 1; i >= 0; i--)
+                if (sp[i].pid == pid && sp[i].e == sp[i].s && !strcmp(sp[i].key, key)) { sp[i].e = ns_; break; }
+        }
+    }
+    fclose(f);
+    int keys = 0;
+    for (int i = 0; i < n; i++) {
+        bool first = true;
+        for (int j = 0; j < n; j++) {
+            if (j == i || strcmp(sp[i].key, sp[j].key)) continue;
+            if (j < i) first = false;
+            if (sp[i].s < sp[j].e && sp[j].s < sp[i].e)
+                fail_msg("%s reconciled twice at once (pids %d and %d)", sp[i].key, sp[i].pid, sp[j].pid);
+        }
+        if (first) keys++;
+    }
+    printf("load: %d reconciles of %d keys, none overlapping\n", n, keys);
+    return keys;
+}
+
+static void test_load_with_kills_and_rescale(void **st)
+{
+    (void)st;
+    snprintf(ns, sizeof ns, "itest-mgr-load-%d", (int)getpid());
+    cJSON *nso = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{}}");
+    cJSON_AddStringToObject(cJSON_GetObjectItem(nso, "metadata"), "name", ns);
+    assert_int_equal(k8s_create(kc, &K8S_RES_NAMESPACES, NULL, nso, NULL, NULL), GD_OK);
+    cJSON_Delete(nso);
+
+    snprintf(record, sizeof record, "%s/record", getenv("FAKE_DIR"));
+    char wa[600], kcfg[600], ib[600], wb[600];
+    snprintf(wa, sizeof wa, "--worker-arg=--reconciler sleepy --reconciler-arg record=%s,sleep_ms=20,write=status", record);
+    snprintf(kcfg, sizeof kcfg, "--kubeconfig=%s", getenv("KUBECONFIG"));
+    snprintf(ib, sizeof ib, "--informer-bin=%s", informer_path);
+    snprintf(wb, sizeof wb, "--worker-bin=%s", worker_path);
+    /* later flags win: the real programs instead of the stand-ins */
+    const char *x[] = {"--leader-elect=false", kcfg, ib, wb, wa, "--heartbeat=500ms",
+                       "--max-concurrent-reconciles=4",
+                       "--informer-kinds=GodisCluster,Godis,ConfigMap,ReplicaSet,Service,PersistentVolumeClaim,Pod,Node",
+                       NULL};
+    mgr_proc m;
+    start_mgr_v(&m, 2, x);
+    pthread_t th;
+    chaos_arg ca = {&m};
+    pthread_create(&th, NULL, chaos, &ca);
+    create_all(1);
+    pthread_join(th, NULL);
+    create_all(2);                                   /* generation 2 for everyone */
+    long long end = now_ms() + 90000;
+    int c = 0;
+    while (now_ms() < end && (c = converged()) < NKEYS) usleep(500000);
+    printf("load: %d of %d objects reconciled after their last change\n", c, NKEYS);
+    assert_int_equal(c, NKEYS);
+    assert_true(check_record() == NKEYS);
+    assert_true(metric(m.metrics, "godis_manager_child_restarts_total{role=\"worker\"}") >= 2);
+    assert_true(metric(m.metrics, "godis_manager_child_restarts_total{role=\"informer\"}") >= 1);
+    assert_int_equal(metric(m.metrics, "godis_manager_children_running{role=\"worker\"}"), 1);
+    assert_int_equal(stop_mgr(&m, SIGTERM, 15000), 0);
+    k8s_delete(kc, &K8S_RES_NAMESPACES, NULL, ns, NULL, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    int rc = fake_dispatch(argc, argv);
+    if (rc >= 0) return rc;
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n <= 0) return 1;
+    self_path[n] = '\0';
+    const char *bindir = getenv("GODIS_BIN_DIR");
+    snprintf(mgr_path, sizeof mgr_path, "%s/godis-manager", bindir ? bindir : "bin");
+    snprintf(informer_path, sizeof informer_path, "%s/godis-informer", bindir ? bindir : "bin");
+    snprintf(worker_path, sizeof worker_path, "%s/godis-worker", bindir ? bindir : "bin");
+    char abs[PATH_MAX];
+    if (realpath(informer_path, abs) && strlen(abs) < sizeof informer_path)
+        memcpy(informer_path, abs, strlen(abs) + 1);
+    if (realpath(worker_path, abs) && strlen(abs) < sizeof worker_path)
+        memcpy(worker_path, abs, strlen(abs) + 1);
+    if (!getenv("KUBECONFIG") || access(mgr_path, X_OK) || access(informer_path, X_OK) ||
+        access(worker_path, X_OK)) {
+        printf("itest_manager_load: skipped (needs KUBECONFIG of a running devcluster and bin/)\n");
+        printf("[  PASSED  ] 0 test(s).\n");
+        return 0;
+    }
+    k8s_config_opts o = {.kubeconfig = getenv("KUBECONFIG")};
+    k8s_config *cfg = NULL;
+    char err[512];
+    k8s_client_opts co;
+    k8s_client_opts_default(&co);
+    co.qps = -1;                                     /* the test's writes are not the subject */
+    if (k8s_config_load(&o, &cfg, err, sizeof err) != GD_OK || !(kc = k8s_client_new(&cfg, &co))) {
+        fprintf(stderr, "itest_manager_load: %s\n", err);
+        return 1;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/itest-manager-load-%d", (int)getpid());
+    mkdir(tmpdir, 0700);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_load_with_kills_and_rescale, fresh_fake_dir, kill_started),
+    };
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    k8s_client_destroy(&kc);
+    char cmd[300];
+    if (rc == 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        (void)!system(cmd);
+    } else {
+        fprintf(stderr, "itest_manager_load: logs kept in %s\n", tmpdir);
+    }
+    return rc;
+}
