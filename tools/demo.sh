@@ -56,7 +56,8 @@ for i in 1 2; do
   echo "manager $i: pid $!, log $DEMO/manager-$i.log, metrics http://127.0.0.1:$((18081 + 2*i))/metrics"
 done
 for _ in $(seq 1 100); do
-  holder=$("$CTL" -n default get Lease godis-operator-leader 2>/dev/null | sed -n 's/.*"holderIdentity": *"\([^"]*\)".*/\1/p')
+  holder=$({ "$CTL" -n default get Lease godis-operator-leader 2>/dev/null || true; } |
+           sed -n 's/.*"holderIdentity":[[:space:]]*"\([^"]*\)".*/\1/p')
   [ -n "$holder" ] && break
   sleep 0.2
 done

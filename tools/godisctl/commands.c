@@ -221,7 +221,7 @@ static int cmd_clusters(ctl *x)
 }
 
 /* Prints Events of the namespace not printed yet (tracked by name), oldest first. */
-static void print_new_events(ctl *x, const char *about, cJSON *seen)
+static void print_new_events(ctl *x, const char *about, cJSON *seen, bool print)
 {
     cJSON *list = NULL;
     k8s_list_opts lo = {0};
@@ -235,7 +235,7 @@ static void print_new_events(ctl *x, const char *about, cJSON *seen)
     cJSON_ArrayForEach(ev, gd_json_path(list, "items")) {
         if (cJSON_GetObjectItemCaseSensitive(seen, gd_meta_name(ev))) continue;
         cJSON_AddTrueToObject(seen, gd_meta_name(ev));
-        printf("    event  %-7s %-18s %s\n", gd_json_str_or(ev, "type", ""),
+        if (print) printf("    event  %-7s %-18s %s\n", gd_json_str_or(ev, "type", ""),
                gd_json_str_or(ev, "reason", ""), gd_json_str_or(ev, "message", ""));
     }
     cJSON_Delete(list);
@@ -254,7 +254,7 @@ static int cmd_follow(ctl *x, int argc, char **argv)
     cJSON *seen = cJSON_CreateObject();
     char last[256] = "";
     int rc = 1;
-    print_new_events(x, name, seen);   /* old events are not news: mark them seen */
+    print_new_events(x, name, seen, false);   /* old events are not news: mark them seen */
     while (gd_mono_ms() < deadline) {
         cJSON *gc = NULL;
         if (k8s_get(x->c, &K8S_RES_GODISCLUSTERS, x->ns, name, &gc, NULL) == GD_OK) {
@@ -270,7 +270,7 @@ static int cmd_follow(ctl *x, int argc, char **argv)
                 printf("%6.1fs %s\n", (gd_mono_ms() - t0) / 1000.0, line);
                 snprintf(last, sizeof last, "%s", line);
             }
-            print_new_events(x, name, seen);
+            print_new_events(x, name, seen, true);
             fflush(stdout);
             int n = cJSON_GetArraySize(gd_json_path(gc, "status.members"));
             bool done = !strcmp(gd_json_str_or(gc, "status.status", ""), "Running") && n == want &&
@@ -331,7 +331,7 @@ int gdctl_run(const gdctl_opts *o, int argc, char **argv)
     else if (!strcmp(cmd, "clusters")) rc = cmd_clusters(&x);
     else if (!strcmp(cmd, "events")) {
         cJSON *seen = cJSON_CreateObject();
-        print_new_events(&x, argc > 1 ? argv[1] : NULL, seen);
+        print_new_events(&x, argc > 1 ? argv[1] : NULL, seen, true);
         cJSON_Delete(seen);
         rc = 0;
     } else if (!strcmp(cmd, "follow")) rc = cmd_follow(&x, argc, argv);
