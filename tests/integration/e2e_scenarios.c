@@ -274,3 +274,39 @@ void e2e_scenario_many(void **state)
     }
     e2e_ns_delete(e2e_c, ns);
 }
+
+void (*e2e_kill_workers)(void);
+
+void e2e_scenario_worker_killed_mid_scale(void **state)
+{
+    (void)state;
+    assert_non_null(e2e_kill_workers);
+    NS_START(ns);
+    e2e_history h;
+    assert_true(e2e_cluster_create(e2e_c, ns, "crash", 3));
+    converge(ns, "crash", 3);
+    assert_true(e2e_history_start(&h, e2e_c, ns, "crash"));
+    assert_true(e2e_cluster_scale(e2e_c, ns, "crash", 5));
+    /* wait for the recorded intent, then kill every worker at once */
+    int64_t deadline = gd_mono_ms() + e2e_timeout_ms, recorded = 0;
+    while (!recorded && gd_mono_ms() < deadline) {
+        cJSON *gc = e2e_cluster_get(e2e_c, ns, "crash");
+        recorded = gd_json_int_or(gc, "status.scaleOutID", 0);
+        cJSON_Delete(gc);
+        if (!recorded) gd_sleep_ms(20);
+    }
+    assert_int_equal(recorded, 4);
+    e2e_kill_workers();
+    converge(ns, "crash", 5);
+    assert_true(e2e_history_stop(&h));
+    cJSON *gc = e2e_cluster_get(e2e_c, ns, "crash");
+    int64_t ids[16];
+    int n = e2e_status_members(gc, ids, 16);
+    /* the recorded id 4 was used, not skipped or reused; 5 came next */
+    assert_int_equal(n, 5);
+    assert_int_equal(ids[3], 4);
+    assert_int_equal(ids[4], 5);
+    assert_int_equal(gd_json_int_or(gc, "status.nextID", 0), 6);
+    cJSON_Delete(gc);
+    e2e_ns_delete(e2e_c, ns);
+}

@@ -16,4 +16,10 @@ void e2e_scenario_cordon(void **state);         /* member's node cordoned -> mem
 void e2e_scenario_invalid(void **state);        /* invalid specs refused */
 void e2e_scenario_many(void **state);           /* many clusters at once converge */
 
+
+
+/* The scale is interrupted by SIGKILL of every worker right after the intent is recorded;
+ * the restarted workers resume the recorded step. kill_workers is supplied by the test. */
+extern void (*e2e_kill_workers)(void);
+void e2e_scenario_worker_killed_mid_scale(void **state);
 #endif

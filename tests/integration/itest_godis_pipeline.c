@@ -60,6 +60,7 @@ static int teardown(void **state)
 
 int main(void)
 {
+    if (getenv("E2E_MANY") == NULL) setenv("E2E_MANY", "10", 1);   /* 50 run in itest_godis_e2e */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(e2e_scenario_invalid),
         cmocka_unit_test(e2e_scenario_create_scale),
