@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../../manager/leaderelection.c"
+#include "../../manager/leaselock.c"
 
 /* ---- injected clock ---- */
 static int64_t fake_ns;
@@ -323,6 +324,59 @@ static void test_errors_and_deadline(void **st)
     gd_le_destroy(&b);
 }
 
+/* ---- the Lease object <-> record ---- */
+static void test_lease_json_roundtrip_and_hostile(void **st)
+{
+    (void)st;
+    cJSON *l = cJSON_Parse("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\"},"
+                           "\"spec\":{\"holderIdentity\":\"h_1\",\"leaseDurationSeconds\":15,"
+                           "\"acquireTime\":\"2026-11-22T11:00:00.000000Z\","
+                           "\"renewTime\":\"2026-11-22T11:00:02.000000Z\",\"leaseTransitions\":4}}");
+    gd_le_record r;
+    assert_int_equal(gd_leaselock_record_from_lease(l, &r), GD_OK);
+    assert_string_equal(r.holder, "h_1");
+    assert_int_equal(r.lease_duration_s, 15);
+    assert_int_equal(r.transitions, 4);
+    assert_string_equal(r.renew_time, "2026-11-22T11:00:02.000000Z");
+    /* written back: the same record, metadata (resourceVersion) untouched */
+    snprintf(r.holder, sizeof r.holder, "other");
+    r.acquire_time[0] = '\0';
+    assert_int_equal(gd_leaselock_record_to_lease(l, &r), GD_OK);
+    gd_le_record back;
+    assert_int_equal(gd_leaselock_record_from_lease(l, &back), GD_OK);
+    assert_true(gd_le_record_equal(&r, &back));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(l, "spec"), "acquireTime")));
+    assert_string_equal(gd_meta_rv(l), "7");
+    cJSON_Delete(l);
+
+    const char *bad[] = {
+        "{\"spec\":{\"holderIdentity\":5}}",
+        "{\"spec\":{\"leaseDurationSeconds\":\"15\"}}",
+        "{\"spec\":{\"leaseDurationSeconds\":1.5}}",
+        "{\"spec\":[]}",
+        "[]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *b = cJSON_Parse(bad[i]);
+        assert_int_not_equal(gd_leaselock_record_from_lease(b, &r), GD_OK);
+        cJSON_Delete(b);
+    }
+    /* an over-long holder is refused, not truncated into someone else's name */
+    char big[600];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(b, "spec"), "holderIdentity", big);
+    assert_int_equal(gd_leaselock_record_from_lease(b, &r), GD_ERR_TOO_LARGE);
+    cJSON_Delete(b);
+    /* no spec at all: an empty record (nobody holds it) */
+    b = cJSON_Parse("{\"metadata\":{}}");
+    assert_int_equal(gd_leaselock_record_from_lease(b, &r), GD_OK);
+    assert_string_equal(r.holder, "");
+    cJSON_Delete(b);
+    assert_null(gd_leaselock_new(NULL, "ns", "x"));
+}
+
 /* ---- the loop, on the real clock with short periods ---- */
 static gd_le *fast_elector(const char *id, view_t *v, store_t *s)
 {
@@ -408,6 +462,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_observation_times_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fast_path_conflict_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_and_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lease_json_roundtrip_and_hostile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loop_acquire_renew_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loop_loses_lease_when_store_fails, setup, teardown),
     };
