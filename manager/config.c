@@ -45,8 +45,8 @@ static const opt_def OPTS[] = {
     S(informer_kinds, "informer-kinds", "comma-separated kinds to run informers for"),
     S(worker_args, "worker-arg", "extra flags for every worker, separated by spaces (e.g. \"--reconciler sleepy\"; for tests and benchmarks)"),
     S(runtime_dir, "runtime-dir", "private 0700 directory for the ZeroMQ ipc:// endpoints (default: $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)"),
-    S(health_addr, "health-probe-bind-address", "host:port serving /healthz and /readyz (loopback only; \"0\" disables)"),
-    S(metrics_addr, "metrics-bind-address", "host:port serving /metrics (loopback only; \"0\" disables)"),
+    S(health_addr, "health-probe-bind-address", "IPv4 host:port serving /healthz and /readyz (\":8081\" = every interface, as a pod needs for the kubelet's probes; \"0\" disables)"),
+    S(metrics_addr, "metrics-bind-address", "IPv4 host:port serving /metrics (\"0\" disables)"),
     D(heartbeat_ms, "heartbeat", "interval of PING to workers; a worker silent for 5 intervals is killed"),
     D(shutdown_grace_ms, "shutdown-grace", "on shutdown or fencing: time from STOP to SIGKILL of a worker (SIGTERM at half)"),
     S(log_level, "log-level", "debug, info, warn or error"),
@@ -122,7 +122,7 @@ gd_err gd_parse_bind_addr(const char *s, char *host, size_t hostcap, int *port,
         return GD_OK;
     }
     const char *colon = strrchr(s, ':');
-    if (!colon || colon == s) {
+    if (!colon) {
         snprintf(why, whylen, "expected host:port, got \"%s\"", s);
         return GD_ERR_CONFIG;
     }
@@ -142,9 +142,10 @@ gd_err gd_parse_bind_addr(const char *s, char *host, size_t hostcap, int *port,
         return GD_ERR_CONFIG;
     }
     if (strcmp(h, "localhost") == 0) snprintf(h, sizeof h, "127.0.0.1");
+    if (h[0] == '\0') snprintf(h, sizeof h, "0.0.0.0");     /* ":8080": every interface */
     struct in_addr a;
-    if (inet_pton(AF_INET, h, &a) != 1 || (ntohl(a.s_addr) >> 24) != 127) {
-        snprintf(why, whylen, "\"%s\" is not a loopback IPv4 address (127.0.0.0/8)", h);
+    if (inet_pton(AF_INET, h, &a) != 1) {
+        snprintf(why, whylen, "\"%s\" is not an IPv4 address", h);
         return GD_ERR_CONFIG;
     }
     snprintf(host, hostcap, "%s", h);

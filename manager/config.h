@@ -49,8 +49,9 @@ void   gd_mgr_config_usage(FILE *out);
 
 /* "15s", "1500ms", "2m", "1m30s", "1h" → ms; GD_ERR_PARSE otherwise. */
 gd_err gd_parse_duration_ms(const char *s, int64_t *out);
-/* "127.0.0.1:8080" → host/port, loopback only (127.0.0.0/8, "localhost"); "0" means
- * disabled (port 0). GD_ERR_CONFIG with a reason. */
+/* "127.0.0.1:8080" → host/port (IPv4 literal or "localhost"; ":8080" = 0.0.0.0); "0"
+ * means disabled (port 0). The defaults are loopback; anything wider must be asked for.
+ * GD_ERR_CONFIG with a reason. */
 gd_err gd_parse_bind_addr(const char *s, char *host, size_t hostcap, int *port,
                           char *why, size_t whylen);
 

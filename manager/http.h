@@ -18,7 +18,7 @@ enum { GD_HTTP_HEALTH = 1, GD_HTTP_METRICS = 2 };
 
 typedef struct gd_http gd_http;
 
-/* Listens on host:port (loopback checked by the caller) serving the paths of `what`
+/* Listens on host:port (an IPv4 literal, validated by config.c) serving the paths of `what`
  * (GD_HTTP_HEALTH and/or GD_HTTP_METRICS); port 0 picks a free port (gd_http_port).
  * NULL on failure (logged). */
 gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handlers *h, void *ud);

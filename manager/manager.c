@@ -129,9 +129,14 @@ static bool make_rundir(mgr_t *m)
         return false;
     }
     struct stat st;
-    if (stat(m->rundir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-        (st.st_mode & 077)) {
-        GD_ERROR("runtime directory must be ours with mode 0700", "dir", m->rundir);
+    if (stat(m->rundir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+        GD_ERROR("runtime directory must be a directory owned by us", "dir", m->rundir);
+        return false;
+    }
+    /* an emptyDir volume arrives 0777: ours, so make it private */
+    if ((st.st_mode & 077) && chmod(m->rundir, 0700) != 0) {
+        GD_ERROR("cannot make the runtime directory private (0700)", "dir", m->rundir,
+                 "error", strerror(errno));
         return false;
     }
     return true;
