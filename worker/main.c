@@ -31,6 +31,10 @@ static void usage(FILE *out)
         "  --shards LIST                 standalone: shards to own, e.g. \"0-255\" (default),\n"
         "                                \"3,17\" or \"all\"\n"
         "  --max-concurrent-reconciles N reconcile threads per controller (default 1)\n"
+        "  --queue-rate-limits SPEC      per-controller workqueue rate limiter, client-go's\n"
+        "                                MaxOf(per-key exponential, overall token bucket):\n"
+        "                                \"base-ms=5,max-ms=1000000,qps=10,burst=100\" (defaults;\n"
+        "                                any subset; qps=0 disables the bucket)\n"
         "  --heartbeat-ms MS             manager heartbeat; silent 3x: HELLO again, 5x: exit 1\n"
         "                                (default 1000)\n"
         "  --kubeconfig PATH             kubeconfig for API writes (else in-cluster/$KUBECONFIG)\n"
@@ -71,7 +75,7 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 enum {
     OPT_INDEX = 1000, OPT_CONTROL, OPT_RUNDIR, OPT_ENDPOINTS, OPT_SHARDS, OPT_MCR, OPT_HB,
     OPT_KUBECONFIG, OPT_CONTEXT, OPT_RECONCILER, OPT_RECARG, OPT_GRACE, OPT_LEVEL, OPT_FORMAT,
-    OPT_HELP,
+    OPT_HELP, OPT_RATE,
 };
 
 int main(int argc, char **argv)
@@ -91,6 +95,7 @@ int main(int argc, char **argv)
         {"stop-grace-ms", required_argument, NULL, OPT_GRACE},
         {"log-level", required_argument, NULL, OPT_LEVEL},
         {"log-format", required_argument, NULL, OPT_FORMAT},
+        {"queue-rate-limits", required_argument, NULL, OPT_RATE},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -134,6 +139,12 @@ int main(int argc, char **argv)
                 return fatal("--stop-grace-ms wants 0..3600000", optarg);
             o.stop_grace_ms = v;
             break;
+        case OPT_RATE: {
+            char why[160];
+            if (worker_rate_limits_parse(&o, optarg, why, sizeof why) != GD_OK)
+                return fatal("--queue-rate-limits", why);
+            break;
+        }
         case OPT_LEVEL: level = optarg; break;
         case OPT_FORMAT: format = optarg; break;
         case OPT_HELP: usage(stdout); return GD_EXIT_OK;

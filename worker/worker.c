@@ -102,6 +102,44 @@ void worker_opts_default(worker_opts *o)
     o->heartbeat_ms = 1000;
     o->reconciler = "godis";
     o->stop_grace_ms = 4000;
+    o->queue_base_delay_ms = 5;
+    o->queue_max_delay_ms = 1000 * 1000;
+    o->queue_qps = 10;
+    o->queue_burst = 100;
+}
+
+gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, size_t cap)
+{
+    char *copy = strdup(spec ? spec : ""), *save = NULL;
+    if (!copy)
+        return GD_ERR_NOMEM;
+    gd_err rc = GD_OK;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == GD_OK;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end = NULL;
+        double v = eq ? strtod(eq + 1, &end) : -1;
+        if (!eq || end == eq + 1 || *end || v < 0 || v > 1e12) {
+            rc = GD_ERR_CONFIG;
+        } else if (!strncmp(tok, "base-ms=", 8) && v >= 1) {
+            o->queue_base_delay_ms = (int64_t)v;
+        } else if (!strncmp(tok, "max-ms=", 7) && v >= 1) {
+            o->queue_max_delay_ms = (int64_t)v;
+        } else if (!strncmp(tok, "qps=", 4)) {
+            o->queue_qps = v;               /* 0: no overall bucket */
+        } else if (!strncmp(tok, "burst=", 6) && v >= 1 && v <= 1000000) {
+            o->queue_burst = (int)v;
+        } else {
+            rc = GD_ERR_CONFIG;
+        }
+        if (rc != GD_OK)
+            snprintf(why, cap, "\"%.40s\": want base-ms=N,max-ms=N,qps=N,burst=N", tok);
+    }
+    if (rc == GD_OK && o->queue_base_delay_ms > o->queue_max_delay_ms) {
+        snprintf(why, cap, "base-ms is larger than max-ms");
+        rc = GD_ERR_CONFIG;
+    }
+    free(copy);
+    return rc;
 }
 
 static gd_err check_endpoint(const char *ep)
@@ -693,6 +731,10 @@ static gd_err setup_controllers(worker *w)
         controller_opts_default(&co, r->controller, r->reconcile);
         co.ud = w->set_ud;
         co.max_concurrent = w->o->max_concurrent;
+        co.queue.base_delay_ns = w->o->queue_base_delay_ms * 1000000;
+        co.queue.max_delay_ns = w->o->queue_max_delay_ms * 1000000;
+        co.queue.qps = w->o->queue_qps;
+        co.queue.burst = w->o->queue_burst;
         co.shard_of_key = r->shard_of_key;
         controller *c = controller_new(&co, &w->env);
         if (!c || controller_start(c) != GD_OK) {

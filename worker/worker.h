@@ -36,6 +36,10 @@ typedef struct {
     int shards[GD_NSHARDS];             /* standalone: --shards */
     int nshards;
     int max_concurrent;                 /* per controller */
+    /* Per-controller rate limiter (client-go DefaultControllerRateLimiter by default). */
+    int64_t queue_base_delay_ms, queue_max_delay_ms;
+    double queue_qps;
+    int queue_burst;
     int heartbeat_ms;
     const char *kubeconfig, *context;
     const char *reconciler, *reconciler_arg;
@@ -47,6 +51,9 @@ void worker_opts_default(worker_opts *o);
 gd_err worker_endpoints_from_dir(worker_opts *o, const char *dir);
 /* Parses "Kind=PUB,SNAP;Kind=PUB,SNAP". */
 gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_t cap);
+
+/* Parses "base-ms=5,max-ms=1000000,qps=10,burst=100" (any subset) into o. */
+gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, size_t cap);
 
 /* Runs until STOP, a signal, or a fatal error. Returns the process exit code. */
 int worker_run(const worker_opts *o);

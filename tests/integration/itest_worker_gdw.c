@@ -809,6 +809,10 @@ static void test_flags(void **state)
         {"--runtime-dir", "/tmp/x", "--reconciler", "nope", NULL},
         {"--runtime-dir", "/tmp/x", "--reconciler", "sleepy", "--reconciler-arg", "x=1", NULL},
         {"--runtime-dir", "/tmp/x", "extra", NULL},
+        {"--runtime-dir", "/tmp/x", "--queue-rate-limits", "base-ms=0", NULL},
+        {"--runtime-dir", "/tmp/x", "--queue-rate-limits", "qps=x", NULL},
+        {"--runtime-dir", "/tmp/x", "--queue-rate-limits", "base-ms=10,max-ms=5", NULL},
+        {"--runtime-dir", "/tmp/x", "--queue-rate-limits", "speed=3", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = run_flags(bad[i]);
