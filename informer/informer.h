@@ -120,6 +120,7 @@ typedef struct {
     const char *ns;                  /* NULL: all namespaces */
     const char *label_selector, *field_selector;
     long page_size;
+    bool initial_list_from_cache;    /* first list with resourceVersion=0, as client-go */
     int min_watch_timeout_s;         /* watch timeout random in [min, 2*min) */
     const char *const *drop;
     size_t ndrop;

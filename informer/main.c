@@ -51,6 +51,9 @@ static const char usage[] =
 "\n"
 "Timing:\n"
 "  --page-size N            list page size (limit), 0 = unpaginated (default 500)\n"
+"  --initial-list-from-cache  first list with resourceVersion=0 as client-go does: served\n"
+"                           from the API server's watch cache (no etcd read) but unpaginated;\n"
+"                           default: a consistent, paginated read from etcd\n"
 "  --heartbeat-ms MS        HEARTBEAT period (default 1000)\n"
 "  --resync-period DUR      republish every object as MODIFIED each DUR; 0 = off (default 0)\n"
 "  --min-watch-timeout DUR  watch timeout is random in [DUR, 2*DUR) (default 5m)\n"
@@ -125,6 +128,7 @@ typedef struct {
     const char *drop[MAX_DROP];
     size_t ndrop;
     long page_size, heartbeat_ms, pub_hwm;
+    bool list_from_cache;
     int64_t resync_ms, min_watch_ms;
 } flags;
 
@@ -132,7 +136,7 @@ static void parse_flags(int argc, char **argv, flags *f)
 {
     enum { F_KIND = 256, F_RESOURCE, F_NS, F_LSEL, F_FSEL, F_KUBECONFIG, F_CONTEXT, F_RUNDIR,
            F_PUB, F_SNAP, F_PAGE, F_HB, F_RESYNC, F_DROP, F_LOGLEVEL, F_LOGFORMAT, F_HELP,
-           F_MINWATCH, F_HWM };
+           F_MINWATCH, F_HWM, F_LISTCACHE };
     static const struct option opts[] = {
         {"kind", required_argument, 0, F_KIND}, {"resource", required_argument, 0, F_RESOURCE},
         {"namespace", required_argument, 0, F_NS},
@@ -148,6 +152,7 @@ static void parse_flags(int argc, char **argv, flags *f)
         {"resync-period", required_argument, 0, F_RESYNC},
         {"min-watch-timeout", required_argument, 0, F_MINWATCH},
         {"pub-hwm", required_argument, 0, F_HWM},
+        {"initial-list-from-cache", no_argument, 0, F_LISTCACHE},
         {"drop-field", required_argument, 0, F_DROP},
         {"log-level", required_argument, 0, F_LOGLEVEL},
         {"log-format", required_argument, 0, F_LOGFORMAT},
@@ -176,6 +181,7 @@ static void parse_flags(int argc, char **argv, flags *f)
         case F_PAGE: f->page_size = parse_long(optarg, "--page-size", 0, 100000); break;
         case F_HB: f->heartbeat_ms = parse_long(optarg, "--heartbeat-ms", 10, 3600000); break;
         case F_HWM: f->pub_hwm = parse_long(optarg, "--pub-hwm", 1, 100000000); break;
+        case F_LISTCACHE: f->list_from_cache = true; break;
         case F_RESYNC:
             if ((f->resync_ms = parse_duration_ms(optarg)) < 0)
                 die_config("--resync-period: bad duration '%s'", optarg);
@@ -347,6 +353,7 @@ int main(int argc, char **argv)
     inf_reflector_cfg rc = {.client = client, .res = res, .kind = kind, .ns = f.ns,
                             .label_selector = f.label_selector,
                             .field_selector = f.field_selector, .page_size = f.page_size,
+                            .initial_list_from_cache = f.list_from_cache,
                             .min_watch_timeout_s = (int)(f.min_watch_ms / 1000),
                             .drop = f.drop, .ndrop = f.ndrop, .q = q, .ctr = &ctr,
                             .stop = &g_stop};

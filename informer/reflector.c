@@ -1,7 +1,10 @@
 /* reflector.c — list then watch, with client-go's Reflector semantics.
  *
- *  - The list is paginated (limit/continue) and always a consistent read (resourceVersion
- *    ""), so paging really happens and the result is as new as etcd. If a continue token
+ *  - The list is paginated (limit/continue) and a consistent read (resourceVersion ""), so
+ *    paging really happens (bounded memory per page) and the result is as new as etcd.
+ *    --initial-list-from-cache makes the first list client-go's (resourceVersion=0, from the
+ *    API server's watch cache: no etcd read, but one unpaginated response). Relists after
+ *    410 are always consistent reads, as client-go's after "resource version too old". If a continue token
  *    expires mid-way (410), we fall back to one full unpaginated list, as client-go's pager
  *    does (FullListIfExpired): restarting the paging could expire again forever.
  *  - The watch starts from the list's resourceVersion with allowWatchBookmarks and a
@@ -156,7 +159,9 @@ static gd_err add_page(refl *r, cJSON *page, objvec *out)
     return GD_OK;
 }
 
-static gd_err list_all(refl *r, k8s_status *st)
+/* from_cache: resourceVersion=0, served by the API server's watch cache (client-go's initial
+ * list: cheap for etcd, but the cache ignores limit, so it arrives as one page). */
+static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
 {
     inf_reflector_cfg *c = r->cfg;
     objvec all = {0};
@@ -166,6 +171,7 @@ static gd_err list_all(refl *r, k8s_status *st)
     for (;;) {
         k8s_list_opts lo = {.label_selector = c->label_selector,
                             .field_selector = c->field_selector,
+                            .resource_version = from_cache && !cont[0] ? "0" : NULL,
                             .limit = limit, .continue_token = cont[0] ? cont : NULL};
         cJSON *page = NULL;
         gd_err e = k8s_list(c->client, &c->res, c->ns, &lo, &page, st);
@@ -298,7 +304,7 @@ void *inf_reflector_run(void *arg)
         k8s_status st;
         memset(&st, 0, sizeof st);
         if (need_list) {
-            gd_err e = list_all(&r, &st);
+            gd_err e = list_all(&r, &st, first_list && c->initial_list_from_cache);
             if (e == GD_ERR_CANCELLED)
                 break;
             if (e != GD_OK) {
