@@ -116,6 +116,17 @@ static int writes_of(pid_t mgr, long long *first, long long *last)
 
 static long long wall_ms(void) { return fake_wall_ms(); }
 
+/* Waits (up to ms) until the workers of manager pid mgr have written. */
+static bool wait_writes(pid_t mgr, int ms)
+{
+    long long f, l, end = now_ms() + ms;
+    while (now_ms() < end) {
+        if (writes_of(mgr, &f, &l) > 0) return true;
+        usleep(10000);
+    }
+    return false;
+}
+
 static void record(const char *name, double seconds)
 {
     printf("%s %.3f s\n", name, seconds);
@@ -149,8 +160,8 @@ static void test_two_managers_graceful_handover(void **st)
     char holder[256];
     lease_holder(holder, sizeof holder);
     assert_string_equal(holder, ids[l]);
-    long long f, last;
-    assert_true(writes_of(m[l].pid, &f, &last) > 0);          /* its workers work */
+    long long last;
+    assert_true(wait_writes(m[l].pid, 5000));                  /* its workers work */
 
     int s = 1 - l;
     long long t0 = wall_ms();
@@ -217,7 +228,8 @@ static void test_sigstop_leader_is_fenced(void **st)
     start_le(&m[1], 1);
     int l = watch_leaders(m, alive, 8000, -1);
     assert_true(l >= 0);
-    hold_leader(m, alive, 1500, l);
+    hold_leader(m, alive, 1000, l);
+    assert_true(wait_writes(m[l].pid, 5000));                  /* its workers are writing */
     kill(m[l].pid, SIGSTOP);
     bool only_s[NMGR] = {false, false, false};
     only_s[1 - l] = true;
