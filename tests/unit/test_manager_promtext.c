@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 #include "../../manager/promtext.c"
+#include "../../manager/statsclient.c"
 
 static void test_merge_groups_and_labels(void **st)
 {
@@ -60,11 +61,24 @@ static void test_label_escaping_and_empty(void **st)
     gd_promtext_destroy(&p);
 }
 
+static void test_informer_synced_parse(void **st)
+{
+    (void)st;
+    assert_true(gd_stats_text_synced("godis_informer_synced{kind=\"Pod\"} 1\n"));
+    assert_true(gd_stats_text_synced("# TYPE x gauge\ngodis_informer_synced 1\n"));
+    assert_false(gd_stats_text_synced("godis_informer_synced{kind=\"Pod\"} 0\n"));
+    assert_false(gd_stats_text_synced("godis_informer_synced_total 1\n"));    /* another metric */
+    assert_false(gd_stats_text_synced("x godis_informer_synced 1\n"));        /* not at line start */
+    assert_false(gd_stats_text_synced("godis_informer_synced{kind=\"Pod\" 1\n")); /* unclosed */
+    assert_false(gd_stats_text_synced(""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge_groups_and_labels),
         cmocka_unit_test(test_label_escaping_and_empty),
+        cmocka_unit_test(test_informer_synced_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
