@@ -238,7 +238,7 @@ static void stop_worker(mgr_t *m, int i, int64_t drain_deadline_wall)
     gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
     worker_t *w = &m->w[i];
     if (w->hello) gd_control_stop(m->ctl, i, drain_deadline_wall);
-    w->stopping = true;
+    w->stopping = p && p->pid > 0;             /* cleared when the process is reaped */
     w->retiring = false;
     gd_shards_worker_stopping(&m->shards, i);
     if (p) gd_sup_stop(m->sup, p, w->hello);   /* no HELLO: nobody to ask, TERM now */
@@ -251,7 +251,9 @@ static void stop_all_workers(mgr_t *m, const char *why)
     for (int i = 0; i < gd_sup_count(m->sup); i++) {
         gd_proc *p = gd_sup_at(m->sup, i);
         if (p->role != GD_ROLE_WORKER) continue;
-        if (p->pid > 0 || p->wanted) { stop_worker(m, p->index, drain); stopped++; }
+        if (p->pid > 0) { stop_worker(m, p->index, drain); stopped++; }
+        else if (m->phase > 0) gd_sup_stop(m->sup, p, false);   /* no restart at shutdown */
+        /* fencing: a worker between processes holds nothing; it comes back as standby */
     }
     gd_shards_freeze(&m->shards, true);
     if (stopped) GD_WARN("stopping every worker", "reason", why);
@@ -461,7 +463,7 @@ static void reload(mgr_t *m)
     for (int i = c.workers; i < m->want_workers; i++) {
         gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
         if (!p) continue;
-        if (m->w[i].hello && !m->w[i].stopping) {
+        if (m->leading && m->w[i].hello && !m->w[i].stopping) {
             m->w[i].retiring = true;                 /* revoke first, STOP when empty */
             gd_shards_worker_retire(&m->shards, i);
         } else {
