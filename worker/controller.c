@@ -241,6 +241,8 @@ void rec_record_write(rec_ctx *ctx, const char *kind, const char *objkey, const 
     ctx->writes++;
     if (!c || !kind || !objkey || (!deleted && (!rv || !*rv)))
         return;
+    if (c->env->tracks_kind && !c->env->tracks_kind(c->env->tracks_kind_ud, kind))
+        return;
     pthread_mutex_lock(&c->mu);
     exp_list *l = strmap_get(c->expect, ctx->key);
     if (!l) {

@@ -81,6 +81,11 @@ typedef struct {
     struct cache *cache;            /* handed to reconcilers, may be NULL in tests */
     gd_rv_lookup_fn rv_lookup;      /* NULL: read-your-own-writes disabled */
     void *rv_lookup_ud;
+    /* Whether the cache follows kind at all (NULL: every kind). A write of a kind no
+     * informer feeds (an Event, a kind without informer) is not waited for: the cache
+     * would never show it. */
+    bool (*tracks_kind)(void *ud, const char *kind);
+    void *tracks_kind_ud;
 } gd_worker_env;
 
 /* ---- the reconcile context ---- */

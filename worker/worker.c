@@ -220,6 +220,16 @@ gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_
     return rc;
 }
 
+/* Read-your-own-writes waits only for kinds an informer feeds into the cache. */
+static bool tracks_kind(void *ud, const char *kind)
+{
+    worker *w = ud;
+    for (int i = 0; w && i < w->nsubs; i++)
+        if (strcmp(w->subs[i].kind, kind) == 0)
+            return true;
+    return false;
+}
+
 /* ---- events: subscriber → cache → mapping → controllers ---- */
 
 static controller *find_ctrl(worker *w, const char *name)
@@ -901,6 +911,8 @@ int worker_run(const worker_opts *o)
     w->env.cache = w->cache;
     w->env.rv_lookup = cache_rv_lookup;
     w->env.rv_lookup_ud = w->cache;
+    w->env.tracks_kind = tracks_kind;
+    w->env.tracks_kind_ud = w;
     int code = GD_EXIT_FATAL_CONFIG;
     if (!w->zctx || !w->cache) {
         code = GD_EXIT_FAILURE;

@@ -420,6 +420,8 @@ static void put_obj(cache *c, const char *kind, const char *key, const char *jso
     cJSON_Delete(o);
 }
 
+static bool only_godis(void *ud, const char *kind) { return strcmp(kind, "Godis") == 0; }
+
 static void test_reconciler_cache_helpers(void **state)
 {
     cache *c = cache_new();
@@ -470,6 +472,12 @@ static void test_reconciler_cache_helpers(void **state)
     cache_apply(c, CACHE_DELETE, "Godis", "ns/ex-2", 0, NULL);
     assert_true(controller_caught_up(ctrl, "ns/ex-1"));
     rec_wrote(NULL, "Godis", "ns", "x", "1", false);
+    /* a kind the cache does not follow is never waited for */
+    env.tracks_kind = only_godis;
+    rec_wrote(&ctx, "Event", "ns", "ev-1", "77", false);
+    assert_true(controller_caught_up(ctrl, "ns/ex-1"));
+    rec_wrote(&ctx, "Godis", "ns", "ex-3", "77", false);
+    assert_false(controller_caught_up(ctrl, "ns/ex-1"));
     controller_destroy(&ctrl);
     cache_destroy(&c);
 }
