@@ -404,7 +404,10 @@ void gd_mgr_config_usage(FILE *out)
             "informer process per watched kind and the worker processes, spreads the %d shards of\n"
             "reconcile keys over the workers, and serves /healthz, /readyz and /metrics.\n\n"
             "Every flag can also be set in the --config YAML file under the same name.\n"
-            "Exit codes: 0 clean stop, 1 failure, 2 fatal configuration error.\n\nFlags:\n", 256);
+            "Signals: SIGTERM/SIGINT stop gracefully (workers, then the lease is released, then the\n"
+            "informers); SIGHUP re-reads the configuration and applies a changed --workers.\n"
+            "Exit codes: 0 clean stop, 1 failure, 2 fatal configuration error (also when a child\n"
+            "exits 2).\n\nFlags:\n", 256);
     for (size_t i = 0; i < NOPTS; i++) {
         const opt_def *o = &OPTS[i];
         const char *base = (const char *)&d + o->off;
