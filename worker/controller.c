@@ -19,6 +19,8 @@ typedef struct {
     char *objkey;
     char rv[32];
     bool deleted;
+    bool was_cached;    /* the cache had the object when we wrote it: an update, so its
+                         * absence later means it was deleted, not that it is late */
     int64_t at_ns;
 } expectation;
 
@@ -243,6 +245,11 @@ void rec_record_write(rec_ctx *ctx, const char *kind, const char *objkey, const 
         return;
     if (c->env->tracks_kind && !c->env->tracks_kind(c->env->tracks_kind_ud, kind))
         return;
+    char cur[64];
+    bool deleting = false;
+    bool was_cached = c->env->rv_lookup &&
+                      c->env->rv_lookup(c->env->rv_lookup_ud, kind, objkey, cur, sizeof cur,
+                                        &deleting);
     pthread_mutex_lock(&c->mu);
     exp_list *l = strmap_get(c->expect, ctx->key);
     if (!l) {
@@ -272,6 +279,7 @@ void rec_record_write(rec_ctx *ctx, const char *kind, const char *objkey, const 
         snprintf(e->kind, sizeof e->kind, "%s", kind);
         snprintf(e->rv, sizeof e->rv, "%s", deleted ? "" : rv);
         e->deleted = deleted;
+        e->was_cached = was_cached;
         e->at_ns = gd_mono_ns();
     } else {
         gd_log(GD_LOG_ERROR, "controller: out of memory recording a write", "controller",
@@ -290,7 +298,7 @@ static bool exp_met(const controller *c, const expectation *e)
     if (e->deleted)
         return !present || deleting;
     if (!present)
-        return false;
+        return e->was_cached;   /* an updated object that vanished was deleted meanwhile */
     int cmp = gd_rv_compare(rv, e->rv);
     return cmp >= 0 || cmp == -2;   /* incomparable versions: do not block forever */
 }

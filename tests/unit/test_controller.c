@@ -280,8 +280,8 @@ static void test_read_your_writes(void **state)
     /* an object that never shows up expires after the TTL */
     f->c->o.expectation_ttl_ms = 20;
     rec_ctx ctx = {.ctrl = f->c, .key = "ns/k5", .env = &f->env};
+    atomic_store(&f->st.cached_rv, -1);                     /* created, not cached yet */
     rec_record_write(&ctx, "Godis", "ns/gone-1", "3", false);
-    atomic_store(&f->st.cached_rv, -1);
     assert_false(controller_caught_up(f->c, "ns/k5"));
     usleep(30000);
     assert_true(controller_caught_up(f->c, "ns/k5"));
@@ -472,6 +472,17 @@ static void test_reconciler_cache_helpers(void **state)
     cache_apply(c, CACHE_DELETE, "Godis", "ns/ex-2", 0, NULL);
     assert_true(controller_caught_up(ctrl, "ns/ex-1"));
     rec_wrote(NULL, "Godis", "ns", "x", "1", false);
+    /* an updated object (cached when written) that disappears was deleted: not waited for;
+     * a created one (not cached yet) is */
+    rec_wrote(&ctx, "Godis", "ns", "ex-1", "50", false);
+    assert_false(controller_caught_up(ctrl, "ns/ex-1"));
+    cache_apply(c, CACHE_DELETE, "Godis", "ns/ex-1", 0, NULL);
+    assert_true(controller_caught_up(ctrl, "ns/ex-1"));
+    rec_wrote(&ctx, "Godis", "ns", "new-1", "51", false);
+    assert_false(controller_caught_up(ctrl, "ns/ex-1"));
+    put_obj(c, "Godis", "ns/new-1", "{\"metadata\":{\"name\":\"new-1\",\"namespace\":\"ns\","
+                                    "\"resourceVersion\":\"51\"}}");
+    assert_true(controller_caught_up(ctrl, "ns/ex-1"));
     /* a kind the cache does not follow is never waited for */
     env.tracks_kind = only_godis;
     rec_wrote(&ctx, "Event", "ns", "ev-1", "77", false);
