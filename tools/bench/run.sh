@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh — `make bench`: informer benchmarks (issue 4 part 6). Every figure is printed and
+# run.sh — `make bench`: informer benchmarks (issue 4 part 6), then the whole operator
+# (tools/bench/converge.sh, issue 7 part 7: converge_100x3_s, api_requests_per_cluster). Every figure is printed and
 # appended as one JSON line ({"name","value","unit"}) to bench/results/latest.jsonl.
 #
 #   informer_events_per_s             replayed watch events through the informer to a subscriber
@@ -146,3 +147,7 @@ emit "$ours" "$base"
 emit "$cached" "$base"
 del_ns "$NS_LIST"
 log "figures in $OUT_DIR/latest.jsonl"
+
+# 5. The whole operator (issue 7 part 7): converge_100x3_s and api_requests_per_cluster,
+# appended by tools/bench/converge.sh (adds the node agent to this devcluster if it has none).
+"$ROOT/tools/bench/converge.sh" || log "converge.sh: not every GodisCluster converged (see its lines)"

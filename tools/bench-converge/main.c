@@ -1,0 +1,278 @@
+/* main.c — bin/bench-converge, the driver of tools/bench/converge.sh (issue 7 part 7).
+ *
+ *   bench-converge --namespace NS [--count 100] [--replicas 3] [--threads 8]
+ *                  [--timeout 300] [--poll-ms 100] [--detail-ms 2000]
+ *
+ * Uses $KUBECONFIG (the admin identity, not the operator's, so the referee's per-identity
+ * request count of the operator stays clean). Creates the namespace, then COUNT
+ * GodisClusters (bench-000...) with spec.replicas REPLICAS from THREADS threads with no
+ * client-side rate limit, and lists the namespace's GodisClusters every POLL_MS until every
+ * one has converged, with e2e_wait_converged's test: status Running, REPLICAS members,
+ * readyReplicas REPLICAS, no scale step pending, observedGeneration current.
+ *
+ * To show where the time goes it also lists the namespace's Godis objects and Pods every
+ * DETAIL_MS (--detail-ms, default 2000: those lists of hundreds of objects load the API
+ * server too) and prints a timeline on stderr (seconds since the first create):
+ *   t=  4.0 gc=100 godis=180 pods=150 running=90 ready=60 members=... converged=7
+ * At the end one JSON object goes to stdout:
+ *   {"converged":100,"count":100,"create_s":..,"first_s":..,"p50_s":..,"p90_s":..,
+ *    "all_s":..,"pods_ready_all_s":..}
+ * all_s is from the first create until the last cluster converged; pods_ready_all_s until
+ * the poll that first saw COUNT*REPLICAS Ready pods. Exit 0 when all converged, 1 on
+ * timeout (the JSON still printed, all_s null), 2 on bad usage or setup failure. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "gd_json.h"
+#include "gd_time.h"
+#include "k8s_client.h"
+#include "k8s_config.h"
+
+#define MAX_COUNT 10000
+
+static const char *opt(int argc, char **argv, const char *name, const char *def)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], name))
+            return argv[i + 1];
+    return def;
+}
+
+static long opt_long(int argc, char **argv, const char *name, long def, long lo, long hi)
+{
+    const char *s = opt(argc, argv, name, NULL);
+    if (!s)
+        return def;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "bench-converge: %s wants an integer in %ld..%ld, got '%s'\n", name,
+                lo, hi, s);
+        exit(2);
+    }
+    return v;
+}
+
+/* ---- creating: threads take the next index from a shared counter */
+
+typedef struct {
+    k8s_client *c;
+    const char *ns;
+    int count, replicas;
+    pthread_mutex_t mu;
+    int next, failed;
+    int64_t last_done_ms;       /* when the last create returned */
+} creator;
+
+static void *create_main(void *arg)
+{
+    creator *cr = arg;
+    for (;;) {
+        pthread_mutex_lock(&cr->mu);
+        int i = cr->next++;
+        pthread_mutex_unlock(&cr->mu);
+        if (i >= cr->count)
+            return NULL;
+        char body[400];
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\","
+                 "\"metadata\":{\"name\":\"bench-%03d\",\"namespace\":\"%s\"},"
+                 "\"spec\":{\"replicas\":%d}}", i, cr->ns, cr->replicas);
+        cJSON *obj = cJSON_Parse(body);
+        k8s_status st = {0};
+        gd_err e = obj ? k8s_create(cr->c, &K8S_RES_GODISCLUSTERS, cr->ns, obj, NULL, &st)
+                       : GD_ERR_NOMEM;
+        cJSON_Delete(obj);
+        pthread_mutex_lock(&cr->mu);
+        if (e != GD_OK) {
+            cr->failed++;
+            fprintf(stderr, "bench-converge: create bench-%03d: %s %s\n", i, gd_strerror(e),
+                    st.message);
+        }
+        cr->last_done_ms = gd_mono_ms();
+        pthread_mutex_unlock(&cr->mu);
+    }
+}
+
+/* ---- observing */
+
+static bool converged(const cJSON *gc, int replicas)
+{
+    const cJSON *members = gd_json_path(gc, "status.members");
+    return strcmp(gd_json_str_or(gc, "status.status", ""), "Running") == 0 &&
+           cJSON_IsArray(members) && cJSON_GetArraySize(members) == replicas &&
+           gd_json_int_or(gc, "status.readyReplicas", -1) == replicas &&
+           gd_json_int_or(gc, "status.scaleOutID", 0) == 0 &&
+           gd_json_int_or(gc, "status.scaleInID", 0) == 0 &&
+           gd_json_int_or(gc, "status.observedGeneration", -1) == gd_meta_generation(gc);
+}
+
+/* The items of one unpaged list, or NULL (the error printed). Caller frees the list. */
+static cJSON *list_items(k8s_client *c, const k8s_resource *r, const char *ns, cJSON **list)
+{
+    k8s_status st = {0};
+    *list = NULL;
+    gd_err e = k8s_list(c, r, ns, NULL, list, &st);
+    if (e != GD_OK) {
+        fprintf(stderr, "bench-converge: list %s: %s %s\n", r->resource, gd_strerror(e),
+                st.message);
+        return NULL;
+    }
+    return cJSON_GetObjectItem(*list, "items");
+}
+
+typedef struct {
+    int pods, running, ready;
+} pod_counts;
+
+static pod_counts count_pods(k8s_client *c, const char *ns)
+{
+    pod_counts pc = {0};
+    cJSON *list, *items = list_items(c, &K8S_RES_PODS, ns, &list), *p;
+    cJSON_ArrayForEach(p, items) {
+        pc.pods++;
+        if (strcmp(gd_json_str_or(p, "status.phase", ""), "Running") == 0)
+            pc.running++;
+        const cJSON *cond;
+        cJSON_ArrayForEach(cond, gd_json_path(p, "status.conditions"))
+            if (strcmp(gd_json_str_or(cond, "type", ""), "Ready") == 0 &&
+                strcmp(gd_json_str_or(cond, "status", ""), "True") == 0)
+                pc.ready++;
+    }
+    cJSON_Delete(list);
+    return pc;
+}
+
+static int count_items(k8s_client *c, const k8s_resource *r, const char *ns)
+{
+    cJSON *list, *items = list_items(c, r, ns, &list);
+    int n = cJSON_GetArraySize(items);
+    cJSON_Delete(list);
+    return n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_s(const char *name, int64_t ms, bool last)
+{
+    if (ms < 0)
+        printf("\"%s\":null%s", name, last ? "" : ",");
+    else
+        printf("\"%s\":%.3f%s", name, ms / 1000.0, last ? "" : ",");
+}
+
+int main(int argc, char **argv)
+{
+    const char *ns = opt(argc, argv, "--namespace", NULL);
+    int count = (int)opt_long(argc, argv, "--count", 100, 1, MAX_COUNT);
+    int replicas = (int)opt_long(argc, argv, "--replicas", 3, 1, 9);
+    int nthreads = (int)opt_long(argc, argv, "--threads", 8, 1, 64);
+    int64_t timeout_ms = opt_long(argc, argv, "--timeout", 300, 1, 86400) * 1000;
+    int poll_ms = (int)opt_long(argc, argv, "--poll-ms", 100, 10, 10000);
+    int detail_ms = (int)opt_long(argc, argv, "--detail-ms", 2000, 100, 60000);
+    if (!ns || !*ns) {
+        fprintf(stderr, "usage: bench-converge --namespace NS [--count N] [--replicas R] "
+                        "[--threads T] [--timeout S] [--poll-ms MS] [--detail-ms MS]\n");
+        return 2;
+    }
+
+    k8s_config_opts co = {0};
+    k8s_config *cfg = NULL;
+    char err[300];
+    if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK) {
+        fprintf(stderr, "bench-converge: %s\n", err);
+        return 2;
+    }
+    k8s_client_opts o;
+    k8s_client_opts_default(&o);
+    o.qps = -1;                 /* the driver must not be what limits the run */
+    o.user_agent = "bench-converge";
+    k8s_client *c = k8s_client_new(&cfg, &o);
+    if (!c) {
+        fprintf(stderr, "bench-converge: cannot create the API client\n");
+        return 2;
+    }
+
+    char body[200];
+    snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+                                "\"metadata\":{\"name\":\"%s\"}}", ns);
+    cJSON *nso = cJSON_Parse(body);
+    k8s_status st = {0};
+    gd_err e = k8s_create(c, &K8S_RES_NAMESPACES, NULL, nso, NULL, &st);
+    cJSON_Delete(nso);
+    if (e != GD_OK && e != GD_ERR_ALREADY_EXISTS) {
+        fprintf(stderr, "bench-converge: create namespace %s: %s %s\n", ns, gd_strerror(e),
+                st.message);
+        return 2;
+    }
+
+    creator cr = {.c = c, .ns = ns, .count = count, .replicas = replicas};
+    pthread_mutex_init(&cr.mu, NULL);
+    pthread_t th[64];
+    int64_t t0 = gd_mono_ms();
+    for (int i = 0; i < nthreads; i++)
+        pthread_create(&th[i], NULL, create_main, &cr);
+
+    int64_t *done_at = calloc(count, sizeof *done_at);     /* ms since t0, 0 = not yet */
+    int ndone = 0, ngc = 0;
+    int64_t pods_ready_ms = -1, next_detail = t0;
+    while (gd_mono_ms() - t0 < timeout_ms) {
+        cJSON *list, *items = list_items(c, &K8S_RES_GODISCLUSTERS, ns, &list), *gc;
+        int64_t now = gd_mono_ms() - t0;
+        int members = 0;
+        ngc = cJSON_GetArraySize(items);
+        cJSON_ArrayForEach(gc, items) {
+            const char *name = gd_meta_name(gc);
+            int idx;
+            members += cJSON_GetArraySize(gd_json_path(gc, "status.members"));
+            if (sscanf(name, "bench-%d", &idx) != 1 || idx < 0 || idx >= count)
+                continue;
+            if (done_at[idx] == 0 && converged(gc, replicas)) {
+                done_at[idx] = now > 0 ? now : 1;
+                ndone++;
+            }
+        }
+        cJSON_Delete(list);
+        if (ndone == count || gd_mono_ms() >= next_detail) {
+            pod_counts pc = count_pods(c, ns);
+            int godis = count_items(c, &K8S_RES_GODISES, ns);
+            if (pods_ready_ms < 0 && pc.ready >= count * replicas)
+                pods_ready_ms = gd_mono_ms() - t0;
+            fprintf(stderr, "t=%6.1f gc=%d godis=%d pods=%d running=%d ready=%d members=%d "
+                            "converged=%d\n", now / 1000.0, ngc, godis, pc.pods, pc.running,
+                    pc.ready, members, ndone);
+            next_detail = gd_mono_ms() + detail_ms;
+        }
+        if (ndone == count)
+            break;
+        gd_sleep_ms(poll_ms);
+    }
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+
+    int64_t sorted[MAX_COUNT];
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        if (done_at[i])
+            sorted[n++] = done_at[i];
+    qsort(sorted, n, sizeof *sorted, cmp_i64);
+    printf("{\"converged\":%d,\"count\":%d,\"replicas\":%d,\"create_failures\":%d,", n, count,
+           replicas, cr.failed);
+    print_s("create_s", cr.last_done_ms ? cr.last_done_ms - t0 : -1, false);
+    print_s("first_s", n ? sorted[0] : -1, false);
+    print_s("p50_s", n * 2 >= count ? sorted[(count - 1) / 2] : -1, false);
+    print_s("p90_s", n * 10 >= count * 9 ? sorted[(count * 9 - 1) / 10] : -1, false);
+    print_s("pods_ready_all_s", pods_ready_ms, false);
+    print_s("all_s", n == count ? sorted[n - 1] : -1, true);
+    printf("}\n");
+    free(done_at);
+    pthread_mutex_destroy(&cr.mu);
+    k8s_client_destroy(&c);
+    return n == count ? 0 : 1;
+}

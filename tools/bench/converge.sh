@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# converge.sh — the whole operator on the local control plane (issue 7 part 7). Appends two
+# JSON lines to bench/results/latest.jsonl:
+#
+#   converge_100x3_s          first create of 100 GodisClusters (replicas 3, fresh namespace)
+#                             until every one reports status Running, readyReplicas 3 and 3
+#                             members (bin/bench-converge polls the list every 100 ms)
+#   api_requests_per_cluster  requests the operator's processes (manager, informers, workers)
+#                             sent in that time, divided by 100
+#
+# The request count comes from the API server itself, the neutral referee: the operator runs
+# under its own client certificate (user godis-bench-operator, bound to cluster-admin), and a
+# FlowSchema puts that user's requests into their own flow (priority level exempt, so nothing
+# throttles it more than the admin). apiserver_flowcontrol_dispatched_requests_total of that
+# flow, before and after, is the count. API priority and fairness does not see long-running
+# requests, so the informers' watches are not counted (their lists are).
+#
+# One godis-manager (leader election on, --workers $CONVERGE_WORKERS (2),
+# --max-concurrent-reconciles $CONVERGE_MCR (8)) against the devcluster with the node agent
+# (3 nodes, pods as local processes, godis stand-ins). Uses the running devcluster (adding
+# the node agent if it has none) or starts one and stops it again. The namespace is deleted
+# and the manager stopped (by pid) at the end. The timeline bench-converge prints (objects,
+# pods Running/Ready, members, converged clusters per second) goes to stderr; the last
+# run's timeline, manager log and manager metrics stay in build/bench-converge/.
+#
+#   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
+#   the figure names stay the same, the line says count and replicas.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUT=$ROOT/bench/results/latest.jsonl
+COUNT=${CONVERGE_COUNT:-100}
+REPLICAS=${CONVERGE_REPLICAS:-3}
+WORKERS=${CONVERGE_WORKERS:-2}
+MCR=${CONVERGE_MCR:-8}
+TIMEOUT=${CONVERGE_TIMEOUT:-300}
+USER_CN=godis-bench-operator
+NS=godis-bench-$$
+W=$(mktemp -d /tmp/bench-converge-XXXXXX)
+KEEP=$ROOT/build/bench-converge   # the last run's manager log, timeline and metrics
+MGR_PID=
+STARTED=0
+log() { printf '[converge] %s\n' "$*" >&2; }
+
+for b in godis-manager godis-informer godis-worker godisctl bench-converge; do
+  [ -x "bin/$b" ] || { log "build first: make (bin/$b missing)"; exit 1; }
+done
+
+api() {  # api METHOD PATH [BODY] — as admin
+  curl -sS --max-time 60 --cacert "$DEVCLUSTER_DIR/pki/ca.crt" --cert "$DEVCLUSTER_DIR/pki/admin.crt" \
+    --key "$DEVCLUSTER_DIR/pki/admin.key" -X "$1" -H 'Content-Type: application/json' \
+    ${3:+--data-binary "$3"} "$KUBE_APISERVER$2"
+}
+
+cleanup() {
+  if [ -n "$MGR_PID" ] && kill -0 "$MGR_PID" 2>/dev/null; then
+    kill -TERM "$MGR_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$MGR_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$MGR_PID" 2>/dev/null || true
+    wait "$MGR_PID" 2>/dev/null || true
+  fi
+  if [ -n "${KUBE_APISERVER:-}" ]; then
+    api DELETE "/api/v1/namespaces/$NS" >/dev/null 2>&1 || true
+    # wait for the node agent to stop the pods: a following run must not share the machine
+    for _ in $(seq 1 120); do
+      [ "$(api GET "/api/v1/namespaces/$NS" 2>/dev/null | jq -r '.kind // empty')" = Namespace ] || break
+      sleep 0.5
+    done
+    api DELETE /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas/$USER_CN >/dev/null 2>&1 || true
+    api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/$USER_CN >/dev/null 2>&1 || true
+  fi
+  mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$KEEP"/ 2>/dev/null || true
+  if [ "$STARTED" = 1 ]; then tools/devcluster down >/dev/null 2>&1 || true; fi
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+tools/devcluster status >/dev/null 2>&1 || STARTED=1
+tools/devcluster up --nodes 3 >/dev/null   # idempotent; adds the node agent if missing
+eval "$(tools/devcluster env)"
+export KUBECONFIG GODIS_HOSTS_FILE=${GODIS_HOSTS_FILE:-$DEVCLUSTER_DIR/hosts}
+
+log "CRDs from deploy/crds"
+bin/godisctl apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml >/dev/null
+
+# The operator's own identity, and the flow that counts its requests.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -sha256 \
+  -CA "$DEVCLUSTER_DIR/pki/ca.crt" -CAkey "$DEVCLUSTER_DIR/pki/ca.key" -subj "/CN=$USER_CN" \
+  -addext "basicConstraints=critical,CA:FALSE" -addext "keyUsage=critical,digitalSignature" \
+  -addext "extendedKeyUsage=clientAuth" -keyout "$W/op.key" -out "$W/op.crt" 2>/dev/null
+cat >"$W/operator.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: devcluster
+  cluster:
+    server: $KUBE_APISERVER
+    certificate-authority-data: $(base64 -w0 "$DEVCLUSTER_DIR/pki/ca.crt")
+users:
+- name: $USER_CN
+  user:
+    client-certificate-data: $(base64 -w0 "$W/op.crt")
+    client-key-data: $(base64 -w0 "$W/op.key")
+contexts:
+- name: operator
+  context: {cluster: devcluster, user: $USER_CN, namespace: default}
+current-context: operator
+KC
+api POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings "$(jq -cn --arg u "$USER_CN" '{
+  apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: {name: $u},
+  roleRef: {apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin"},
+  subjects: [{apiGroup: "rbac.authorization.k8s.io", kind: "User", name: $u}]}')" >/dev/null
+api POST /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas "$(jq -cn --arg u "$USER_CN" '{
+  apiVersion: "flowcontrol.apiserver.k8s.io/v1beta1", kind: "FlowSchema", metadata: {name: $u},
+  spec: {matchingPrecedence: 100, priorityLevelConfiguration: {name: "exempt"},
+    rules: [{subjects: [{kind: "User", user: {name: $u}}],
+      resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}],
+      nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]}]}}')" >/dev/null
+
+# flow_requests — requests dispatched in our flow so far (0 before the first one)
+flow_requests() {
+  api GET /metrics | awk -v fs="flow_schema=\"$USER_CN\"" \
+    '/^apiserver_flowcontrol_dispatched_requests_total/ && index($0, fs) {n += $NF} END {printf "%d\n", n}'
+}
+# writes_total — every mutating request the API server served (all clients)
+writes_total() {
+  api GET /metrics | awk '/^apiserver_request_total\{/ && /verb="(POST|PUT|PATCH|DELETE)"/ {n += $NF} END {printf "%d\n", n}'
+}
+# phases — where the time went, from the objects' own timestamps (1 s resolution): when the
+# first, the median and the last object of each kind was created, pods scheduled and Ready,
+# in seconds since the first GodisCluster was created.
+phases() {
+  local k
+  { for k in apis/kumkeehyun.github.com/v1/namespaces/$NS/godisclusters \
+           apis/kumkeehyun.github.com/v1/namespaces/$NS/godises \
+           api/v1/namespaces/$NS/configmaps api/v1/namespaces/$NS/services \
+           api/v1/namespaces/$NS/persistentvolumeclaims apis/apps/v1/namespaces/$NS/replicasets \
+           api/v1/namespaces/$NS/pods api/v1/namespaces/$NS/events; do
+    api GET "/$k" | jq -c --arg k "${k##*/}" '{k: $k, items: [.items[] | {
+      c: .metadata.creationTimestamp,
+      s: ([.status.conditions[]? | select(.type == "PodScheduled" and .status == "True") | .lastTransitionTime][0]),
+      r: ([.status.conditions[]? | select(.type == "Ready" and .status == "True") | .lastTransitionTime][0]),
+      b: (if .status.phase == "Bound" then "bound" else null end)}]}'
+  done
+  # hostPath volumes provisioned by kube-controller-manager for this namespace's claims
+  api GET /api/v1/persistentvolumes | jq -c --arg ns "$NS" '{k: "persistentvolumes", items: [.items[] |
+    select(.spec.claimRef.namespace == $ns) | {c: .metadata.creationTimestamp}]}'
+  } | jq -rs '
+    def t: if . == null then null else fromdateiso8601 end;
+    (map(select(.k == "godisclusters")) | .[0].items | map(.c | t) | min) as $t0 |
+    def row($name; $xs): ($xs | map(select(. != null) - $t0) | sort) as $v |
+      if ($v | length) == 0 then "\($name): none" else
+      "\($name): n=\($v | length) first=\($v[0])s median=\($v[(($v | length) - 1) / 2 | floor])s last=\($v[-1])s" end;
+    "phases (s since the first GodisCluster, 1 s resolution):",
+    (.[] | row("  created " + .k; .items | map(.c | t))),
+    (.[] | select(.k == "pods") | row("  scheduled pods"; .items | map(.s | t)), row("  Ready pods"; .items | map(.r | t)))'
+}
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+HP=$(free_port); MP=$(free_port)
+log "manager: --workers $WORKERS --max-concurrent-reconciles $MCR"
+bin/godis-manager --kubeconfig "$W/operator.kubeconfig" --leader-elect=true \
+  --leader-elect-resource-namespace default --leader-elect-resource-name "bench-converge-$$" \
+  --workers "$WORKERS" --max-concurrent-reconciles "$MCR" --runtime-dir "$W/run" \
+  --health-probe-bind-address "127.0.0.1:$HP" --metrics-bind-address "127.0.0.1:$MP" \
+  >"$W/manager.log" 2>&1 &
+MGR_PID=$!
+ready=0
+for _ in $(seq 1 300); do
+  if curl -sf "127.0.0.1:$HP/readyz" >/dev/null 2>&1 &&
+     curl -s "127.0.0.1:$MP/metrics" | grep -q '^leader_election_master_status{.*} 1'; then
+    ready=1; break
+  fi
+  kill -0 "$MGR_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if [ "$ready" != 1 ]; then log "the manager never became ready and leading:"; tail -20 "$W/manager.log" >&2; exit 1; fi
+sleep 1   # workers connected to their informers, first lease renewal behind us
+
+r0=$(flow_requests); w0=$(writes_total)
+log "creating $COUNT GodisClusters x $REPLICAS in $NS"
+rc=0
+res=$(bin/bench-converge --namespace "$NS" --count "$COUNT" --replicas "$REPLICAS" \
+  --timeout "$TIMEOUT" 2> >(tee "$W/timeline" >&2)) || rc=$?
+r1=$(flow_requests); w1=$(writes_total)
+phases >"$W/phases" 2>/dev/null && cat "$W/phases" >&2 || true
+[ -n "$res" ] || { log "bench-converge failed (exit $rc)"; tail -20 "$W/manager.log" >&2; exit 1; }
+log "result: $res"
+reqs=$(( r1 - r0 ))
+all=$(jq '.all_s' <<<"$res")
+if [ "$rc" != 0 ]; then
+  log "not all converged within $TIMEOUT s; manager log tail:"; tail -20 "$W/manager.log" >&2
+fi
+log "operator requests: $reqs; writes by all clients: $(( w1 - w0 ))"
+curl -s "127.0.0.1:$MP/metrics" >"$W/manager.metrics" || true
+grep -E '^(controller_runtime_reconcile_total|controller_runtime_reconcile_errors_total|workqueue_retries_total)' \
+  "$W/manager.metrics" | awk '{k=$1; sub(/\{.*controller="/, "{", k); a[k]+=$NF} END {for (k in a) print "  " k, a[k]}' >&2 || true
+
+mkdir -p "$(dirname "$OUT")"
+settings=$(jq -c --argjson w "$WORKERS" --argjson m "$MCR" --argjson n "$COUNT" --argjson r "$REPLICAS" \
+  '{count: $n, replicas: $r, workers: $w, max_concurrent_reconciles: $m,
+    create_s, first_s, p50_s, p90_s, pods_ready_all_s}' <<<"$res")
+jq -c --argjson v "$all" --argjson s "$settings" \
+  '{name: "converge_100x3_s", value: $v, unit: "s"} + $s +
+   {note: "first create until all Running with readyReplicas and members complete; goal 20 s"}' -n | tee -a "$OUT"
+jq -c --argjson v "$(awk -v r="$reqs" -v n="$COUNT" 'BEGIN{printf "%.1f", r/n}')" --argjson s "$settings" \
+  --argjson total "$reqs" --argjson writes "$(( w1 - w0 ))" \
+  '{name: "api_requests_per_cluster", value: $v, unit: "requests"} + $s +
+   {operator_requests: $total, all_clients_writes: $writes,
+    note: "counted by the API server (APF flow of the operator identity, watches excluded) over the run"}' -n | tee -a "$OUT"
+exit "$rc"
