@@ -1,90 +1,150 @@
 #!/usr/bin/env bash
-# Checks deploy/ against the API server in $KUBECONFIG (the local control plane):
-#  - every manifest is accepted by the server (server-side dry run of the whole kustomization),
-#    then the namespace, CRDs and RBAC are applied for real (the Deployment is not: no image
-#    runs here);
-#  - the CRDs' validation rejects replicas 0, 10, -1 and "3", defaults replicas to 3, accepts
-#    objects shaped like the original Go controller's (spec.name);
-#  - the printer columns show in `kubectl get`;
-#  - the ServiceAccount can do exactly what the manager needs and no more (`auth can-i`).
-# Prints one line per check and closes with "deploy: N passed, N failed". Objects it creates
-# live in a temporary namespace that is deleted at the end; CRDs and RBAC stay installed.
-# Needs kubectl; without it the checks are skipped (exit 0, said so).
+# Checks deploy/ against the API server of the local control plane (tools/devcluster env):
+#  - kustomization.yaml lists every manifest (and only existing ones); no RBAC rule has a
+#    wildcard; nothing binds cluster-admin;
+#  - every manifest of the kustomization applies (bin/godisctl apply, in kustomization order);
+#    the Deployment, its Service and the PDB are deleted again right after (their image does
+#    not run here);
+#  - the CRDs' validation rejects replicas 0, 10, -1 and "3" and a bad storage size, defaults
+#    replicas to 3, accepts objects shaped like the original Go controller's (spec.name);
+#  - the printer columns kubectl shows: the API server's Table for `kubectl get` (the same
+#    request kubectl makes) has exactly NAME STATUS REPLICAS READY MEMBERS AGE for
+#    GodisClusters and NAME STATE PREFERRED AGE for Godises;
+#  - the ServiceAccount may do exactly what the manager needs and no more
+#    (SubjectAccessReviews: what `kubectl auth can-i --as` asks).
+# No kubectl needed: bin/godisctl and curl (deploy/verify-lib.sh). Prints one line per check,
+# cmocka-style counts and "deploy: N passed, N failed". Cleans up: its temporary namespace,
+# and the namespace, RBAC and CRDs when they were not installed before it ran.
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-pass=0; fail=0
-ok()  { pass=$((pass+1)); printf '[ OK ] %s\n' "$*"; }
-bad() { fail=$((fail+1)); printf '[FAIL] %s\n' "$*"; }
-check() { local what=$1; shift; if "$@" >/tmp/deploy-verify.$$ 2>&1; then ok "$what"; else bad "$what: $(tail -2 /tmp/deploy-verify.$$)"; fi; }
-refused() { local what=$1; shift; if "$@" >/tmp/deploy-verify.$$ 2>&1; then bad "$what: was accepted"; else ok "$what"; fi; }
-
-if ! command -v kubectl >/dev/null; then
-  echo "deploy: kubectl not installed; skipping the manifest checks"
-  echo "deploy: 0 passed, 0 failed, 1 skipped"
-  exit 0
-fi
-: "${KUBECONFIG:?KUBECONFIG must point at the cluster to check}"
+source "$(dirname "${BASH_SOURCE[0]}")/verify-lib.sh"
+DV_NAME=deploy
+dv_init
+cd "$DV_ROOT" || exit 1
 NS=deploy-verify-$$
 
-ALL=$(mktemp); kubectl kustomize "$ROOT/deploy" >"$ALL" || { echo "deploy: kustomize failed"; exit 1; }
-# CRDs first: the dry run of the rest does not need them, but the CR checks below do.
-check "CRDs apply" kubectl apply -f "$ROOT/deploy/crds/"
-check "CRDs established" kubectl wait --for condition=established --timeout=30s \
-  crd/godisclusters.kumkeehyun.github.com crd/godises.kumkeehyun.github.com
-check "namespace and RBAC apply" kubectl apply -f "$ROOT/deploy/namespace.yaml" \
-  -f "$ROOT/deploy/rbac/"
-check "whole kustomization accepted (server dry run)" kubectl apply --dry-run=server -f "$ALL"
-rm -f "$ALL"
-kubectl create namespace "$NS" >/dev/null
+# ------------------------------------------------------------------ static checks
+resources=$(sed -n '/^resources:/,/^[a-z]/s/^  - *//p' deploy/kustomization.yaml)
+files=$(cd deploy && find . -name '*.yaml' ! -name kustomization.yaml ! -path './samples/*' | sed 's|^\./||' | sort)
+check "kustomization lists every manifest under deploy/ (samples aside)" \
+  diff <(echo "$resources" | sort) <(echo "$files")
+# A rule line with "*" (comments stripped) would be a wildcard verb, resource or group.
+refused "no wildcard in any RBAC rule" grep -n '^[^#]*\*' deploy/rbac/*.yaml
+refused "nothing binds cluster-admin" grep -rn --include='*.yaml' '^[^#]*cluster-admin' deploy/
 
-TMPD=$(mktemp -d)
-trap 'kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1; rm -rf "$TMPD" /tmp/deploy-verify.$$' EXIT
-gc() {  # gc FILE NAME SPEC-YAML: writes a GodisCluster manifest, prints its path
-  printf 'apiVersion: kumkeehyun.github.com/v1\nkind: GodisCluster\nmetadata: {name: %s, namespace: %s}\n%s\n' \
-    "$2" "$NS" "$3" >"$TMPD/$1.yaml"
-  echo "$TMPD/$1.yaml"
+# ------------------------------------------------------------------ apply everything
+had_ns=0; ns_exists godis-system && had_ns=1
+had_crds=0; [ "$(api GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/godisclusters.kumkeehyun.github.com)" = 200 ] && had_crds=1
+had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
+cleanup() {
+  delete_ns "$NS"
+  "$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \
+    -f deploy/manager/pdb.yaml >/dev/null 2>&1
+  [ $had_rbac = 1 ] || "$CTL" delete -f deploy/rbac/ >/dev/null 2>&1
+  [ $had_ns = 1 ] || { delete_ns godis-system; wait_ns_gone godis-system 90 || echo "deploy: godis-system still Terminating"; }
+  [ $had_crds = 1 ] || "$CTL" delete -f deploy/crds/ >/dev/null 2>&1
+  wait_ns_gone "$NS" 90 || echo "deploy: $NS still Terminating"
+  rm -rf "$DV_TMP"
 }
-i=0
+trap cleanup EXIT
+
+for r in $resources; do
+  check "$r applies" "$CTL" apply -f "deploy/$r"   # CRDs: godisctl waits for Established
+done
+check "Deployment godis-system/godis-operator stored with 2 replicas" \
+  sh -c "'$CTL' -n godis-system get deployment godis-operator | grep -qP '^\\t\\t\"replicas\":\\t2,'"
+"$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \
+  -f deploy/manager/pdb.yaml >/dev/null 2>&1
+check "temporary namespace $NS created" create_ns "$NS"
+
+# ------------------------------------------------------------------ CRD validation
+GCS=/apis/kumkeehyun.github.com/v1/namespaces/$NS/godisclusters
+gc() {  # gc NAME SPEC-JSON: a GodisCluster body
+  printf '{"apiVersion":"kumkeehyun.github.com/v1","kind":"GodisCluster","metadata":{"name":"%s"}%s}' \
+    "$1" "${2:+,\"spec\":$2}"
+}
 for r in 0 10 -1 '"3"'; do
-  i=$((i+1))
-  refused "replicas $r rejected" kubectl apply --validate=false -f "$(gc r$i bad "spec: {replicas: $r}")"
+  check "replicas $r rejected (422)" expect_code 422 POST "$GCS" "$(gc bad "{\"replicas\":$r}")"
 done
-refused "storage.size 'lots' rejected" kubectl apply --validate=false \
-  -f "$(gc size badsize 'spec: {storage: {size: lots}}')"
-check "original controller's shape accepted" kubectl apply \
-  -f "$(gc orig example-godis 'spec: {name: example-godis}')"
-check "replicas defaults to 3" sh -c \
-  "[ \"\$(kubectl -n $NS get gc example-godis -o jsonpath='{.spec.replicas}')\" = 3 ]"
-check "object without spec accepted (the controller reports it)" kubectl apply -f "$(gc nospec nospec '')"
-check "GodisCluster columns" sh -c \
-  "kubectl -n $NS get gc example-godis | head -1 | grep -Eq 'NAME +STATUS +REPLICAS +READY +MEMBERS +AGE'"
-printf 'apiVersion: kumkeehyun.github.com/v1\nkind: Godis\nmetadata: {name: example-godis-1, namespace: %s}\nspec: {preferred: true}\n' "$NS" >"$TMPD/godis.yaml"
-check "Godis object accepted" kubectl apply -f "$TMPD/godis.yaml"
-check "Godis columns" sh -c "kubectl -n $NS get gd | head -1 | grep -Eq 'NAME +STATE +PREFERRED +AGE'"
+check "replicas 1 accepted" expect_code 201 POST "$GCS" "$(gc one '{"replicas":1}')"
+check "replicas 9 accepted" expect_code 201 POST "$GCS" "$(gc nine '{"replicas":9}')"
+check "storage.size 'lots' rejected (422)" expect_code 422 POST "$GCS" "$(gc badsize '{"storage":{"size":"lots"}}')"
+check "original controller's shape (spec.name) accepted" \
+  expect_code 201 POST "$GCS" "$(gc example-godis '{"name":"example-godis"}')"
+replicas_of() {  # replicas_of NAME: spec.replicas of a GodisCluster as stored
+  expect_code 200 GET "$GCS/$1" >/dev/null && jlines | sed -n '/^"spec"/,/}/s/^"replicas": \([0-9-]*\).*/\1/p'
+}
+check "replicas defaults to 3" test "$(replicas_of example-godis)" = 3
+check "object without spec accepted (the controller reports it)" expect_code 201 POST "$GCS" "$(gc nospec '')"
+check "Godis object accepted" expect_code 201 POST "/apis/kumkeehyun.github.com/v1/namespaces/$NS/godises" \
+  '{"apiVersion":"kumkeehyun.github.com/v1","kind":"Godis","metadata":{"name":"example-godis-1"},"spec":{"preferred":true}}'
 
-SA=system:serviceaccount:godis-system:godis-operator
-can() { [ "$(kubectl auth can-i "$@" --as "$SA" 2>/dev/null)" = yes ]; }
-for v in "get godisclusters.kumkeehyun.github.com" "watch godisclusters.kumkeehyun.github.com" \
-         "update godisclusters.kumkeehyun.github.com/status" "patch godisclusters.kumkeehyun.github.com/status" \
-         "create godises.kumkeehyun.github.com" "delete godises.kumkeehyun.github.com" \
-         "update godises.kumkeehyun.github.com/status" "create configmaps" "delete services" \
-         "create persistentvolumeclaims" "patch replicasets.apps" "watch pods" "list nodes" \
-         "create events" "patch events"; do
-  check "SA may $v" can $v -n "$NS"
-done
-check "SA may update its Lease in godis-system" can update leases.coordination.k8s.io -n godis-system
-for v in "create godisclusters.kumkeehyun.github.com" "delete godisclusters.kumkeehyun.github.com" \
-         "get secrets" "list secrets" "delete pods" "create pods" "update nodes" "patch nodes" \
-         "create deployments.apps" "create pods/eviction" "delete namespaces" "create clusterrolebindings.rbac.authorization.k8s.io" \
-         "escalate clusterroles.rbac.authorization.k8s.io" "impersonate users"; do
-  refused "SA may not $v" can $v -n "$NS"
-done
-refused "SA may not touch Leases outside godis-system" can update leases.coordination.k8s.io -n "$NS"
-refused "no wildcard verbs or resources in the manager ClusterRole" sh -c \
-  "kubectl get clusterrole godis-operator-manager -o jsonpath='{.rules[*].verbs}{.rules[*].resources}{.rules[*].apiGroups}' | grep -q '\\*'"
+# ------------------------------------------------------------------ printer columns
+TABLE='application/json;as=Table;v=v1;g=meta.k8s.io'
+cols_are() {  # cols_are PATH "Name Col ...": the default columns of `kubectl get` on PATH
+  expect_code 200 -a "$TABLE" GET "$1" || return 1
+  local got; got=$(table_columns)
+  [ "$got" = "$2" ] || { echo "columns: $got"; return 1; }
+}
+check "GodisCluster columns: NAME STATUS REPLICAS READY MEMBERS AGE" \
+  cols_are "$GCS/example-godis" "Name Status Replicas Ready Members Age"
+check "GodisCluster list (kubectl get gc) has the same columns" \
+  cols_are "$GCS" "Name Status Replicas Ready Members Age"
+check "Godis columns: NAME STATE PREFERRED AGE" \
+  cols_are "/apis/kumkeehyun.github.com/v1/namespaces/$NS/godises" "Name State Preferred Age"
+check "short names gc, gdc and gd registered" sh -c \
+  "'$CTL' get crd godisclusters.kumkeehyun.github.com | tr -d ' \t\n' | grep -q '\"shortNames\":\\[\"gc\",\"gdc\"\\]' &&
+   '$CTL' get crd godises.kumkeehyun.github.com | tr -d ' \t\n' | grep -q '\"shortNames\":\\[\"gd\"\\]'"
 
-# cmocka-style counts (tests/run-integration.sh sums them), then the plain closing line.
-echo "[  PASSED  ] $pass test(s)."
-[ "$fail" -eq 0 ] || echo "[  FAILED  ] $fail test(s)."
-echo "deploy: $pass passed, $fail failed"
+# ------------------------------------------------------------------ what the SA may do
+# can NS VERB [GROUP/]RESOURCE[/SUBRESOURCE]: a SubjectAccessReview for the ServiceAccount.
+can() {
+  local ns=$1 verb=$2 res=$3 group="" sub=""
+  [[ "$res" != */* ]] || { sub=${res#*/}; res=${res%%/*}; }
+  [[ "$res" != *.* ]] || { group=${res#*.}; res=${res%%.*}; }
+  local body
+  body=$(printf '{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"%s","groups":["system:serviceaccounts","system:serviceaccounts:%s","system:authenticated"],"resourceAttributes":{"namespace":"%s","verb":"%s","group":"%s","resource":"%s","subresource":"%s"}}}' \
+    "$SA_USER" "$SA_NS" "$ns" "$verb" "$group" "$res" "$sub")
+  [ "$(api POST /apis/authorization.k8s.io/v1/subjectaccessreviews "$body")" = 201 ] || return 2
+  grep -q '"allowed": *true' "$DV_TMP/body"
+}
+# can_named NS VERB NAME: the same for one Lease by name (Role rules with resourceNames).
+can_named() {
+  local body
+  body=$(printf '{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"%s","groups":["system:serviceaccounts","system:serviceaccounts:%s","system:authenticated"],"resourceAttributes":{"namespace":"%s","verb":"%s","group":"coordination.k8s.io","resource":"leases","name":"%s"}}}' \
+    "$SA_USER" "$SA_NS" "$1" "$2" "$3")
+  [ "$(api POST /apis/authorization.k8s.io/v1/subjectaccessreviews "$body")" = 201 ] || return 2
+  grep -q '"allowed": *true' "$DV_TMP/body"
+}
+# cannot ...: the review answered, and answered no (a failed review is no proof).
+cannot() { can "$@"; [ $? = 1 ]; }
+G=kumkeehyun.github.com
+# Exactly the verbs the code issues (see the comments in deploy/rbac/manager_role.yaml).
+for v in "get godisclusters.$G" "list godisclusters.$G" "watch godisclusters.$G" \
+         "update godisclusters.$G/status" "create godises.$G" "delete godises.$G" \
+         "watch godises.$G" "update godises.$G/status" "update godisclusters.$G/finalizers" \
+         "create configmaps" "update configmaps" "create services" "update services" \
+         "create persistentvolumeclaims" "update persistentvolumeclaims" "create replicasets.apps" \
+         "update replicasets.apps" "watch pods" "delete pods" "list nodes" "watch nodes" "create events"; do
+  check "SA may $v" can "$NS" $v
+done
+check "SA may create Leases in godis-system" can godis-system create leases.coordination.k8s.io
+lease_lock() { local v; for v in get update watch; do can_named godis-system $v godis-operator-leader || return 1; done; }
+check "SA may get, update, watch Lease godis-operator-leader" lease_lock
+for v in "create godisclusters.$G" "update godisclusters.$G" "patch godisclusters.$G" "delete godisclusters.$G" \
+         "patch godisclusters.$G/status" "update godises.$G" "patch godises.$G" \
+         "delete configmaps" "delete services" "delete persistentvolumeclaims" "delete replicasets.apps" \
+         "patch events" "get secrets" "list secrets" "create pods" "update pods" "create pods/exec" \
+         "create pods/eviction" "update nodes" "patch nodes" "delete nodes" "create deployments.apps" \
+         "delete namespaces" "create clusterrolebindings.rbac.authorization.k8s.io" \
+         "escalate clusterroles.rbac.authorization.k8s.io" "bind clusterroles.rbac.authorization.k8s.io" \
+         "impersonate users" "create serviceaccounts/token"; do
+  check "SA may not $v" cannot "$NS" $v
+done
+check "SA may not touch Leases outside godis-system" cannot "$NS" create leases.coordination.k8s.io
+other_leases() { cannot godis-system list leases.coordination.k8s.io && { can_named godis-system update other-lease; [ $? = 1 ]; }; }
+check "SA may not list Leases, nor update another Lease" other_leases
+check "manager ClusterRole as stored has no wildcard" sh -c \
+  "'$CTL' get clusterrole godis-operator-manager >'$DV_TMP/cr' && grep -q '\"rules\"' '$DV_TMP/cr' && ! grep -q '\"\\*\"' '$DV_TMP/cr'"
+
+dv_summary deploy
 [ "$fail" -eq 0 ]

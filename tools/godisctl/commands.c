@@ -79,7 +79,11 @@ static int apply_one(ctl *x, cJSON *obj, const char *file)
         return 1;
     }
     const char *ns = ns_of(x, r, obj);
-    if (ns) gd_json_set(obj, "metadata.namespace", cJSON_CreateString(ns));
+    /* ns may point into obj: setting the field frees it, so read it back from obj. */
+    if (ns) {
+        gd_json_set(obj, "metadata.namespace", cJSON_CreateString(ns));
+        ns = gd_meta_namespace(obj);
+    }
     cJSON *cur = NULL;
     k8s_status st = {0};
     gd_err e = k8s_get(x->c, r, ns, name, &cur, &st);
