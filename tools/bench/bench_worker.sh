@@ -9,16 +9,17 @@
 #   pipeline_latency_p99_ms  writing an event to the reconcile of its key starting
 # Baselines come from the client-go informer + workqueue run (issue 4's bench), read from
 # $BENCH_OUT when present (clientgo_pipeline_*), else omitted.
-# Needs bin/bench-replay (a watch stream whose events carry bench.godis/sent-ns); without it
-# the benchmark is skipped with a message. Self-contained otherwise: run it directly, or
-# from a driver that sets BENCH_OUT/BENCH_TMP.
+# The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
+# events carry bench.godis/sent-ns, paced or as fast as read). Self-contained: run it
+# directly, or from a driver that sets BENCH_OUT/BENCH_TMP.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BENCH_OUT=${BENCH_OUT:-$PWD/bench/results/latest.jsonl}
 BENCH_TMP=${BENCH_TMP:-$PWD/build/bench}
 mkdir -p "$(dirname "$BENCH_OUT")" "$BENCH_TMP"
-if [ ! -x bin/bench-replay ]; then
-  echo "bench_worker: bin/bench-replay is not built; skipped" >&2
+REPLAY_BIN=bin/pipeline-replay
+if [ ! -x "$REPLAY_BIN" ]; then
+  echo "bench_worker: $REPLAY_BIN is not built (make); skipped" >&2
   exit 0
 fi
 
@@ -35,7 +36,7 @@ json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
 replay_start() {  # ARGS... — sets REPLAY_PID and REPLAY_KUBECONFIG
   local portfile="$BENCH_TMP/replay.port"
   rm -f "$portfile"
-  bin/bench-replay "$@" >"$portfile" &
+  "$REPLAY_BIN" "$@" >"$portfile" &
   REPLAY_PID=$!
   for _ in $(seq 1 100); do [ -s "$portfile" ] && break; sleep 0.1; done
   REPLAY_KUBECONFIG="$BENCH_TMP/replay.kubeconfig"

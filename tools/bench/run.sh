@@ -151,3 +151,7 @@ log "figures in $OUT_DIR/latest.jsonl"
 # 5. The whole operator (issue 7 part 7): converge_100x3_s and api_requests_per_cluster,
 # appended by tools/bench/converge.sh (adds the node agent to this devcluster if it has none).
 "$ROOT/tools/bench/converge.sh" || log "converge.sh: not every GodisCluster converged (see its lines)"
+
+# 6. The worker pipeline (issue 5 part 8): pipeline_events_per_s and pipeline_latency_p50/p99_ms,
+# appended by tools/bench/bench_worker.sh (replay source → godis-informer → godis-worker).
+BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/bench_worker.sh" || log "bench_worker.sh failed"
