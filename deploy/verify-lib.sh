@@ -100,6 +100,19 @@ create_ns() {
   expect_code 201 POST /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$1\"}}"
 }
 delete_ns() { api DELETE "/api/v1/namespaces/$1" >/dev/null; }
+CRD_PATH=/apis/apiextensions.k8s.io/v1/customresourcedefinitions
+crds_exist() { [ "$(api GET "$CRD_PATH/godisclusters.kumkeehyun.github.com")" = 200 ]; }
+# delete_crds: deletes both CRDs and waits until they are gone (their objects with them), so
+# a test right after can install them afresh.
+delete_crds() {
+  "$CTL" delete -f "$DV_ROOT/deploy/crds/godisclusters.yaml" -f "$DV_ROOT/deploy/crds/godises.yaml" >/dev/null 2>&1
+  local i; for ((i = 0; i < 120; i++)); do
+    [ "$(api GET "$CRD_PATH/godisclusters.kumkeehyun.github.com")" = 404 ] &&
+      [ "$(api GET "$CRD_PATH/godises.kumkeehyun.github.com")" = 404 ] && return 0
+    sleep 0.5
+  done
+  echo "CRDs still there after 60 s"
+}
 
 # The ServiceAccount's identity, as the API server sees a request with its token.
 SA_NS=godis-system

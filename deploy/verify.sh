@@ -33,16 +33,16 @@ refused "nothing binds cluster-admin" grep -rn --include='*.yaml' '^[^#]*cluster
 
 # ------------------------------------------------------------------ apply everything
 had_ns=0; ns_exists godis-system && had_ns=1
-had_crds=0; [ "$(api GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/godisclusters.kumkeehyun.github.com)" = 200 ] && had_crds=1
+had_crds=0; crds_exist && had_crds=1
 had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
 cleanup() {
   delete_ns "$NS"
   "$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \
     -f deploy/manager/pdb.yaml >/dev/null 2>&1
-  [ $had_rbac = 1 ] || "$CTL" delete -f deploy/rbac/ >/dev/null 2>&1
+  [ $had_rbac = 1 ] || "$CTL" delete $(printf -- '-f %s ' deploy/rbac/*.yaml) >/dev/null 2>&1
   [ $had_ns = 1 ] || { delete_ns godis-system; wait_ns_gone godis-system 90 || echo "deploy: godis-system still Terminating"; }
-  [ $had_crds = 1 ] || "$CTL" delete -f deploy/crds/ >/dev/null 2>&1
   wait_ns_gone "$NS" 90 || echo "deploy: $NS still Terminating"
+  [ $had_crds = 1 ] || delete_crds
   rm -rf "$DV_TMP"
 }
 trap cleanup EXIT

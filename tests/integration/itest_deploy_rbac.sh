@@ -15,8 +15,8 @@
 #     objects go; its log shows no request refused for lack of a permission; it wrote Events.
 # The node agent of tools/devcluster runs the pods (godis stand-ins). No kubectl: bin/godisctl
 # and curl (deploy/verify-lib.sh). Prints one line per check, cmocka-style counts and
-# "deploy-rbac: N passed, N failed". Cleans up: the manager (by pid, its process group), the
-# test namespace, and godis-system/RBAC when they were not there before.
+# "deploy-rbac: N passed, N failed". Cleans up: the managers (by pid, their process groups),
+# the test namespace, and godis-system, RBAC and CRDs when they were not there before.
 # DEPLOY_RBAC_TIMEOUT: seconds to wait for each phase (default 180); DEPLOY_RBAC_LOG=FILE keeps
 # a copy of the manager's log.
 set -u
@@ -34,6 +34,7 @@ since() { echo "$(( $(date +%s) - $1 )) s"; }
 
 had_ns=0; ns_exists "$SA_NS" && had_ns=1
 had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
+had_crds=0; crds_exist && had_crds=1
 stop_manager() {  # stop_manager ID: TERM (it releases the Lease), then KILL its group
   local pid=${MGR_PID[$1]:-}
   [ -n "$pid" ] || return 0
@@ -48,10 +49,11 @@ cleanup() {
   stop_manager a; stop_manager b
   delete_ns "$NS"
   wait_ns_gone "$NS" 90 || echo "deploy-rbac: namespace $NS still Terminating"
-  [ $had_rbac = 1 ] || "$CTL" delete -f deploy/rbac/ >/dev/null 2>&1
+  [ $had_rbac = 1 ] || "$CTL" delete $(printf -- '-f %s ' deploy/rbac/*.yaml) >/dev/null 2>&1
   if [ $had_ns = 0 ]; then
     delete_ns "$SA_NS"; wait_ns_gone "$SA_NS" 90 || echo "deploy-rbac: namespace $SA_NS still Terminating"
   fi
+  [ $had_crds = 1 ] || delete_crds
   [ -z "${DEPLOY_RBAC_LOG:-}" ] || cat "$DV_TMP"/manager-*.log >"$DEPLOY_RBAC_LOG" 2>/dev/null
   rm -rf "$DV_TMP"
 }

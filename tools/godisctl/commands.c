@@ -29,6 +29,10 @@ static char *read_file(const char *path, size_t *len)
             else buf = nb;
         }
     }
+    if (buf && ferror(f)) {   /* a directory reads as an error, not as an empty file */
+        free(buf);
+        buf = NULL;
+    }
     if (f != stdin) fclose(f);
     *len = n;
     return buf;
