@@ -54,6 +54,25 @@ check "Deployment godis-system/godis-operator stored with 2 replicas" \
   sh -c "'$CTL' -n godis-system get deployment godis-operator | grep -qP '^\\t\\t\"replicas\":\\t2,'"
 "$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \
   -f deploy/manager/pdb.yaml >/dev/null 2>&1
+# The Deployment's container args, as bin/godis-manager parses them: every flag known and
+# valid. The kubeconfig is one that does not exist, so the manager stops right after parsing
+# (exit 2, "cannot read kubeconfig") and never binds; the binds are moved to loopback anyway.
+deployment_args_parse() {
+  local a args=()
+  while IFS= read -r a; do
+    a=${a//\$(POD_NAMESPACE)/godis-system}; a=${a//\$(POD_NAME)/verify}
+    a=${a//0.0.0.0/127.0.0.1}; a=${a//\/run\/godis-operator/$DV_TMP/run}
+    args+=("$a")
+  done < <(sed -n '/^ *args:/,/^ *[a-z]*:$/s/^ *- *//p' deploy/manager/deployment.yaml)
+  [ ${#args[@]} -gt 3 ] || { echo "no args found in deployment.yaml"; return 1; }
+  echo "args: ${args[*]}"
+  timeout 20 bin/godis-manager "${args[@]}" --kubeconfig "$DV_TMP/no-such-kubeconfig"
+  local rc=$?
+  [ $rc = 2 ] && grep -q 'cannot read kubeconfig' "$DV_TMP/out"
+}
+check "bin/godis-manager accepts the Deployment's args" deployment_args_parse
+check "the Deployment runs the image's entrypoint (/usr/local/bin/godis-manager)" \
+  grep -q 'command: \["/usr/local/bin/godis-manager"\]' deploy/manager/deployment.yaml
 check "temporary namespace $NS created" create_ns "$NS"
 
 # ------------------------------------------------------------------ CRD validation
