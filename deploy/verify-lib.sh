@@ -10,6 +10,7 @@ DV_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CTL="$DV_ROOT/bin/godisctl"
 pass=0; fail=0
 DV_TMP=$(mktemp -d "${TMPDIR:-/tmp}/deploy-verify.XXXXXX")
+trap 'rm -rf "$DV_TMP"' EXIT   # the scripts' own cleanup replaces this once it has work to do
 
 ok()  { pass=$((pass+1)); printf '[ OK ] %s\n' "$*"; }
 bad() { fail=$((fail+1)); printf '[FAIL] %s\n' "$*"; }
@@ -36,8 +37,8 @@ die() { bad "$*"; dv_summary "${DV_NAME:-deploy}"; exit 1; }
 dv_init() {
   [ -x "$CTL" ] || die "bin/godisctl not built (run make)"
   command -v curl >/dev/null || die "curl not installed (tools/deps.sh installs it)"
-  : "${KUBECONFIG:?KUBECONFIG must point at the local control plane (eval \"\$(tools/devcluster env)\")}"
-  : "${DEVCLUSTER_DIR:?DEVCLUSTER_DIR must be set (eval \"\$(tools/devcluster env)\")}"
+  [ -n "${KUBECONFIG:-}" ] || die "KUBECONFIG must point at the local control plane (eval \"\$(tools/devcluster env)\")"
+  [ -n "${DEVCLUSTER_DIR:-}" ] || die "DEVCLUSTER_DIR must be set (eval \"\$(tools/devcluster env)\")"
   PKI="$DEVCLUSTER_DIR/pki"
   SERVER=${KUBE_APISERVER:-$(sed -n 's/^ *server: *//p' "$KUBECONFIG" | head -n1)}
   [ -n "$SERVER" ] || die "no API server address in KUBECONFIG or KUBE_APISERVER"
