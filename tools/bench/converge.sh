@@ -4,7 +4,7 @@
 #
 #   converge_100x3_s          first create of 100 GodisClusters (replicas 3, fresh namespace)
 #                             until every one reports status Running, readyReplicas 3 and 3
-#                             members (bin/bench-converge polls the list every 100 ms)
+#                             members (bin/bench-converge polls the list every 200 ms)
 #   api_requests_per_cluster  requests the operator's processes (manager, informers, workers)
 #                             sent in that time, divided by 100
 #
@@ -16,7 +16,8 @@
 # requests, so the informers' watches are not counted (their lists are).
 #
 # One godis-manager (leader election on, --workers $CONVERGE_WORKERS (2),
-# --max-concurrent-reconciles $CONVERGE_MCR (8)) against the devcluster with the node agent
+# --max-concurrent-reconciles $CONVERGE_MCR (32: 8 left the Godis
+# controller creating children until 108 s, 32 until 63-71 s)) against the devcluster with the node agent
 # (3 nodes, pods as local processes, godis stand-ins). Uses the running devcluster (adding
 # the node agent if it has none) or starts one and stops it again. The namespace is deleted
 # and the manager stopped (by pid) at the end. The timeline bench-converge prints (objects,
@@ -32,7 +33,7 @@ OUT=$ROOT/bench/results/latest.jsonl
 COUNT=${CONVERGE_COUNT:-100}
 REPLICAS=${CONVERGE_REPLICAS:-3}
 WORKERS=${CONVERGE_WORKERS:-2}
-MCR=${CONVERGE_MCR:-8}
+MCR=${CONVERGE_MCR:-32}
 TIMEOUT=${CONVERGE_TIMEOUT:-300}
 USER_CN=godis-bench-operator
 NS=godis-bench-$$
@@ -155,6 +156,32 @@ phases() {
     (.[] | row("  created " + .k; .items | map(.c | t))),
     (.[] | select(.k == "pods") | row("  scheduled pods"; .items | map(.s | t)), row("  Ready pods"; .items | map(.r | t)))'
 }
+# cpu_ms NAME=PID... — CPU time (user+sys, ms) of each process and its descendants (those
+# still running, plus what reaped ones left in cutime/cstime), one "NAME MS" line each.
+cpu_ms() {
+  python3 - "$@" <<'PY'
+import os, sys
+hz = os.sysconf("SC_CLK_TCK"); kids = {}; ticks = {}
+for p in os.listdir("/proc"):
+    if not p.isdigit(): continue
+    try: f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+    except OSError: continue
+    kids.setdefault(int(f[1]), []).append(int(p))
+    ticks[int(p)] = sum(int(x) for x in f[11:15])
+for arg in sys.argv[1:]:
+    name, pid = arg.split("="); todo, t = [int(pid)], 0
+    while todo:
+        q = todo.pop(); t += ticks.get(q, 0); todo += kids.get(q, [])
+    print(name, t * 1000 // hz)
+PY
+}
+cpu_all() {  # the control plane's components, the node agent with its pods, the operator
+  local a=() c
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler node-agent; do
+    [ -f "$DEVCLUSTER_DIR/run/$c.pid" ] && a+=("$c=$(cat "$DEVCLUSTER_DIR/run/$c.pid")")
+  done
+  cpu_ms "${a[@]}" operator="$MGR_PID"
+}
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 HP=$(free_port); MP=$(free_port)
@@ -177,12 +204,14 @@ done
 if [ "$ready" != 1 ]; then log "the manager never became ready and leading:"; tail -20 "$W/manager.log" >&2; exit 1; fi
 sleep 1   # workers connected to their informers, first lease renewal behind us
 
-r0=$(flow_requests); w0=$(writes_total)
+r0=$(flow_requests); w0=$(writes_total); cpu_all >"$W/cpu0"; l0=$(cut -d' ' -f1 /proc/loadavg)
 log "creating $COUNT GodisClusters x $REPLICAS in $NS"
 rc=0
 res=$(bin/bench-converge --namespace "$NS" --count "$COUNT" --replicas "$REPLICAS" \
-  --timeout "$TIMEOUT" 2> >(tee "$W/timeline" >&2)) || rc=$?
-r1=$(flow_requests); w1=$(writes_total)
+  --timeout "$TIMEOUT" --detail-ms 5000 2> >(tee "$W/timeline" >&2)) || rc=$?
+r1=$(flow_requests); w1=$(writes_total); cpu_all >"$W/cpu1"
+log "CPU seconds during the run (machine: $(nproc) cores, load average $l0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end):"
+join "$W/cpu0" "$W/cpu1" | awk '{printf "  %-24s %7.1f\n", $1, ($3 - $2) / 1000}' >&2
 phases >"$W/phases" 2>/dev/null && cat "$W/phases" >&2 || true
 [ -n "$res" ] || { log "bench-converge failed (exit $rc)"; tail -20 "$W/manager.log" >&2; exit 1; }
 log "result: $res"
@@ -198,7 +227,8 @@ grep -E '^(controller_runtime_reconcile_total|controller_runtime_reconcile_error
 
 mkdir -p "$(dirname "$OUT")"
 settings=$(jq -c --argjson w "$WORKERS" --argjson m "$MCR" --argjson n "$COUNT" --argjson r "$REPLICAS" \
-  '{count: $n, replicas: $r, workers: $w, max_concurrent_reconciles: $m,
+  --arg l "$l0 $(cut -d' ' -f1 /proc/loadavg)" \
+  '{count: $n, replicas: $r, workers: $w, max_concurrent_reconciles: $m, load_avg_start_end: $l,
     create_s, first_s, p50_s, p90_s, pods_ready_all_s}' <<<"$res")
 jq -c --argjson v "$all" --argjson s "$settings" \
   '{name: "converge_100x3_s", value: $v, unit: "s"} + $s +
