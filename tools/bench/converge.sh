@@ -154,7 +154,10 @@ phases() {
       "\($name): n=\($v | length) first=\($v[0])s median=\($v[(($v | length) - 1) / 2 | floor])s last=\($v[-1])s" end;
     "phases (s since the first GodisCluster, 1 s resolution):",
     (.[] | row("  created " + .k; .items | map(.c | t))),
-    (.[] | select(.k == "pods") | row("  scheduled pods"; .items | map(.s | t)), row("  Ready pods"; .items | map(.r | t)))'
+    (.[] | select(.k == "pods") | . as $in | row("  scheduled pods"; .items | map(.s | t)), row("  Ready pods"; .items | map(.r | t)),
+      ("per pod (s): " + ([["created->scheduled", "c", "s"], ["scheduled->Ready", "s", "r"]] | map(. as [$n, $a, $b] |
+        ([$in.items[] | select(.[$a] != null and .[$b] != null) | (.[$b] | t) - (.[$a] | t)] | sort) as $d |
+        "\($n) median \($d[(($d | length) - 1) / 2 | floor]) max \($d[-1])") | join(", "))))'
 }
 # cpu_ms NAME=PID... — CPU time (user+sys, ms) of each process and its descendants (those
 # still running, plus what reaped ones left in cutime/cstime), one "NAME MS" line each.
