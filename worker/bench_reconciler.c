@@ -10,8 +10,9 @@
  * latency is that of the newest event, as a controller would see it.
  *
  * Only watch events count (the replay source lists its objects with sent-ns 0).
- * --reconciler-arg "out=<file>,warmup_ms=<n>": samples of the first n ms after the first
- * event are dropped (the start-up snapshot); at shutdown one JSON line is written to file:
+ * --reconciler-arg "out=<file>,warmup_ms=<n>,expect=<e>": samples of the first n ms after
+ * the first event are dropped (the start-up snapshot); one JSON line is written to file
+ * once e events were seen and the queue is empty (else at shutdown):
  *   {"events":E,"reconciles":R,"events_per_s":..,"reconciles_per_s":..,
  *    "latency_p50_ms":..,"latency_p99_ms":..,"latency_max_ms":..,"samples":S}
  * (rates over the span from the first to the last event / reconcile). */
@@ -24,6 +25,7 @@
 #include "gd_log.h"
 #include "gd_time.h"
 #include "reconciler.h"
+#include "workqueue.h"
 
 #define MAX_SAMPLES (4 * 1024 * 1024)
 
@@ -31,6 +33,9 @@ typedef struct {
     char out[512];
     int64_t warmup_ns;              /* samples during the first warmup after the first event
                                      * are not kept (start-up snapshot, cold caches) */
+    long expect;                    /* write the result once this many events were seen and
+                                     * the queue is empty (0: at shutdown only) */
+    atomic_bool written;
     int32_t *lat_us;                /* one sample per reconcile, until MAX_SAMPLES */
     atomic_long nsamples;
     int32_t *map_us;                /* event → mapping (informer + subscriber part) */
@@ -71,6 +76,8 @@ static void bench_map(void *ud, const char *kind, const cJSON *old_obj, const cJ
         emit(emit_ud, "bench", key);
 }
 
+static void write_result(bench *b);
+
 static gd_result bench_reconcile(rec_ctx *ctx, const char *key)
 {
     bench *b = ctx->ud;
@@ -91,6 +98,8 @@ static gd_result bench_reconcile(rec_ctx *ctx, const char *key)
             b->lat_us[i] = (int32_t)((now - s) / 1000);
     }
     cJSON_Delete(obj);
+    if (b->expect > 0 && atomic_load(&b->events) >= b->expect && wq_len(controller_queue(ctx->ctrl)) == 0)
+        write_result(b);
     return gd_done();
 }
 
@@ -111,6 +120,9 @@ static gd_err bench_init(gd_worker_env *env, const char *arg, void **ud)
         char *end;
         if (strncmp(tok, "out=", 4) == 0) {
             snprintf(b->out, sizeof b->out, "%s", tok + 4);
+        } else if (strncmp(tok, "expect=", 7) == 0) {
+            b->expect = strtol(tok + 7, &end, 10);
+            ok = *end == '\0' && b->expect >= 0;
         } else if (strncmp(tok, "warmup_ms=", 10) == 0) {
             long ms = strtol(tok + 10, &end, 10);
             ok = *end == '\0' && ms >= 0 && ms <= 600000;
@@ -121,7 +133,7 @@ static gd_err bench_init(gd_worker_env *env, const char *arg, void **ud)
     }
     free(copy);
     if (!ok) {
-        gd_log(GD_LOG_ERROR, "bench: --reconciler-arg wants out=<file>,warmup_ms=<n>", "arg",
+        gd_log(GD_LOG_ERROR, "bench: --reconciler-arg wants out=<file>,warmup_ms=<n>,expect=<e>", "arg",
                arg, NULL);
         free(b->lat_us);
         free(b->map_us);
@@ -158,10 +170,9 @@ static long sorted(int32_t *v, atomic_long *count)
     return n;
 }
 
-static void bench_fini(void *ud)
+static void write_result(bench *b)
 {
-    bench *b = ud;
-    if (!b)
+    if (atomic_exchange(&b->written, true))
         return;
     long n = sorted(b->lat_us, &b->nsamples), nm = sorted(b->map_us, &b->nmap);
     char line[640];
@@ -174,10 +185,23 @@ static void bench_fini(void *ud)
              rate(atomic_load(&b->reconciles), b->first_rec_ns, b->last_rec_ns), pct(b->lat_us, n, 50),
              pct(b->lat_us, n, 99), n ? b->lat_us[n - 1] / 1000.0 : 0, n, pct(b->map_us, nm, 50),
              pct(b->map_us, nm, 99));
-    FILE *f = b->out[0] ? fopen(b->out, "w") : NULL;
+    /* write then rename: a reader polling for the file never sees half a line */
+    char tmp[540];
+    snprintf(tmp, sizeof tmp, "%s.tmp", b->out);
+    FILE *f = b->out[0] ? fopen(tmp, "w") : NULL;
     fputs(line, f ? f : stderr);
-    if (f)
+    if (f) {
         fclose(f);
+        rename(tmp, b->out);
+    }
+}
+
+static void bench_fini(void *ud)
+{
+    bench *b = ud;
+    if (!b)
+        return;
+    write_result(b);
     free(b->lat_us);
     free(b->map_us);
     free(b);

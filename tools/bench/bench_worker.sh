@@ -7,8 +7,9 @@
 #                            informer reads; events/s as the worker's mapping saw them
 #   pipeline_latency_p50_ms  at an offered 5 000 events/s (--rate 5000), from the replay
 #   pipeline_latency_p99_ms  writing an event to the reconcile of its key starting
-# Baselines come from the client-go informer + workqueue run (issue 4's bench), read from
-# $BENCH_OUT when present (clientgo_pipeline_*), else omitted.
+# Baselines: the same two runs through a client-go shared informer whose handler enqueues the
+# key into a workqueue served by a no-op reconcile (tools/bench/clientgo_pipeline, built
+# against Debian's kubernetes tree); omitted when it does not build.
 # The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
 # events carry bench.godis/sent-ns, paced or as fast as read). Self-contained: run it
 # directly, or from a driver that sets BENCH_OUT/BENCH_TMP.
@@ -60,44 +61,53 @@ PUB="ipc://$RUN/ConfigMap.pub"; SNAP="ipc://$RUN/ConfigMap.snap"
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
-# published COUNT: the informer's published events (list + watch), 0 if it does not answer.
-published() {
-  bin/gdi-cat stats "$SNAP" 2>/dev/null |
-    sed -n 's/^godis_informer_events_published_total[^ ]* \([0-9.e+]*\)$/\1/p' |
-    awk '{printf "%d", $1}'
-}
-
-# run RATE EVENTS → the worker's result JSON line on stdout
+# run RATE EVENTS → the worker's result JSON line on stdout (the bench set writes it once
+# it has seen every event and its queue is empty)
 run() {
   local rate=$1 events=$2 out="$RUN/result-$1.json"
   rm -f "$out"
   replay_start --objects "$OBJECTS" --events "$events" --rate "$rate"
   bin/godis-worker --informer-endpoints "ConfigMap=$PUB,$SNAP" --reconciler bench \
-    --reconciler-arg "out=$out,warmup_ms=2000" --max-concurrent-reconciles 2 --log-level warn &
+    --reconciler-arg "out=$out,warmup_ms=2000,expect=$events" --max-concurrent-reconciles 2 \
+    --log-level error &
   local wrk=$!
   sleep 0.3                      # the worker subscribes before the stream starts
   bin/godis-informer --kind ConfigMap --kubeconfig "$REPLAY_KUBECONFIG" --namespace bench \
-    --pub-endpoint "$PUB" --snap-endpoint "$SNAP" --log-level warn &
+    --pub-endpoint "$PUB" --snap-endpoint "$SNAP" --log-level error &
   local inf=$!
-  local want=$((OBJECTS + events)) t0=$SECONDS n=0 last=-1 still=0
-  while [ $((SECONDS - t0)) -lt 300 ]; do
-    n=$(published); n=${n:-0}
-    [ "$n" -ge "$want" ] && break
-    if [ "$n" = "$last" ]; then still=$((still + 1)); else still=0; fi
-    [ $still -ge 20 ] && { echo "bench_worker: informer stalled at $n/$want" >&2; break; }
-    last=$n; sleep 0.5
-  done
-  sleep 1                        # let the worker drain its queue
+  local t0=$SECONDS
+  while [ ! -s "$out" ] && [ $((SECONDS - t0)) -lt 300 ]; do sleep 0.2; done
+  [ -s "$out" ] || echo "bench_worker: no result after 300 s (rate $rate)" >&2
   stop_pid "$wrk"; stop_pid "$inf"; replay_stop
   cat "$out" 2>/dev/null || echo '{}'
 }
 
-baseline() { sed -n "s/.*\"name\":\"$1\",\"value\":\([0-9.e+-]*\).*/\1/p" "$BENCH_OUT" 2>/dev/null | tail -1; }
+# run_clientgo RATE EVENTS → the client-go informer + workqueue baseline's JSON line
+run_clientgo() {
+  local rate=$1 events=$2 out="$RUN/clientgo-$1.json"
+  rm -f "$out"
+  replay_start --objects "$OBJECTS" --events "$events" --rate "$rate"
+  timeout 300 "$GO_BIN" --kubeconfig "$REPLAY_KUBECONFIG" --namespace bench --workers 2 \
+    --warmup-ms 2000 --count "$events" --out "$out" >/dev/null 2>&1
+  replay_stop
+  cat "$out" 2>/dev/null || echo '{}'
+}
+
+GO_BIN="$RUN/clientgo-pipeline"
+if ! tools/bench/build-clientgo-pipeline.sh "$GO_BIN" >&2; then
+  echo "bench_worker: the client-go baseline did not build; figures without baseline" >&2
+  GO_BIN=
+fi
 
 max=$(run 0 "$EVENTS")
 echo "  max rate run: $max"
 lat=$(run 5000 "$RATE_EVENTS")
 echo "  5000/s run:   $lat"
-bench_emit pipeline_events_per_s "$(json_field "$max" events_per_s)" "events/s" "$(baseline clientgo_pipeline_events_per_s)"
-bench_emit pipeline_latency_p50_ms "$(json_field "$lat" latency_p50_ms)" "ms" "$(baseline clientgo_pipeline_latency_p50_ms)"
-bench_emit pipeline_latency_p99_ms "$(json_field "$lat" latency_p99_ms)" "ms" "$(baseline clientgo_pipeline_latency_p99_ms)"
+bmax='{}'; blat='{}'
+if [ -n "$GO_BIN" ]; then
+  bmax=$(run_clientgo 0 "$EVENTS"); echo "  client-go max rate run: $bmax"
+  blat=$(run_clientgo 5000 "$RATE_EVENTS"); echo "  client-go 5000/s run:   $blat"
+fi
+bench_emit pipeline_events_per_s "$(json_field "$max" events_per_s)" "events/s" "$(json_field "$bmax" events_per_s)"
+bench_emit pipeline_latency_p50_ms "$(json_field "$lat" latency_p50_ms)" "ms" "$(json_field "$blat" latency_p50_ms)"
+bench_emit pipeline_latency_p99_ms "$(json_field "$lat" latency_p99_ms)" "ms" "$(json_field "$blat" latency_p99_ms)"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# build-clientgo-pipeline.sh OUT — builds tools/bench/clientgo_pipeline (the worker pipeline baseline) against the
+# client-go vendored in Debian's kubernetes source tree that tools/k8s-build.sh unpacked (and
+# whose reflect2 it replaced), reusing its Go build cache. Prints nothing on success.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${1:?usage: $0 OUT}
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/godis-operator
+"$ROOT/tools/k8s-build.sh" >/dev/null   # makes sure the source tree is there
+srcdir=$(find "$CACHE/src" -maxdepth 2 -name .godis-extracted -path '*/kubernetes-*' -printf '%h\n' | head -n1)
+[ -n "$srcdir" ] || { echo "build-clientgo: no kubernetes source tree in $CACHE/src" >&2; exit 1; }
+# A package inside the tree so the vendored modules resolve (the tree is our cache, not the repo).
+pkg=cmd/godis-bench-clientgo-pipeline
+mkdir -p "$srcdir/$pkg"
+cp "$ROOT/tools/bench/clientgo_pipeline/main.go" "$srcdir/$pkg/main.go"
+# Kubernetes 1.20 builds in GOPATH mode (hack/lib/golang.sh: GO111MODULE=off, GOPATH under
+# _output with src/k8s.io/kubernetes linking the tree), so vendor/ resolves the same way here.
+gopath=$srcdir/_output/local/go
+[ -e "$gopath/src/k8s.io/kubernetes" ] || { mkdir -p "$gopath/src/k8s.io"; ln -s "$srcdir" "$gopath/src/k8s.io/kubernetes"; }
+(cd "$gopath/src/k8s.io/kubernetes" && GO111MODULE=off GOFLAGS= GOPATH="$gopath" \
+   GOCACHE="$CACHE/gocache" go build -o "$OUT" "./$pkg")

@@ -1,0 +1,164 @@
+// The client-go baseline of the worker pipeline benchmark (tools/bench/bench_worker.sh):
+// a shared informer for ConfigMaps whose handler enqueues the object's key into a
+// rate-limited workqueue (DefaultControllerRateLimiter), served by -workers goroutines that
+// run a no-op reconcile: it reads the object from the informer's cache and measures
+// event → reconcile-start latency from the annotation bench.godis/sent-ns (CLOCK_MONOTONIC
+// of the replay source, the same clock as here). Built against the client-go vendored in
+// Debian's kubernetes source tree (tools/bench/build-clientgo-pipeline.sh).
+//
+// On SIGTERM (or with -count N once N stamped events were seen and the queue drained) it
+// writes one JSON line to -out, the same fields as the worker's bench set:
+// events, reconciles, events_per_s, reconciles_per_s, latency_p50_ms, latency_p99_ms.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+)
+
+func monoNs() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func sentNs(obj interface{}) int64 {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return 0
+	}
+	v, _ := strconv.ParseInt(cm.Annotations["bench.godis/sent-ns"], 10, 64)
+	return v
+}
+
+type span struct{ first, last int64 }
+
+func (s *span) stamp(now int64) {
+	atomic.CompareAndSwapInt64(&s.first, 0, now)
+	atomic.StoreInt64(&s.last, now)
+}
+
+func (s *span) rate(n int64) float64 {
+	d := atomic.LoadInt64(&s.last) - atomic.LoadInt64(&s.first)
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / (float64(d) / 1e9)
+}
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig path")
+	namespace := flag.String("namespace", "", "namespace (default all)")
+	workers := flag.Int("workers", 2, "reconcile goroutines (MaxConcurrentReconciles)")
+	warmupMs := flag.Int64("warmup-ms", 2000, "samples of the first ms after the first event are dropped")
+	out := flag.String("out", "", "result file (default stdout)")
+	count := flag.Int64("count", 0, "finish once this many stamped events were seen and the queue is empty (0: at SIGTERM)")
+	flag.Parse()
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clientgo_pipeline:", err)
+		os.Exit(2)
+	}
+	cfg.QPS = 1e6
+	cfg.Burst = 1e6
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(*namespace))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	q := workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "bench")
+
+	var events, reconciles int64
+	var evSpan, recSpan span
+	var mu sync.Mutex
+	var lat []int64
+	warmup := *warmupMs * 1000000
+	enqueue := func(obj interface{}) {
+		if s := sentNs(obj); s > 0 {
+			atomic.AddInt64(&events, 1)
+			evSpan.stamp(monoNs())
+		}
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			q.Add(key)
+		}
+	}
+	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(old, obj interface{}) { enqueue(obj) },
+		DeleteFunc: func(obj interface{}) {},
+	})
+	reconcile := func() bool {
+		item, shutdown := q.Get()
+		if shutdown {
+			return false
+		}
+		defer q.Done(item)
+		now := monoNs()
+		atomic.AddInt64(&reconciles, 1)
+		recSpan.stamp(now)
+		obj, exists, _ := inf.GetIndexer().GetByKey(item.(string))
+		if s := sentNs(obj); exists && s > 0 {
+			if first := atomic.LoadInt64(&evSpan.first); first > 0 && now-first >= warmup {
+				mu.Lock()
+				lat = append(lat, now-s)
+				mu.Unlock()
+			}
+		}
+		q.Forget(item)
+		return true
+	}
+	stop := make(chan struct{})
+	go inf.Run(stop)
+	for i := 0; i < *workers; i++ {
+		go func() {
+			for reconcile() {
+			}
+		}()
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	if *count > 0 {
+		go func() {
+			for atomic.LoadInt64(&events) < *count || q.Len() > 0 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond)
+			sig <- syscall.SIGTERM
+		}()
+	}
+	<-sig
+	close(stop)
+	q.ShutDown()
+	mu.Lock()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p int) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[(len(lat)-1)*p/100]) / 1e6
+	}
+	line := fmt.Sprintf("{\"events\":%d,\"reconciles\":%d,\"events_per_s\":%.1f,\"reconciles_per_s\":%.1f,"+
+		"\"latency_p50_ms\":%.3f,\"latency_p99_ms\":%.3f,\"samples\":%d}\n",
+		atomic.LoadInt64(&events), atomic.LoadInt64(&reconciles), evSpan.rate(atomic.LoadInt64(&events)),
+		recSpan.rate(atomic.LoadInt64(&reconciles)), pct(50), pct(99), len(lat))
+	mu.Unlock()
+	if *out != "" {
+		os.WriteFile(*out, []byte(line), 0o644)
+	} else {
+		fmt.Print(line)
+	}
+}
