@@ -155,3 +155,7 @@ log "figures in $OUT_DIR/latest.jsonl"
 # 6. The worker pipeline (issue 5 part 8): pipeline_events_per_s and pipeline_latency_p50/p99_ms,
 # appended by tools/bench/bench_worker.sh (replay source → godis-informer → godis-worker).
 BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/bench_worker.sh" || log "bench_worker.sh failed"
+
+# 7. Manager failover (issue 6 part 8): failover_graceful_s and failover_crash_s with
+# client-go's default lease timings, appended by tools/bench/failover.sh.
+"$ROOT/tools/bench/failover.sh" || log "failover.sh failed"
