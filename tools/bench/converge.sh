@@ -9,7 +9,7 @@
 #                             sent in that time, divided by 100
 #
 # The request count comes from the API server itself, the neutral referee: the operator runs
-# under its own client certificate (user godis-bench-operator, bound to cluster-admin), and a
+# under its own client certificate (user godis-bench-operator-<pid>, bound to cluster-admin), and a
 # FlowSchema puts that user's requests into their own flow (priority level exempt, so nothing
 # throttles it more than the admin). apiserver_flowcontrol_dispatched_requests_total of that
 # flow, before and after, is the count. API priority and fairness does not see long-running
@@ -35,7 +35,7 @@ REPLICAS=${CONVERGE_REPLICAS:-3}
 WORKERS=${CONVERGE_WORKERS:-2}
 MCR=${CONVERGE_MCR:-32}
 TIMEOUT=${CONVERGE_TIMEOUT:-300}
-USER_CN=godis-bench-operator
+USER_CN=godis-bench-operator-$$   # per run: a finishing run deletes its binding and flow
 NS=godis-bench-$$
 W=$(mktemp -d /tmp/bench-converge-XXXXXX)
 KEEP=$ROOT/build/bench-converge   # the last run's manager log, timeline and metrics
