@@ -23,13 +23,10 @@ static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, boo
     gd_err err = GD_OK;
     *wrote = false;
     if (!have) {
+        /* No Event for a routine create: it doubled the writes of every new member.
+         * Membership changes and repairs of drift do get one. */
         err = gw_create(g->e, r, want);
         *wrote = true;
-        if (!err) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "%s %s created", r->kind, gd_meta_name(want));
-            godis_emit_event(g->e, g->godis, "Normal", "ChildCreated", msg);
-        }
     } else if (!gd_meta_deleting(have) && godis_child_drifted(r->kind, want, have)) {
         cJSON *fixed = godis_child_repair(r->kind, want, have);
         err = gw_update(g->e, r, fixed);

@@ -30,8 +30,7 @@ gd_err gw_create(godis_env *e, const k8s_resource *r, const cJSON *obj)
     if (err == GD_OK && e->wrote)
         e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gd_meta_rv(out), false);
     cJSON_Delete(out);
-    if (err == GD_ERR_ALREADY_EXISTS) return GD_OK;
-    if (err) log_write_error("create", r, gd_meta_name(obj), &st);
+    if (err && err != GD_ERR_ALREADY_EXISTS) log_write_error("create", r, gd_meta_name(obj), &st);
     return err;
 }
 
@@ -80,7 +79,11 @@ gd_err gw_delete(godis_env *e, const k8s_resource *r, const char *ns, const char
 godis_result gw_result(gd_err err)
 {
     godis_result res = {.kind = GODIS_REQUEUE, .err = err};
-    if (err == GD_OK || err == GD_ERR_CONFLICT || err == GD_ERR_NOT_FOUND) return res;
+    /* AlreadyExists/Conflict/NotFound: our cache is behind the API server. Requeue, with
+     * err set so the requeue is rate-limited instead of spinning until the cache catches up. */
+    if (err == GD_OK || err == GD_ERR_CONFLICT || err == GD_ERR_NOT_FOUND ||
+        err == GD_ERR_ALREADY_EXISTS)
+        return res;
     if (err == GD_ERR_FENCED) {           /* not ours to write any more: stop quietly */
         res.kind = GODIS_DONE;
         return res;

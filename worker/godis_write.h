@@ -4,7 +4,8 @@
 #define GODIS_WRITE_H
 #include "godis_reconcile.h"
 
-/* GD_OK also for AlreadyExists. */
+/* GD_ERR_ALREADY_EXISTS when it exists (idempotent: callers treat it as done but wait
+ * for the cache before the next step). */
 gd_err gw_create(godis_env *e, const k8s_resource *r, const cJSON *obj);
 /* PUT with obj's resourceVersion; GD_ERR_CONFLICT when the cache was stale. */
 gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj);
