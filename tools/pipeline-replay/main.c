@@ -176,7 +176,7 @@ static long arg_long(const char *v, long lo, long hi, const char *name)
 int main(int argc, char **argv)
 {
     long port = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {   /* every flag takes one value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             puts("usage: pipeline-replay [--port P] [--objects N] [--events M] [--rate R] "
@@ -197,7 +197,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "pipeline-replay: unknown flag %s\n", a);
             return 2;
         }
-        i++;
     }
     payload = malloc((size_t)obj_bytes + 1);
     memset(payload, 'x', (size_t)obj_bytes);
