@@ -21,21 +21,6 @@
 #define KEYFILE_MAX     (1u << 20)    /* CA bundles, certificates, keys, tokens */
 #define DEFAULT_SA_DIR  "/var/run/secrets/kubernetes.io/serviceaccount"
 
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void cfg_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    /* One line whatever names and paths contain: a newline in a YAML key stays visible. */
-    for (char *c = err; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-}
 
 static void wipe_free(void *p, size_t n)
 {
@@ -226,7 +211,7 @@ static gd_err load_pem(const where *w, const char *file_field, const char *file,
         if (rc == GD_ERR_NOMEM)
             return rc;
         if (rc != GD_OK) {
-            cfg_err(w->err, w->errlen, "%s: %s[%d] (name=%s): %s: invalid base64", w->file,
+            kc_err(w->err, w->errlen, "%s: %s[%d] (name=%s): %s: invalid base64", w->file,
                     w->list, w->index, w->name, data_field);
             return GD_ERR_CONFIG;
         }
@@ -237,7 +222,7 @@ static gd_err load_pem(const where *w, const char *file_field, const char *file,
             return GD_ERR_NOMEM;
         char *buf;
         if (read_file(path, KEYFILE_MAX, &buf, outlen, why, sizeof why) != 0) {
-            cfg_err(w->err, w->errlen, "%s: %s[%d] (name=%s): %s: cannot read %s: %s", w->file,
+            kc_err(w->err, w->errlen, "%s: %s[%d] (name=%s): %s: cannot read %s: %s", w->file,
                     w->list, w->index, w->name, file_field, path, why);
             free(path);
             return GD_ERR_CONFIG;
@@ -248,7 +233,7 @@ static gd_err load_pem(const where *w, const char *file_field, const char *file,
         return GD_OK;
     }
     if (*outlen == 0 || !memmem(*out, *outlen, "-----BEGIN ", 11)) {
-        cfg_err(w->err, w->errlen, "%s: %s[%d] (name=%s): %s: not PEM (no -----BEGIN line)",
+        kc_err(w->err, w->errlen, "%s: %s[%d] (name=%s): %s: not PEM (no -----BEGIN line)",
                 w->file, w->list, w->index, w->name, field);
         wipe_free(*out, *outlen + 1);
         *out = NULL;
@@ -265,12 +250,12 @@ static gd_err normalise_server(const char *in, char **out, const char *prefix, c
     while (n > 0 && in[n - 1] == '/')
         n--;
     if (scheme && strncmp(in, "https://", 8) != 0 && strncmp(in, "http://", 7) != 0) {
-        cfg_err(err, errlen, "%s: server \"%s\": unsupported scheme (want https:// or http://)",
+        kc_err(err, errlen, "%s: server \"%s\": unsupported scheme (want https:// or http://)",
                 prefix, in);
         return GD_ERR_CONFIG;
     }
     if (n == 0 || (scheme && (size_t)(scheme - in) + 3 >= n)) {
-        cfg_err(err, errlen, "%s: server \"%s\": no host", prefix, in);
+        kc_err(err, errlen, "%s: server \"%s\": no host", prefix, in);
         return GD_ERR_CONFIG;
     }
     /* a bare host:port means https, as client-go's DefaultServerURL */
@@ -287,7 +272,7 @@ static gd_err apply_cluster(k8s_config *cfg, const kc_cluster *c, const char *ct
     char prefix[512];
     snprintf(prefix, sizeof prefix, "%s: cluster \"%s\" (context \"%s\")", c->file->path, c->name, ctx);
     if (!c->server || !*c->server) {
-        cfg_err(err, errlen, "%s: server is missing", prefix);
+        kc_err(err, errlen, "%s: server is missing", prefix);
         return GD_ERR_CONFIG;
     }
     gd_err rc = normalise_server(c->server, &cfg->server, prefix, err, errlen);
@@ -312,7 +297,7 @@ static gd_err apply_user(k8s_config *cfg, const kc_user *u, char *err, size_t er
                        &cfg->key_pem_len)) != GD_OK)
         return rc;
     if (!cfg->cert_pem != !cfg->key_pem) {
-        cfg_err(err, errlen, "%s: users[%d] (name=%s): %s is set but %s is missing", u->file->path,
+        kc_err(err, errlen, "%s: users[%d] (name=%s): %s is set but %s is missing", u->file->path,
                 u->index, u->name, cfg->cert_pem ? "client-certificate" : "client-key",
                 cfg->cert_pem ? "client-key" : "client-certificate");
         return GD_ERR_CONFIG;
@@ -327,13 +312,13 @@ static gd_err apply_user(k8s_config *cfg, const kc_user *u, char *err, size_t er
         char *tok, why[96];
         size_t len;
         if (read_file(cfg->token_file, KEYFILE_MAX, &tok, &len, why, sizeof why) != 0) {
-            cfg_err(err, errlen, "%s: users[%d] (name=%s): tokenFile: cannot read %s: %s",
+            kc_err(err, errlen, "%s: users[%d] (name=%s): tokenFile: cannot read %s: %s",
                     u->file->path, u->index, u->name, cfg->token_file, why);
             return GD_ERR_CONFIG;
         }
         trim_right(tok, &len);
         if (len == 0) {
-            cfg_err(err, errlen, "%s: users[%d] (name=%s): tokenFile: %s is empty", u->file->path,
+            kc_err(err, errlen, "%s: users[%d] (name=%s): tokenFile: %s is empty", u->file->path,
                     u->index, u->name, cfg->token_file);
             free(tok);
             return GD_ERR_CONFIG;
@@ -343,7 +328,7 @@ static gd_err apply_user(k8s_config *cfg, const kc_user *u, char *err, size_t er
         cfg->token = tok;
     }
     if (!cfg->token && !cfg->cert_pem && (u->has_exec || u->has_auth_provider || u->has_basic)) {
-        cfg_err(err, errlen, "%s: users[%d] (name=%s): %s is not supported; use a token, tokenFile "
+        kc_err(err, errlen, "%s: users[%d] (name=%s): %s is not supported; use a token, tokenFile "
                 "or a client certificate", u->file->path, u->index, u->name,
                 u->has_exec ? "exec" : u->has_auth_provider ? "auth-provider" : "basic auth");
         return GD_ERR_CONFIG;
@@ -362,30 +347,30 @@ static gd_err build_from_set(const kc_set *set, const char *want_ctx, k8s_config
     const char *ctx_name = want_ctx && *want_ctx ? want_ctx : set->current_context;
     if (!ctx_name) {
         if (set->ncontexts == 0 && set->nclusters == 0 && set->nusers == 0)
-            cfg_err(err, errlen, "%s: kubeconfig is empty", sources);
+            kc_err(err, errlen, "%s: kubeconfig is empty", sources);
         else
-            cfg_err(err, errlen, "%s: no current-context set and no --context given", sources);
+            kc_err(err, errlen, "%s: no current-context set and no --context given", sources);
         goto out;
     }
     const kc_context *ctx = kc_find_context(set, ctx_name);
     if (!ctx) {
-        cfg_err(err, errlen, "context \"%s\" not found in %s", ctx_name, sources);
+        kc_err(err, errlen, "context \"%s\" not found in %s", ctx_name, sources);
         goto out;
     }
     if (!ctx->cluster || !*ctx->cluster) {
-        cfg_err(err, errlen, "%s: contexts[%d] (name=%s): cluster is missing", ctx->file->path,
+        kc_err(err, errlen, "%s: contexts[%d] (name=%s): cluster is missing", ctx->file->path,
                 ctx->index, ctx->name);
         goto out;
     }
     const kc_cluster *cl = kc_find_cluster(set, ctx->cluster);
     if (!cl) {
-        cfg_err(err, errlen, "cluster \"%s\" (context \"%s\") not found in %s", ctx->cluster,
+        kc_err(err, errlen, "cluster \"%s\" (context \"%s\") not found in %s", ctx->cluster,
                 ctx->name, sources);
         goto out;
     }
     const kc_user *user = NULL;
     if (ctx->user && *ctx->user && !(user = kc_find_user(set, ctx->user))) {
-        cfg_err(err, errlen, "user \"%s\" (context \"%s\") not found in %s", ctx->user, ctx->name,
+        kc_err(err, errlen, "user \"%s\" (context \"%s\") not found in %s", ctx->user, ctx->name,
                 sources);
         goto out;
     }
@@ -404,7 +389,7 @@ static gd_err build_from_set(const kc_set *set, const char *want_ctx, k8s_config
     rc = GD_OK;
 out:
     if (rc == GD_ERR_NOMEM)
-        cfg_err(err, errlen, "%s: out of memory", sources);
+        kc_err(err, errlen, "%s: out of memory", sources);
     k8s_config_destroy(&cfg);
     free(sources);
     return rc;
@@ -434,12 +419,12 @@ static gd_err sa_file(const char *dir, const char *name, bool required, char **o
     if (read_file(path, KEYFILE_MAX, out, len, why, sizeof why) != 0) {
         if (!required && errno == ENOENT)
             return GD_OK;
-        cfg_err(err, errlen, "in-cluster: %s: cannot read: %s", path, why);
+        kc_err(err, errlen, "in-cluster: %s: cannot read: %s", path, why);
         return GD_ERR_CONFIG;
     }
     trim_right(*out, len);
     if (*len == 0 && required) {
-        cfg_err(err, errlen, "in-cluster: %s: file is empty", path);
+        kc_err(err, errlen, "in-cluster: %s: file is empty", path);
         wipe_free(*out, 1);
         *out = NULL;
         return GD_ERR_CONFIG;
@@ -456,7 +441,7 @@ gd_err k8s_config_in_cluster(const char *sa_dir, k8s_config **out, char *err, si
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     if (!host || !*host || !port || !*port) {
-        cfg_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+        kc_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
                 "must be set (not running in a pod?)");
         return GD_ERR_CONFIG;
     }
@@ -464,11 +449,11 @@ gd_err k8s_config_in_cluster(const char *sa_dir, k8s_config **out, char *err, si
     errno = 0;
     long p = strtol(port, &end, 10);
     if (errno || *end || p < 1 || p > 65535) {
-        cfg_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_PORT \"%s\" is not a port", port);
+        kc_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_PORT \"%s\" is not a port", port);
         return GD_ERR_CONFIG;
     }
     if (strpbrk(host, "/ @?#")) {
-        cfg_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST \"%s\" is not a host", host);
+        kc_err(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST \"%s\" is not a host", host);
         return GD_ERR_CONFIG;
     }
     k8s_config *cfg = calloc(1, sizeof *cfg);
@@ -513,7 +498,7 @@ gd_err k8s_config_in_cluster(const char *sa_dir, k8s_config **out, char *err, si
     return GD_OK;
 fail:
     if (rc == GD_ERR_NOMEM)
-        cfg_err(err, errlen, "in-cluster: out of memory");
+        kc_err(err, errlen, "in-cluster: out of memory");
     k8s_config_destroy(&cfg);
     return rc;
 }
@@ -533,7 +518,7 @@ static gd_err add_file(kc_set *set, const char *path, bool *missing, char *err, 
             *missing = true;
             return GD_OK;
         }
-        cfg_err(err, errlen, "%s: cannot read kubeconfig: %s", path, why);
+        kc_err(err, errlen, "%s: cannot read kubeconfig: %s", path, why);
         return GD_ERR_CONFIG;
     }
     gd_err rc = kc_set_add(set, text, len, path, err, errlen);
@@ -597,10 +582,10 @@ gd_err k8s_config_load(const k8s_config_opts *opts, k8s_config **out, char *err,
     if (opts->allow_in_cluster && getenv("KUBERNETES_SERVICE_HOST"))
         return k8s_config_in_cluster(opts->sa_dir, out, err, errlen);
     if (strcmp(tried, "KUBECONFIG") == 0)
-        cfg_err(err, errlen, "KUBECONFIG=%s: none of these files exist%s", env,
+        kc_err(err, errlen, "KUBECONFIG=%s: none of these files exist%s", env,
                 opts->allow_in_cluster ? ", and not running in a cluster" : "");
     else
-        cfg_err(err, errlen, "no kubeconfig: --kubeconfig not given, KUBECONFIG unset, "
+        kc_err(err, errlen, "no kubeconfig: --kubeconfig not given, KUBECONFIG unset, "
                 "$HOME/.kube/config does not exist%s",
                 opts->allow_in_cluster ? ", and not running in a cluster" : "");
     return GD_ERR_CONFIG;

@@ -13,9 +13,7 @@
 
 #define KC_MAX_FILES 64
 
-static void kc_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void kc_err(char *err, size_t errlen, const char *fmt, ...)
+void kc_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
         return;

@@ -63,4 +63,8 @@ const kc_context *kc_find_context(const kc_set *set, const char *name);
 char *kc_set_sources(const kc_set *set);
 void kc_set_free(kc_set *set);
 
+/* Writes a one-line error (control characters shown as '?') into err; shared by the
+ * kubeconfig parser and the loader so every configuration error reads the same way. */
+void kc_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif
