@@ -32,6 +32,10 @@ typedef struct {
     bool   http2;               /* default true: negotiate h2 over TLS */
 } k8s_client_opts;
 void k8s_client_opts_default(k8s_client_opts *o);
+/* True when s may stand as one word in a User-Agent comment, e.g. the manager identity in
+ * "godis-operator (worker; manager=<s>)": 1..253 visible ASCII characters, none of ( ) ; \
+ * (so it can neither inject a header line nor end the comment early). */
+bool k8s_user_agent_word_ok(const char *s);
 
 /* Takes ownership of *cfg (set to NULL). NULL on failure. */
 k8s_client *k8s_client_new(k8s_config **cfg, const k8s_client_opts *opts);

@@ -80,6 +80,19 @@ void k8s_client_opts_default(k8s_client_opts *o)
     o->http2 = true;
 }
 
+bool k8s_user_agent_word_ok(const char *s)
+{
+    if (!s)
+        return false;
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~' || strchr("();\\", s[i]))
+            return false;
+    return true;
+}
+
 void k8s_delete_opts_default(k8s_delete_opts *o)
 {
     if (!o)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "gd_log.h"
 #include "gd_time.h"
+#include "k8s_client.h"
 
 struct gd_le {
     gd_le_config cfg;
@@ -65,6 +66,9 @@ gd_err gd_le_config_validate(const gd_le_config *c, char *err, size_t errlen)
         why = "leader-elect-renew-deadline must be greater than 1.2 x leader-elect-retry-period";
     else if (c->identity[0] == '\0')
         why = "leader election identity must not be empty";
+    else if (!k8s_user_agent_word_ok(c->identity))
+        why = "leader election identity must be visible ASCII without ( ) ; \\ (it goes "
+              "into User-Agent headers)";
     else if (c->name[0] == '\0')
         why = "leader-elect-resource-name must not be empty";
     if (!why) return GD_OK;

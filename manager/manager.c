@@ -69,6 +69,7 @@ typedef struct {
     pthread_t le_th;
     bool le_running;
     gd_lease_watch *watch;
+    char identity[GD_LE_HOLDER_MAX];    /* Lease identity ("" without leader election) */
     gd_http *http_health, *http_metrics;
 
     worker_t w[GD_SHARDS_MAX_WORKERS];
@@ -222,6 +223,7 @@ static gd_proc *worker_slot(mgr_t *m, int i)
     a[n++] = "--max-concurrent-reconciles"; a[n++] = mcr;
     a[n++] = "--heartbeat-ms"; a[n++] = hb;
     n = common_args(m, a, n);
+    if (m->identity[0]) { a[n++] = "--manager-identity"; a[n++] = m->identity; }
     char extra[GD_MGR_STR];
     snprintf(extra, sizeof extra, "%s", m->cfg.worker_args);
     for (char *sv = NULL, *t = strtok_r(extra, " ", &sv); t && n < 46; t = strtok_r(NULL, " ", &sv))
@@ -621,7 +623,11 @@ static gd_err setup_election(mgr_t *m)
     /* one hung request must not eat the renew deadline */
     co.request_timeout_ms = m->cfg.retry_period_ms < 1000 ? 1000 : m->cfg.retry_period_ms;
     co.connect_timeout_ms = co.request_timeout_ms;
-    co.user_agent = "godis-operator (manager)";
+    /* The identity in the User-Agent of the manager's and its workers' requests: the API
+     * server's audit log then names who made each write (fencing is tested from it). */
+    char ua[GD_LE_HOLDER_MAX + 48];
+    snprintf(ua, sizeof ua, "godis-operator (manager; identity=%s)", m->identity);
+    co.user_agent = ua;
     if (!(m->client = k8s_client_new(&kc, &co))) {
         k8s_config_destroy(&kc);
         fprintf(stderr, "godis-manager: cannot create the Kubernetes client\n");
@@ -633,8 +639,7 @@ static gd_err setup_election(mgr_t *m)
     lc.renew_deadline_ms = m->cfg.renew_deadline_ms;
     lc.retry_period_ms = m->cfg.retry_period_ms;
     snprintf(lc.name, sizeof lc.name, "%s", m->cfg.lease_name);
-    if (m->cfg.identity[0]) snprintf(lc.identity, sizeof lc.identity, "%s", m->cfg.identity);
-    else gd_le_make_identity(lc.identity, sizeof lc.identity);
+    snprintf(lc.identity, sizeof lc.identity, "%s", m->identity);
     if (gd_le_config_validate(&lc, err, sizeof err) != GD_OK) {
         fprintf(stderr, "godis-manager: %s\n", err);
         return GD_ERR_CONFIG;
@@ -767,6 +772,11 @@ int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
     m->argc = argc;
     m->argv = argv;
     m->want_workers = cfg->workers;
+    /* before the worker slots: their command lines carry it (setup_election validates it) */
+    if (cfg->leader_elect && cfg->identity[0])
+        snprintf(m->identity, sizeof m->identity, "%s", cfg->identity);
+    else if (cfg->leader_elect)
+        gd_le_make_identity(m->identity, sizeof m->identity);
     m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&m->pub_mu, NULL);
     gd_shards_init(&m->shards);

@@ -7,6 +7,7 @@
 #include "control.h"
 #include "gd_err.h"
 #include "gd_log.h"
+#include "k8s_client.h"
 #include "reconciler.h"
 #include "worker.h"
 
@@ -39,6 +40,10 @@ static void usage(FILE *out)
         "                                (default 1000)\n"
         "  --kubeconfig PATH             kubeconfig for API writes (else in-cluster/$KUBECONFIG)\n"
         "  --context NAME                kubeconfig context\n"
+        "  --manager-identity ID         the Lease identity of the manager that runs this\n"
+        "                                worker; API requests then carry the User-Agent\n"
+        "                                \"godis-operator (worker; manager=ID)\", so the API\n"
+        "                                server's audit log names the manager of every write\n"
         "  --reconciler NAME             reconciler set (default godis):\n",
         out);
     for (const gd_reconciler_set *s = gd_reconciler_first(); s; s = s->next)
@@ -75,7 +80,7 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 enum {
     OPT_INDEX = 1000, OPT_CONTROL, OPT_RUNDIR, OPT_ENDPOINTS, OPT_SHARDS, OPT_MCR, OPT_HB,
     OPT_KUBECONFIG, OPT_CONTEXT, OPT_RECONCILER, OPT_RECARG, OPT_GRACE, OPT_LEVEL, OPT_FORMAT,
-    OPT_HELP, OPT_RATE,
+    OPT_HELP, OPT_RATE, OPT_MGRID,
 };
 
 int main(int argc, char **argv)
@@ -96,6 +101,7 @@ int main(int argc, char **argv)
         {"log-level", required_argument, NULL, OPT_LEVEL},
         {"log-format", required_argument, NULL, OPT_FORMAT},
         {"queue-rate-limits", required_argument, NULL, OPT_RATE},
+        {"manager-identity", required_argument, NULL, OPT_MGRID},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -134,6 +140,12 @@ int main(int argc, char **argv)
             reconciler_given = true;
             break;
         case OPT_RECARG: o.reconciler_arg = optarg; break;
+        case OPT_MGRID:
+            if (!k8s_user_agent_word_ok(optarg))
+                return fatal("--manager-identity wants 1..253 visible ASCII characters "
+                             "without ( ) ; \\", optarg);
+            o.manager_identity = optarg;
+            break;
         case OPT_GRACE:
             if (!parse_int(optarg, 0, 3600000, &v))
                 return fatal("--stop-grace-ms wants 0..3600000", optarg);

@@ -13,7 +13,12 @@
  * "sleepy" additionally sleeps a random 0..sleep_ms (default 20) milliseconds.
  * With "write=status" a reconcile then writes status.observedGeneration = the cached
  * metadata.generation (merge patch on the status subresource) through the fenced,
- * read-your-own-writes path, so a test can check every final state on the API server. */
+ * read-your-own-writes path, so a test can check every final state on the API server.
+ * With "requeue_ms=<n>" (and write=status) a successful write asks to run again after n ms
+ * while the object exists: a steady stream of writes for tests of fencing, which need writes in flight
+ * at the moment a manager is stopped. With "ns=<namespace>" keys of other namespaces are
+ * done at once, untouched (the informers watch the whole cluster, where other tests keep
+ * their own objects). */
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,7 +36,9 @@
 typedef struct {
     int fd;             /* -1: no record */
     int sleep_ms;
+    int requeue_ms;     /* 0: done after one reconcile */
     bool write_status;
+    char ns_prefix[256];    /* "<ns>/" or "": every key */
 } testrec;
 
 static gd_err parse_arg(const char *arg, testrec *t)
@@ -59,20 +66,26 @@ static gd_err parse_arg(const char *arg, testrec *t)
             if (strcmp(v, "status") != 0)
                 rc = GD_ERR_CONFIG;
             t->write_status = true;
-        } else if (strcmp(tok, "sleep_ms") == 0) {
+        } else if (strcmp(tok, "ns") == 0) {
+            if (!*v || strchr(v, '/') ||
+                (size_t)snprintf(t->ns_prefix, sizeof t->ns_prefix, "%s/", v) >= sizeof t->ns_prefix)
+                rc = GD_ERR_CONFIG;
+        } else if (strcmp(tok, "sleep_ms") == 0 || strcmp(tok, "requeue_ms") == 0) {
             char *end;
             long ms = strtol(v, &end, 10);
             if (*end || end == v || ms < 0 || ms > 60000)
                 rc = GD_ERR_CONFIG;
-            else
+            else if (tok[0] == 's')
                 t->sleep_ms = (int)ms;
+            else
+                t->requeue_ms = (int)ms;
         } else {
             rc = GD_ERR_CONFIG;
         }
     }
     if (rc != GD_OK)
-        gd_log(GD_LOG_ERROR, "bad --reconciler-arg (want record=<file>,sleep_ms=<n>)", "arg",
-               arg, NULL);
+        gd_log(GD_LOG_ERROR, "bad --reconciler-arg (want record=<file>,sleep_ms=<n>,"
+               "write=status,requeue_ms=<n>,ns=<namespace>)", "arg", arg, NULL);
     free(copy);
     return rc;
 }
@@ -164,12 +177,15 @@ static gd_result write_status(rec_ctx *ctx, const char *key)
     }
     rec_record_write(ctx, "GodisCluster", key, gd_meta_rv(out), false);
     cJSON_Delete(out);
-    return gd_done();
+    const testrec *t = ctx->ud;
+    return t->requeue_ms > 0 ? gd_requeue_after(t->requeue_ms) : gd_done();
 }
 
 static gd_result testrec_reconcile(rec_ctx *ctx, const char *key)
 {
     testrec *t = ctx->ud;
+    if (t->ns_prefix[0] && strncmp(key, t->ns_prefix, strlen(t->ns_prefix)) != 0)
+        return gd_done();
     record(t, 'S', ctx->controller_name, key);
     if (t->sleep_ms > 0)
         gd_sleep_ms((int64_t)(gd_rand01() * (t->sleep_ms + 1)));
@@ -191,7 +207,7 @@ GD_RECONCILER_SET(noop_set)
 static gd_reconciler_set sleepy_set = {
     .name = "sleepy",
     .help = "test: sleeps 0..sleep_ms ms at random (sleep_ms=<n>,record=<file>,\n"
-            "                                           write=status)",
+            "                                           write=status,requeue_ms=<n>,ns=<ns>)",
     .ncontrollers = 1,
     .controllers = {{"godiscluster", "GodisCluster", testrec_reconcile, NULL}},
     .init = sleepy_init,

@@ -715,7 +715,14 @@ static void setup_client(worker *w)
     }
     k8s_client_opts opts;
     k8s_client_opts_default(&opts);
-    opts.user_agent = "godis-operator (worker)";
+    /* The manager's identity in the User-Agent: the audit log then tells which manager's
+     * worker made each write (tests prove fencing from it). */
+    char ua[300];
+    if (w->o->manager_identity)
+        snprintf(ua, sizeof ua, "godis-operator (worker; manager=%s)", w->o->manager_identity);
+    else
+        snprintf(ua, sizeof ua, "godis-operator (worker)");
+    opts.user_agent = ua;
     w->env.client = k8s_client_new(&cfg, &opts);
     k8s_config_destroy(&cfg);
     if (!w->env.client)

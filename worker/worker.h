@@ -43,6 +43,7 @@ typedef struct {
     int heartbeat_ms;
     const char *kubeconfig, *context;
     const char *reconciler, *reconciler_arg;
+    const char *manager_identity;       /* NULL, or the manager's Lease identity: in User-Agent */
     int64_t stop_grace_ms;              /* SIGTERM: how long in-flight reconciles may take */
 } worker_opts;
 

@@ -1,33 +1,43 @@
 /* itest_manager_election.c — leader election of real bin/godis-manager processes on a Lease
- * of the local control plane (KUBECONFIG from `tools/devcluster env`; skipped without it),
- * with stand-in children (itest_manager_fakes.inc) whose workers log every "write" with
- * the wall-clock time, their pid and their manager's pid.
+ * of the local control plane (KUBECONFIG from `tools/devcluster env`; skipped without it).
  *
  * Short timings keep it quick: lease 4 s, renew deadline 3 s, retry 500 ms.
  *   - two and three managers: exactly one leader at any moment (polled continuously from
  *     every manager's leader_election_master_status, and the Lease's holder agrees);
  *   - graceful stop of the leader: a standby's workers write within 1 s;
  *   - SIGKILL of the leader: a new leader within leaseDuration + 1 s;
- *   - SIGSTOP of the leader: its workers' last write comes before the new leader's first
- *     (fenced by the LEASE deadline), and after SIGCONT it steps down without writing.
- * Failover times are printed, and appended to $FAILOVER_JSONL when set. */
+ *   - SIGSTOP of the leader: its workers stop writing before the new leader starts, and
+ *     after SIGCONT it steps down without writing.
+ * The first three use stand-in children (itest_manager_fakes.inc) whose workers log every
+ * "write" with the wall-clock time, their pid and their manager's pid. The SIGSTOP test is
+ * proved from the API server's own record instead: real bin/godis-informer and
+ * bin/godis-worker processes (the "sleepy" test reconciler, patching status of a few
+ * GodisClusters every 100 ms through the fenced write path), whose requests carry
+ * "godis-operator (worker; manager=<identity>)" as User-Agent, and the audit log of
+ * tools/devcluster ($DEVCLUSTER_AUDIT_LOG), whose server-side timestamps order the writes.
+ * Failover times and the fencing margin are printed; failover times are appended to
+ * $FAILOVER_JSONL when set. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include "itest_manager_fakes.inc"
 #include "itest_manager_harness.inc"
 #include "k8s_client.h"
 #include "gd_json.h"
+#include "audit_log.h"
+#include "e2e_lib.h"
 
 #define NMGR 3
 static k8s_client *kc;
-static char lease_name[64];
+static char lease_name[64], informer_path[PATH_MAX], worker_path[PATH_MAX];
 
-static const char *ids[NMGR] = {"mgr-a", "mgr-b", "mgr-c"};
+/* Unique per test and run: the audit log outlives runs, and names writers by identity. */
+static char ids[NMGR][64];
 
 static void start_le(mgr_proc *m, int i)
 {
@@ -143,6 +153,8 @@ static int setup(void **st)
 {
     static int n;
     snprintf(lease_name, sizeof lease_name, "itest-mgr-%d-%d", (int)getpid(), ++n);
+    for (int i = 0; i < NMGR; i++)
+        snprintf(ids[i], sizeof ids[i], "itest-%d-%d-%c", (int)getpid(), n, 'a' + i);
     setenv("FAKE_WRITE_MS", "20", 1);
     return fresh_fake_dir(st);
 }
@@ -219,39 +231,166 @@ static void test_crash_failover_within_lease(void **st)
         if (alive[i]) assert_int_equal(stop_mgr(&m[i], SIGTERM, 5000), 0);
 }
 
+/* ---- SIGSTOP: proved from the API server's audit log ---- */
+
+#define FENCE_OBJS 4
+
+/* A manager with the real informer and workers, writing status of the GodisClusters of ns
+ * every 100 ms (requeue_ms) for as long as its write lease lasts. */
+static void start_writing_le(mgr_proc *m, int i, const char *ns)
+{
+    char kcfg[600], name[100], id[100], ib[PATH_MAX + 20], wb[PATH_MAX + 20], wa[300];
+    snprintf(kcfg, sizeof kcfg, "--kubeconfig=%s", getenv("KUBECONFIG"));
+    snprintf(name, sizeof name, "--leader-elect-resource-name=%s", lease_name);
+    snprintf(id, sizeof id, "--leader-elect-identity=%s", ids[i]);
+    snprintf(ib, sizeof ib, "--informer-bin=%s", informer_path);
+    snprintf(wb, sizeof wb, "--worker-bin=%s", worker_path);
+    snprintf(wa, sizeof wa, "--worker-arg=--reconciler sleepy --reconciler-arg "
+             "ns=%s,sleep_ms=0,write=status,requeue_ms=100", ns);
+    /* later flags win: the real programs instead of the stand-ins */
+    const char *x[] = {"--leader-elect=true", kcfg, name, id, ib, wb, wa,
+                       "--informer-kinds=GodisCluster", "--max-concurrent-reconciles=2",
+                       "--leader-elect-resource-namespace=default",
+                       "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+                       "--leader-elect-retry-period=500ms", "--heartbeat=1s", NULL};
+    start_mgr_v(m, 2, x);
+}
+
+/* What the audit log says about one manager identity. */
+typedef struct {
+    int writes;                 /* requests of its workers (any verb the policy records) */
+    int64_t first_recv, last_recv, last_done;
+    int64_t acquired;           /* first successful write of our Lease by the manager, or 0 */
+    int lease_ok, lease_refused;
+    int64_t lease_last_ok;      /* last successful Lease write by the manager */
+} writer_record;
+
+static void audit_record_of(const char *identity, writer_record *r)
+{
+    memset(r, 0, sizeof *r);
+    char worker_ua[128], mgr_ua[128];
+    snprintf(worker_ua, sizeof worker_ua, "(worker; manager=%s)", identity);
+    snprintf(mgr_ua, sizeof mgr_ua, "(manager; identity=%s)", identity);
+    audit_event *ev = NULL;
+    int bad = 0, n = audit_events(getenv("DEVCLUSTER_AUDIT_LOG"), identity, &ev, &bad);
+    assert_true(n >= 0);
+    assert_int_equal(bad, 0);
+    for (int i = 0; i < n; i++) {
+        const audit_event *e = &ev[i];
+        if (strstr(e->user_agent, worker_ua)) {
+            if (!r->writes++ || e->recv_us < r->first_recv) r->first_recv = e->recv_us;
+            if (e->recv_us > r->last_recv) r->last_recv = e->recv_us;
+            if (e->done_us > r->last_done) r->last_done = e->done_us;
+        } else if (strstr(e->user_agent, mgr_ua) && !strcmp(e->resource, "leases") &&
+                   !strcmp(e->name, lease_name)) {
+            bool ok = e->code >= 200 && e->code < 300;
+            if (!ok) { r->lease_refused++; continue; }
+            r->lease_ok++;
+            if (!r->acquired || e->recv_us < r->acquired) r->acquired = e->recv_us;
+            if (e->done_us > r->lease_last_ok) r->lease_last_ok = e->done_us;
+        }
+    }
+    free(ev);
+}
+
+static bool wait_audit_writes(const char *identity, int min, int ms)
+{
+    writer_record r;
+    long long end = now_ms() + ms;
+    do {
+        audit_record_of(identity, &r);
+        if (r.writes >= min) return true;
+        usleep(100000);
+    } while (now_ms() < end);
+    return false;
+}
+
+static long long wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void test_audit_time_parsing(void **st)
+{
+    (void)st;
+    assert_int_equal(audit_time_us("1970-01-01T00:00:01.5Z"), 1500000);
+    assert_int_equal(audit_time_us("2026-11-22T14:00:09.782450Z"), 1795356009782450LL);
+    assert_int_equal(audit_time_us("2026-11-22T14:00:09Z"), 1795356009000000LL);
+    assert_int_equal(audit_time_us("2026-11-22T14:00:09.782450+01:00"), -1);
+    assert_int_equal(audit_time_us("2026-11-22 14:00:09Z"), -1);
+    assert_int_equal(audit_time_us(""), -1);
+    assert_int_equal(audit_time_us(NULL), -1);
+}
+
 static void test_sigstop_leader_is_fenced(void **st)
 {
     (void)st;
+    const char *audit = getenv("DEVCLUSTER_AUDIT_LOG");
+    if (!audit || !*audit || access(informer_path, X_OK) || access(worker_path, X_OK)) {
+        printf("sigstop: skipped (needs DEVCLUSTER_AUDIT_LOG and bin/godis-informer, bin/godis-worker)\n");
+        skip();
+    }
+    char ns[64];
+    assert_true(e2e_install_crds(kc));
+    assert_true(e2e_ns_create(kc, "itest-fence", ns, sizeof ns));
+    for (int i = 0; i < FENCE_OBJS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "fence-%d", i);
+        assert_true(e2e_cluster_create(kc, ns, name, 1));
+    }
     mgr_proc m[NMGR];
     bool alive[NMGR] = {true, true, false};
-    start_le(&m[0], 0);
-    start_le(&m[1], 1);
+    start_writing_le(&m[0], 0, ns);
+    start_writing_le(&m[1], 1, ns);
     int l = watch_leaders(m, alive, 8000, -1);
     assert_true(l >= 0);
+    int s = 1 - l;
     hold_leader(m, alive, 1000, l);
-    assert_true(wait_writes(m[l].pid, 5000));                  /* its workers are writing */
+    assert_true(wait_audit_writes(ids[l], 20, 20000));         /* its workers are writing */
+
+    long long stopped_us = wall_us();
     kill(m[l].pid, SIGSTOP);
     bool only_s[NMGR] = {false, false, false};
-    only_s[1 - l] = true;
-    int nl = watch_leaders(m, only_s, 8000, -1);
-    assert_int_equal(nl, 1 - l);
-    long long first, last, ofirst, olast;
-    long long end = now_ms() + 2000;
-    while (now_ms() < end && writes_of(m[nl].pid, &first, &last) == 0) usleep(5000);
-    assert_true(writes_of(m[nl].pid, &first, &last) > 0);
-    assert_true(writes_of(m[l].pid, &ofirst, &olast) > 0);
-    printf("sigstop: old leader's last write %lld ms before the new leader's first\n", first - olast);
-    assert_true(olast < first);                                 /* fenced before the takeover */
-    /* SIGCONT: the old manager steps down without writing again */
+    only_s[s] = true;
+    assert_int_equal(watch_leaders(m, only_s, 8000, -1), s);
+    assert_true(wait_audit_writes(ids[s], 5, 5000));           /* the new leader's write */
+
+    /* SIGCONT: the old manager finds its lease gone and steps down */
     kill(m[l].pid, SIGCONT);
+    long long cont_us = wall_us();
     usleep(2500000);
-    long long olast2;
-    writes_of(m[l].pid, &ofirst, &olast2);
-    assert_true(olast2 == olast);
     assert_int_equal(leading(&m[l]), 0);
-    assert_int_equal(leading(&m[nl]), 1);
+    assert_int_equal(leading(&m[s]), 1);
     assert_true(metric(m[l].metrics, "godis_manager_fencings_total") >= 1);
+
+    writer_record old, nu;
+    audit_record_of(ids[l], &old);
+    audit_record_of(ids[s], &nu);
+    assert_true(old.writes > 0 && nu.writes > 0 && old.lease_ok > 0 && nu.acquired > 0);
+    /* In the API server's clock: every request of the old leader's workers was complete
+     * before the new leader even asked for the Lease, so before its first write too.
+     * (A request is logged after it completes; SIGCONT came after both were seen, and the
+     * 2.5 s since are ample for any request of the old identity to be logged.) */
+    assert_true(old.last_done < nu.acquired);
+    assert_true(old.last_done < nu.first_recv);
+    assert_true(nu.acquired < nu.first_recv);
+    /* and after SIGCONT the old manager did not write: its Lease writes ended before the
+     * new leader's (it may try once more and be refused: 409 Conflict) */
+    assert_true(old.lease_last_ok < nu.acquired);
+    printf("sigstop: margin %.1f ms between the old leader's workers' last write (done, "
+           "API server clock) and the new leader's Lease acquisition; %.1f ms to its "
+           "workers' first write\n",
+           (double)(nu.acquired - old.last_done) / 1000.0,
+           (double)(nu.first_recv - old.last_done) / 1000.0);
+    printf("sigstop: old workers wrote %d times, the last %.1f ms after SIGSTOP (received); "
+           "new workers %d times; old manager's Lease writes refused after SIGCONT: %d; "
+           "SIGCONT %.1f ms after the acquisition\n",
+           old.writes, (double)(old.last_recv - stopped_us) / 1000.0, nu.writes,
+           old.lease_refused, (double)(cont_us - nu.acquired) / 1000.0);
     for (int i = 0; i < 2; i++) assert_int_equal(stop_mgr(&m[i], SIGTERM, 5000), 0);
+    e2e_ns_delete(kc, ns);
 }
 
 int main(int argc, char **argv)
@@ -263,6 +402,11 @@ int main(int argc, char **argv)
     self_path[n] = '\0';
     const char *bindir = getenv("GODIS_BIN_DIR");
     snprintf(mgr_path, sizeof mgr_path, "%s/godis-manager", bindir ? bindir : "bin");
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/godis-informer", bindir ? bindir : "bin");
+    if (!realpath(rel, informer_path)) informer_path[0] = '\0';
+    snprintf(rel, sizeof rel, "%s/godis-worker", bindir ? bindir : "bin");
+    if (!realpath(rel, worker_path)) worker_path[0] = '\0';
     if (!getenv("KUBECONFIG") || access(mgr_path, X_OK) != 0) {
         printf("itest_manager_election: skipped (needs KUBECONFIG of a running devcluster and %s)\n", mgr_path);
         printf("[  PASSED  ] 0 test(s).\n");
@@ -278,6 +422,7 @@ int main(int argc, char **argv)
     snprintf(tmpdir, sizeof tmpdir, "/tmp/itest-manager-election-%d", (int)getpid());
     mkdir(tmpdir, 0700);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_audit_time_parsing),
         cmocka_unit_test_setup_teardown(test_two_managers_graceful_handover, setup, kill_started),
         cmocka_unit_test_setup_teardown(test_crash_failover_within_lease, setup, kill_started),
         cmocka_unit_test_setup_teardown(test_sigstop_leader_is_fenced, setup, kill_started),

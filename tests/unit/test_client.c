@@ -443,6 +443,39 @@ static void test_request_timeout(void **state)
     k8s_client_destroy(&c);
 }
 
+/* The User-Agent is sent as given (the manager's identity in it names the writer in the
+ * API server's audit log); only safe words may go into it. */
+static void test_user_agent(void **state)
+{
+    fixture *f = *state;
+    k8s_client_opts o;
+    k8s_client_opts_default(&o);
+    char ua[64];
+    snprintf(ua, sizeof ua, "godis-operator (worker; manager=%s)", "host_0123abcd");
+    o.user_agent = ua;
+    cfg_spec s = {.server = httpd_url(f->h)};
+    k8s_client *c = make_client(&s, &o);
+    memset(ua, 0, sizeof ua);                   /* the client keeps its own copy */
+    push(f->h, 200, NULL, "{}");
+    assert_int_equal(k8s_get(c, &K8S_RES_PODS, "ns", "p", NULL, NULL), GD_OK);
+    assert_string_equal(httpd_request(f->h, -1)->user_agent,
+                        "godis-operator (worker; manager=host_0123abcd)");
+    k8s_client_destroy(&c);
+
+    assert_true(k8s_user_agent_word_ok("host_0123abcd"));
+    assert_true(k8s_user_agent_word_ok("a.b-c:d/e=f"));
+    const char *bad[] = {NULL, "", "a b", "a\r\nX: y", "a)", "(a", "a;b", "a\\b", "\t", "\x7f", "\xc3\xa9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_false(k8s_user_agent_word_ok(bad[i]));
+    char longw[300];
+    memset(longw, 'w', 253);
+    longw[253] = '\0';
+    assert_true(k8s_user_agent_word_ok(longw));
+    longw[253] = 'w';
+    longw[254] = '\0';
+    assert_false(k8s_user_agent_word_ok(longw));
+}
+
 /* ---- 429 and the token bucket ---- */
 
 static void test_429_retry_after(void **state)
@@ -894,6 +927,7 @@ int main(void)
                                         plain_teardown),
         cmocka_unit_test_setup_teardown(test_connection_reuse, plain_setup, plain_teardown),
         cmocka_unit_test_setup_teardown(test_request_timeout, plain_setup, plain_teardown),
+        cmocka_unit_test_setup_teardown(test_user_agent, plain_setup, plain_teardown),
         cmocka_unit_test_setup_teardown(test_429_retry_after, plain_setup, plain_teardown),
         cmocka_unit_test_setup_teardown(test_token_bucket, plain_setup, plain_teardown),
         cmocka_unit_test_setup_teardown(test_token_file_rotation, plain_setup, plain_teardown),

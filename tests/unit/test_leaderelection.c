@@ -111,6 +111,20 @@ static void test_config_validation(void **st)
     b = c;
     b.retry_period_ms = -5;
     assert_int_equal(gd_le_config_validate(&b, err, sizeof err), GD_ERR_CONFIG);
+    /* the identity goes into User-Agent headers: no control characters, spaces, parens */
+    const char *bad_ids[] = {"a b", "a\r\nX-Evil: 1", "mgr(a)", "a;b", "a\\b", "\x7f", "caf\xc3\xa9"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        b = c;
+        snprintf(b.identity, sizeof b.identity, "%s", bad_ids[i]);
+        assert_int_equal(gd_le_config_validate(&b, err, sizeof err), GD_ERR_CONFIG);
+        assert_non_null(strstr(err, "User-Agent"));
+    }
+    b = c;
+    memset(b.identity, 'x', 254);            /* 254 > 253 */
+    b.identity[254] = '\0';
+    assert_int_equal(gd_le_config_validate(&b, err, sizeof err), GD_ERR_CONFIG);
+    b.identity[253] = '\0';
+    assert_int_equal(gd_le_config_validate(&b, err, sizeof err), GD_OK);
     b = c;
     b.identity[0] = '\0';
     assert_null(gd_le_new(&b, &(gd_le_lock){f_get, f_create, f_update, NULL}));
