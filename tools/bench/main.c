@@ -8,6 +8,7 @@
  *   (events, rss, list: --clientgo BIN instead of --informer measures the client-go baseline,
  *    tools/bench/clientgo, under the same figure names)
  *   bench populate --namespace NS --count N --bytes B        (KUBECONFIG: the real API server)
+ *                  (data: config.ini, B bytes of a generated config file, tools/bench/payload.c)
  *
  * events/rss/list start the informer themselves, follow it with a raw SUB socket (no JSON
  * parsing: the subscriber must not be the bottleneck) and print one JSON line per figure:
@@ -354,17 +355,16 @@ static void *populate_range(void *arg)
 {
     pop *p = arg;
     char *pad = malloc((size_t)p->bytes + 1);
-    memset(pad, 'x', (size_t)p->bytes);
-    pad[p->bytes] = 0;
     for (long i = p->from; i < p->to; i++) {
         char name[32];
+        bench_config_text(pad, (size_t)p->bytes, (uint64_t)i);   /* as the replay's list */
         snprintf(name, sizeof name, "bench-%05ld", i);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "apiVersion", "v1");
         cJSON_AddStringToObject(o, "kind", "ConfigMap");
         cJSON *md = cJSON_AddObjectToObject(o, "metadata");
         cJSON_AddStringToObject(md, "name", name);
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "data"), "payload", pad);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "data"), "config.ini", pad);
         gd_err e = GD_OK;
         for (int a = 0; a < 10; a++) {
             e = k8s_create(p->c, &K8S_RES_CONFIGMAPS, p->ns, o, NULL, NULL);

@@ -5,8 +5,9 @@
  * measure etcd, not us. Why not libmicrohttpd: its per-chunk overhead would show in the
  * figures; a blocking write() of 64 KiB blocks per connection is as fast as loopback goes.
  *
- * - A GET without "watch=" gets the list: `list_count` objects made from the first recorded
- *   object (name and data replaced; data padded to `obj_bytes`), paged by limit/continue.
+ * - A GET without "watch=" gets the list: `list_count` objects shaped like the first recorded
+ *   one (name, uid, resourceVersion and data made per object: `obj_bytes` of a generated
+ *   config file), paged by limit/continue.
  * - The first GET with "watch=" waits for SIGUSR1 (so the subscriber can be ready and the
  *   CPU sampled first), then streams `count` events: the recorded event lines cycled, each
  *   with a fresh increasing resourceVersion, then closes the stream.
@@ -30,12 +31,17 @@ typedef struct {
     size_t plen, slen;
 } tmpl;
 
+enum { SLOT_NAME, SLOT_UID, SLOT_RV, SLOT_DATA, NSLOTS };
+static const char *const slot_marker[NSLOTS] = {"@@NAME@@", "@@UID@@", "@@RV@@", "@@DATA@@"};
+
 static struct {
     tmpl *t;
     size_t nt;
     long count;
-    char *item_pre, *item_suf;  /* a list item split around its name */
+    char *seg[NSLOTS + 1];      /* a list item split at its slots (make_list) */
+    int slot[NSLOTS];           /* which slot follows seg[k] */
     long list_count;
+    int obj_bytes;
     int watches;
     pthread_mutex_t mu;
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -86,9 +92,35 @@ static int make_tmpl(const char *line, tmpl *out)
     return 0;
 }
 
-/* The list: n copies of the first recorded object, named bench-<i>, data padded to
- * obj_bytes. Pages are built per request (limit/continue honoured, the continue token being
- * the next index) so the informer pages exactly as against the API server. */
+/* The list: n objects shaped like the first recorded one, each with its own name
+ * (bench-<i>), uid, resourceVersion and data: one key, config.ini, holding obj_bytes of a
+ * generated config file (payload.c; not compressible to nothing, unlike a run of 'x').
+ * Items are printed from a template split at those four slots. Pages are built per request
+ * (limit/continue honoured, the continue token being the next index) so the informer pages
+ * exactly as against the API server. */
+static int split_template(const char *s)
+{
+    const char *p = s;
+    for (int k = 0; k < NSLOTS; k++) {
+        const char *first = NULL;
+        int which = -1;
+        for (int j = 0; j < NSLOTS; j++) {
+            const char *m = strstr(p, slot_marker[j]);
+            if (m && (!first || m < first)) {
+                first = m;
+                which = j;
+            }
+        }
+        if (!first)
+            return -1;
+        R.seg[k] = strndup(p, (size_t)(first - p));
+        R.slot[k] = which;
+        p = first + strlen(slot_marker[which]);
+    }
+    R.seg[NSLOTS] = strdup(p);
+    return 0;
+}
+
 static int make_list(const char *first_event, long n, int obj_bytes)
 {
     cJSON *ev = gd_json_parse(first_event, strlen(first_event));
@@ -96,25 +128,55 @@ static int make_list(const char *first_event, long n, int obj_bytes)
     cJSON_Delete(ev);
     if (!obj)
         return -1;
-    char *pad = malloc((size_t)obj_bytes + 1);
-    memset(pad, 'x', (size_t)obj_bytes);
-    pad[obj_bytes] = 0;
     cJSON *data = cJSON_CreateObject();
-    cJSON_AddStringToObject(data, "payload", pad);
+    cJSON_AddStringToObject(data, "config.ini", slot_marker[SLOT_DATA]);
     cJSON_ReplaceItemInObject(obj, "data", data);
-    free(pad);
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "managedFields");
-    gd_json_set(obj, "metadata.name", cJSON_CreateString("@@NAME@@"));
-    gd_json_set(obj, "metadata.resourceVersion", cJSON_CreateString("1"));
+    gd_json_set(obj, "metadata.name", cJSON_CreateString(slot_marker[SLOT_NAME]));
+    gd_json_set(obj, "metadata.uid", cJSON_CreateString(slot_marker[SLOT_UID]));
+    gd_json_set(obj, "metadata.resourceVersion", cJSON_CreateString(slot_marker[SLOT_RV]));
     char *s = cJSON_PrintUnformatted(obj);
     cJSON_Delete(obj);
-    char *m = strstr(s, "@@NAME@@");
-    *m = 0;
-    R.item_pre = strdup(s);
-    R.item_suf = strdup(m + 8);
-    R.list_count = n;
+    int rc = s ? split_template(s) : -1;
     free(s);
-    return 0;
+    R.list_count = n;
+    R.obj_bytes = obj_bytes > 0 ? obj_bytes : 0;
+    return rc;
+}
+
+/* Appends item i at b; returns the length written. data: scratch of obj_bytes + 1. */
+static size_t list_item(char *b, long i, char *data)
+{
+    char val[40], uid[37];
+    size_t n = 0;
+    for (int k = 0; k < NSLOTS; k++) {
+        n += (size_t)sprintf(b + n, "%s", R.seg[k]);
+        switch (R.slot[k]) {
+        case SLOT_NAME:
+            n += (size_t)sprintf(b + n, "bench-%ld", i);
+            break;
+        case SLOT_UID:
+            bench_uid(uid, (uint64_t)i);
+            n += (size_t)sprintf(b + n, "%s", uid);
+            break;
+        case SLOT_RV:
+            snprintf(val, sizeof val, "%ld", 100 + i);
+            n += (size_t)sprintf(b + n, "%s", val);
+            break;
+        default:      /* the config text only needs its newlines escaped for JSON */
+            bench_config_text(data, (size_t)R.obj_bytes, (uint64_t)i);
+            for (const char *c = data; *c; c++) {
+                if (*c == '\n') {
+                    b[n++] = '\\';
+                    b[n++] = 'n';
+                } else {
+                    b[n++] = *c;
+                }
+            }
+        }
+    }
+    n += (size_t)sprintf(b + n, "%s", R.seg[NSLOTS]);
+    return n;
 }
 
 /* One page of the list; malloc'd, length in *len. */
@@ -125,17 +187,22 @@ static char *list_page(const char *uri, size_t *len)
     if (from < 0 || from > R.list_count)
         from = R.list_count;
     long to = limit > 0 && from + limit < R.list_count ? from + limit : R.list_count;
-    size_t one = strlen(R.item_pre) + strlen(R.item_suf) + 24;
-    char *b = malloc(256 + (size_t)(to - from) * one);
+    size_t one = 2 * (size_t)R.obj_bytes + 128;
+    for (int k = 0; k <= NSLOTS; k++)
+        one += strlen(R.seg[k]);
+    char *b = malloc(256 + (size_t)(to - from) * one), *data = malloc((size_t)R.obj_bytes + 1);
     size_t n = (size_t)sprintf(b, "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\","
                                   "\"metadata\":{\"resourceVersion\":\"1000\"");
     if (to < R.list_count)
         n += (size_t)sprintf(b + n, ",\"continue\":\"%ld\"", to);
     n += (size_t)sprintf(b + n, "},\"items\":[");
-    for (long i = from; i < to; i++)
-        n += (size_t)sprintf(b + n, "%s%sbench-%ld%s", i > from ? "," : "", R.item_pre, i,
-                             R.item_suf);
+    for (long i = from; i < to; i++) {
+        if (i > from)
+            b[n++] = ',';
+        n += list_item(b + n, i, data);
+    }
     n += (size_t)sprintf(b + n, "]}");
+    free(data);
     *len = n;
     return b;
 }
