@@ -9,7 +9,7 @@ ifeq ($(origin CC),default)
 CC      := gcc
 endif
 V       ?= release
-PKGS    := libcurl libcjson libzmq yaml-0.1 openssl libmicrohttpd gnutls
+PKGS    := libcurl libcjson libzmq yaml-0.1 openssl libmicrohttpd gnutls libzstd
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
                -Icommon $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm

@@ -21,14 +21,17 @@
 
 /* ---------------------------------------------------------------- objects and store */
 
-/* One cached object, in one allocation: key, resourceVersion and the compact JSON body. */
+/* One cached object, in one allocation: key, resourceVersion and the compact JSON body.
+ * Inside the store a body may be packed (raw_len != 0: zstd with the store's dictionary);
+ * everything the store hands out through callbacks, foreach and inf_store_load is JSON. */
 typedef struct inf_obj {
     int shard;              /* 0..GD_NSHARDS-1 or GD_SHARD_BROADCAST */
     uint32_t mark;          /* relist generation (store.c) */
     _Atomic uint32_t refs;  /* the store, the queue, and ZeroMQ messages in flight (zero-copy) */
+    uint32_t raw_len;       /* 0: body is JSON; else the JSON's length, body is packed */
     const char *key;        /* "namespace/name" or "name" */
     const char *rv;
-    const char *body;       /* NUL-terminated compact JSON */
+    const char *body;       /* NUL-terminated compact JSON (unless packed) */
     size_t body_len;
     char data[];
 } inf_obj;
@@ -53,15 +56,32 @@ void     inf_obj_scratch_release(void);
 
 typedef enum { INF_ADDED = 1, INF_MODIFIED, INF_DELETED } inf_ev;
 const char *inf_ev_name(inf_ev ev);
-/* Told about every change after it was applied; old/new are valid during the call only. */
+/* Told about every change after it was applied; old/new are valid during the call only
+ * (take a reference to keep one). old's body is its JSON for DELETED and for a MODIFIED
+ * that moves the object to another shard; for any other MODIFIED it may be empty
+ * (body_len 0: the cached copy is compressed and inflating it would be wasted work). */
 typedef void (*inf_change_fn)(void *ud, inf_ev ev, const inf_obj *old_obj,
                               const inf_obj *new_obj);
 
 typedef struct inf_store inf_store;
 inf_store *inf_store_new(void);
 void       inf_store_destroy(inf_store **s);
+/* Compress bodies once the store holds train_at objects (default 256; 0: never). Set it
+ * before the first object; the dictionary is trained once and never retrained. */
+void       inf_store_set_packing(inf_store *s, size_t train_at);
 size_t     inf_store_count(const inf_store *s);
+/* The cached entry: key, rv and shard; its body may be packed (raw_len != 0). */
 const inf_obj *inf_store_get(const inf_store *s, const char *key);
+/* A reference to the object with its JSON body (inflated if packed), or NULL and a reason
+ * (no such key, out of memory, a packed body that does not inflate). */
+inf_obj   *inf_store_load(inf_store *s, const char *key, const char **why);
+typedef struct {
+    size_t objects, packed;
+    size_t body_bytes;      /* the JSON bodies' total length */
+    size_t stored_bytes;    /* what the store keeps of them (packed or not) */
+    size_t dict_bytes, index_bytes;
+} inf_store_mem_stats;
+void       inf_store_mem(const inf_store *s, inf_store_mem_stats *m);
 /* Takes *o. ADDED when the key is new, MODIFIED otherwise. */
 gd_err     inf_store_upsert(inf_store *s, inf_obj **o, inf_change_fn fn, void *ud);
 /* DELETED (with the cached object) when the key exists; nothing otherwise. */

@@ -1,0 +1,357 @@
+/* test_informer_pack.c — the store's compression (zstd with a dictionary trained on the
+ * first objects) and its open-addressing index: round trips through every way an object
+ * leaves the store, the dictionary trained once and never again, what stays uncompressed,
+ * corrupt or mis-sized packed bodies giving a clear error, and the index against a
+ * reference under random inserts and deletes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "../../informer/store.c"
+
+/* A ConfigMap-like body: shared metadata, own name/uid/rv, 1 KiB of random config values. */
+static char *cm_body(int i, int rv, uint64_t seed)
+{
+    char data[1100];
+    size_t n = 0;
+    uint64_t x = seed * 6364136223846793005ull + (uint64_t)i + 1;
+    for (int line = 0; n < 1000; line++) {
+        n += (size_t)snprintf(data + n, sizeof data - n, "key_%d = ", line);
+        for (int k = 0; k < 32 && n < sizeof data - 4; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            data[n++] = "0123456789abcdef"[(x >> 33) & 15];
+        }
+        data[n++] = '\\';
+        data[n++] = 'n';
+    }
+    data[n] = 0;
+    char *b = malloc(2048);
+    snprintf(b, 2048,
+             "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"cm-%d\","
+             "\"namespace\":\"team-a\",\"uid\":\"%08x-1111-4222-8333-%012x\","
+             "\"resourceVersion\":\"%d\",\"labels\":{\"app\":\"web\",\"cluster-name\":\"c1\"}},"
+             "\"data\":{\"config.ini\":\"%s\"}}",
+             i, (unsigned)(x >> 20), (unsigned)i * 7919u, rv, data);
+    return b;
+}
+
+static inf_obj *cm(int i, int rv, uint64_t seed)
+{
+    char key[32], rvs[16];
+    snprintf(key, sizeof key, "team-a/cm-%d", i);
+    snprintf(rvs, sizeof rvs, "%d", rv);
+    char *b = cm_body(i, rv, seed);
+    inf_obj *o = inf_obj_new(key, rvs, 3, b, strlen(b));
+    free(b);
+    assert_non_null(o);
+    return o;
+}
+
+static void fill(inf_store *s, int from, int to, int rv)
+{
+    for (int i = from; i < to; i++) {
+        inf_obj *o = cm(i, rv, 1);
+        assert_int_equal(inf_store_upsert(s, &o, NULL, NULL), GD_OK);
+    }
+}
+
+static void assert_loads_as(inf_store *s, int i, int rv)
+{
+    char key[32];
+    snprintf(key, sizeof key, "team-a/cm-%d", i);
+    const char *why = NULL;
+    inf_obj *o = inf_store_load(s, key, &why);
+    assert_non_null(o);
+    assert_null(why);
+    char *want = cm_body(i, rv, 1);
+    assert_int_equal(o->raw_len, 0);
+    assert_int_equal(o->body_len, strlen(want));
+    assert_string_equal(o->body, want);
+    free(want);
+    inf_obj_unref(o);
+}
+
+static void test_round_trip(void **state)
+{
+    inf_store *s = inf_store_new();
+    fill(s, 0, PACK_TRAIN_AT - 1, 1);
+    inf_store_mem_stats m;
+    inf_store_mem(s, &m);
+    assert_int_equal(m.packed, 0);               /* below the threshold: kept as they are */
+    fill(s, PACK_TRAIN_AT - 1, 600, 1);
+    inf_store_mem(s, &m);
+    assert_int_equal(m.objects, 600);
+    assert_int_equal(m.packed, 600);             /* the first ones were packed at training */
+    assert_true(m.dict_bytes > 0 && m.dict_bytes <= PACK_DICT_BYTES);
+    /* random hex carries 4 bits a character: well under the JSON, but not "free" */
+    assert_true(m.stored_bytes < m.body_bytes * 7 / 10);
+    assert_true(m.stored_bytes > m.body_bytes * 3 / 10);
+    for (int i = 0; i < 600; i += 37)
+        assert_loads_as(s, i, 1);
+    const char *why = NULL;
+    assert_null(inf_store_load(s, "team-a/nope", &why));
+    assert_string_equal(why, "no such key");
+    /* a cached entry stays addressable: key, rv, shard; its body is packed */
+    const inf_obj *e = inf_store_get(s, "team-a/cm-5");
+    assert_string_equal(e->rv, "1");
+    assert_int_equal(e->shard, 3);
+    assert_true(e->raw_len > e->body_len);
+    inf_store_destroy(&s);
+}
+
+/* ---- what callbacks and foreach see */
+typedef struct {
+    int n, json, empty_old;
+    inf_ev last;
+} seen;
+
+static bool is_cm_json(const inf_obj *o)
+{
+    return o->raw_len == 0 && o->body_len > 1000 && o->body[0] == '{' &&
+           o->body[o->body_len - 1] == '}' && strlen(o->body) == o->body_len;
+}
+
+static void on_change(void *ud, inf_ev ev, const inf_obj *old, const inf_obj *o)
+{
+    seen *v = ud;
+    v->n++;
+    v->last = ev;
+    if (o)
+        assert_true(is_cm_json(o));
+    if (old && old->body_len == 0)
+        v->empty_old++;
+    else if (old)
+        v->json += is_cm_json(old);
+}
+
+static int on_each(void *ud, const inf_obj *o)
+{
+    seen *v = ud;
+    v->n++;
+    v->json += is_cm_json(o);
+    return 0;
+}
+
+static void test_callbacks_get_json(void **state)
+{
+    inf_store *s = inf_store_new();
+    fill(s, 0, 400, 1);
+    seen v = {0};
+    inf_store_foreach(s, on_each, &v);
+    assert_int_equal(v.n, 400);
+    assert_int_equal(v.json, 400);
+    v = (seen){0};
+    inf_store_resync(s, on_change, &v);
+    assert_int_equal(v.n, 400);
+    assert_int_equal(v.json, 400);
+    /* MODIFIED on the same shard: the old body is not inflated (nobody publishes it) */
+    v = (seen){0};
+    inf_obj *o = cm(7, 2, 1);
+    inf_store_upsert(s, &o, on_change, &v);
+    assert_int_equal(v.last, INF_MODIFIED);
+    assert_int_equal(v.empty_old, 1);
+    /* to another shard: the old object is published as DELETED there, so it is JSON */
+    v = (seen){0};
+    o = cm(7, 3, 1);
+    o->shard = 4;
+    inf_store_upsert(s, &o, on_change, &v);
+    assert_int_equal(v.json, 1);
+    assert_int_equal(v.empty_old, 0);
+    /* DELETED: JSON; by a relist too, with unchanged objects kept silently */
+    v = (seen){0};
+    inf_store_delete(s, "team-a/cm-8", on_change, &v);
+    assert_int_equal(v.last, INF_DELETED);
+    assert_int_equal(v.json, 1);
+    inf_obj *items[2] = {cm(1, 1, 1), cm(2, 9, 1)};
+    v = (seen){0};
+    inf_store_replace(s, items, 2, on_change, &v);
+    assert_int_equal(v.n, 1 + 397);              /* cm-2 modified; 397 others deleted */
+    assert_int_equal(v.json, 397);
+    assert_int_equal(v.empty_old, 1);
+    assert_loads_as(s, 1, 1);
+    assert_loads_as(s, 2, 9);
+    inf_store_destroy(&s);
+}
+
+static void test_trained_once(void **state)
+{
+    inf_store *s = inf_store_new();
+    fill(s, 0, PACK_TRAIN_AT, 1);
+    ZSTD_CDict *cd = s->pk.cdict;
+    size_t dl = s->pk.dict_len;
+    assert_non_null(cd);
+    assert_string_equal(s->pk.dict_how, "trained");
+    /* emptied and refilled, with new objects: the same dictionary */
+    inf_store_replace(s, NULL, 0, NULL, NULL);
+    assert_int_equal(inf_store_count(s), 0);
+    fill(s, 1000, 1000 + 2 * PACK_TRAIN_AT, 5);
+    assert_ptr_equal(s->pk.cdict, cd);
+    assert_int_equal(s->pk.dict_len, dl);
+    assert_loads_as(s, 1100, 5);
+    inf_store_destroy(&s);
+
+    /* off: never packed */
+    s = inf_store_new();
+    inf_store_set_packing(s, 0);
+    fill(s, 0, PACK_TRAIN_AT * 2, 1);
+    inf_store_mem_stats m;
+    inf_store_mem(s, &m);
+    assert_int_equal(m.packed, 0);
+    assert_int_equal(m.dict_bytes, 0);
+    assert_int_equal(m.stored_bytes, m.body_bytes);
+    inf_store_destroy(&s);
+}
+
+static void test_what_stays_raw(void **state)
+{
+    inf_store *s = inf_store_new();
+    inf_store_set_packing(s, 2);      /* too few samples to train: the samples as they are */
+    fill(s, 0, 8, 1);
+    assert_non_null(s->pk.cdict);
+    assert_string_equal(s->pk.dict_how, "raw samples");
+    assert_int_equal(inf_store_get(s, "team-a/cm-3")->raw_len != 0, 1);
+    assert_loads_as(s, 3, 1);
+    assert_loads_as(s, 0, 1);
+    /* a tiny body, and one that does not compress (random bytes): kept as they are */
+    inf_obj *t = inf_obj_new("team-a/tiny", "1", 0, "{}", 2);
+    inf_store_upsert(s, &t, NULL, NULL);
+    assert_int_equal(inf_store_get(s, "team-a/tiny")->raw_len, 0);
+    char rnd[600];
+    uint64_t x = 99;
+    for (size_t i = 0; i < sizeof rnd; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        rnd[i] = (char)(x >> 56);
+    }
+    inf_obj *r = inf_obj_new("team-a/rnd", "1", 0, rnd, sizeof rnd);
+    inf_store_upsert(s, &r, NULL, NULL);
+    const inf_obj *e = inf_store_get(s, "team-a/rnd");
+    assert_int_equal(e->raw_len, 0);
+    assert_memory_equal(e->body, rnd, sizeof rnd);
+    inf_store_destroy(&s);
+}
+
+static void test_corrupt_and_missized(void **state)
+{
+    inf_store *s = inf_store_new();
+    fill(s, 0, PACK_TRAIN_AT, 1);
+    const inf_obj *e = inf_store_get(s, "team-a/cm-9");
+    assert_true(e->raw_len != 0);
+    const char *why = NULL;
+    /* claims a smaller JSON than it inflates to: refused, not overrun */
+    inf_obj *bad = inf_obj_new(e->key, e->rv, e->shard, e->body, e->body_len);
+    bad->raw_len = e->raw_len - 10;
+    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_non_null(why);
+    /* claims a larger one */
+    why = NULL;
+    bad->raw_len = e->raw_len + 10;
+    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_non_null(why);
+    inf_obj_unref(bad);
+    /* truncated, and garbage */
+    why = NULL;
+    bad = inf_obj_new(e->key, e->rv, e->shard, e->body, e->body_len / 2);
+    bad->raw_len = e->raw_len;
+    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_non_null(why);
+    inf_obj_unref(bad);
+    why = NULL;
+    bad = inf_obj_new(e->key, e->rv, e->shard, "\x01\x02\x03garbage-garbage", 18);
+    bad->raw_len = 500;
+    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_non_null(why);
+    /* a packed object in a store with no dictionary */
+    store_pack none = {0};
+    why = NULL;
+    assert_null(unpack_obj(&none, bad, &why));
+    assert_string_equal(why, "packed object but no dictionary");
+    inf_obj_unref(bad);
+    /* a cached object that no longer inflates: load says why, foreach gets a stand-in */
+    ((char *)e->body)[2] ^= 0x5a;
+    ((char *)e->body)[e->body_len / 2] ^= 0x5a;
+    why = NULL;
+    inf_obj *l = inf_store_load(s, "team-a/cm-9", &why);
+    if (l) {          /* a flip zstd cannot detect would still give raw_len bytes */
+        assert_int_equal(l->body_len, e->raw_len);
+        inf_obj_unref(l);
+    } else {
+        assert_non_null(why);
+    }
+    seen v = {0};
+    inf_store_foreach(s, on_each, &v);
+    assert_int_equal(v.n, PACK_TRAIN_AT);
+    inf_store_destroy(&s);
+}
+
+/* The index against a reference array under random puts and deletes, collisions and
+ * wrap-around included (a small table, many keys). */
+static void test_index_random(void **state)
+{
+    enum { K = 3000, OPS = 40000 };
+    inf_store *s = inf_store_new();
+    inf_store_set_packing(s, 0);
+    int *ref = calloc(K, sizeof *ref);           /* rv present, 0 = absent */
+    uint64_t x = 7;
+    for (int op = 0; op < OPS; op++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int k = (int)((x >> 33) % K);
+        char key[24], rv[16];
+        snprintf(key, sizeof key, "k%d", k);
+        if ((x >> 20) % 3) {
+            snprintf(rv, sizeof rv, "%d", op + 1);
+            inf_obj *o = inf_obj_new(key, rv, 0, "{}", 2);
+            assert_int_equal(inf_store_upsert(s, &o, NULL, NULL), GD_OK);
+            ref[k] = op + 1;
+        } else {
+            inf_store_delete(s, key, NULL, NULL);
+            ref[k] = 0;
+        }
+    }
+    size_t n = 0;
+    for (int k = 0; k < K; k++) {
+        char key[24];
+        snprintf(key, sizeof key, "k%d", k);
+        const inf_obj *o = inf_store_get(s, key);
+        if (!ref[k]) {
+            assert_null(o);
+            continue;
+        }
+        n++;
+        assert_non_null(o);
+        assert_int_equal(atoi(o->rv), ref[k]);
+    }
+    assert_int_equal(inf_store_count(s), n);
+    /* a relist keeping every third key: the sweep deletes exactly the others */
+    inf_obj **items = calloc(K, sizeof *items);
+    size_t m = 0;
+    for (int k = 0; k < K; k += 3)
+        if (ref[k]) {
+            char key[24], rv[16];
+            snprintf(key, sizeof key, "k%d", k);
+            snprintf(rv, sizeof rv, "%d", ref[k]);
+            items[m++] = inf_obj_new(key, rv, 0, "{}", 2);
+        }
+    inf_store_replace(s, items, m, NULL, NULL);
+    assert_int_equal(inf_store_count(s), m);
+    for (int k = 0; k < K; k++) {
+        char key[24];
+        snprintf(key, sizeof key, "k%d", k);
+        assert_int_equal(inf_store_get(s, key) != NULL, ref[k] && k % 3 == 0);
+    }
+    free(items);
+    free(ref);
+    inf_store_destroy(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_callbacks_get_json),
+        cmocka_unit_test(test_trained_once),    cmocka_unit_test(test_what_stays_raw),
+        cmocka_unit_test(test_corrupt_and_missized), cmocka_unit_test(test_index_random),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
