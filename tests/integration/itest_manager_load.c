@@ -174,7 +174,9 @@ static void test_load_with_kills_and_rescale(void **st)
 
     snprintf(record, sizeof record, "%s/record", getenv("FAKE_DIR"));
     char wa[600], kcfg[600], ib[600], wb[600];
-    snprintf(wa, sizeof wa, "--worker-arg=--reconciler sleepy --reconciler-arg record=%s,sleep_ms=20,write=status", record);
+    /* ns=: GodisClusters of other tests (the informers watch every namespace) are not ours */
+    snprintf(wa, sizeof wa, "--worker-arg=--reconciler sleepy --reconciler-arg ns=%s,record=%s,sleep_ms=20,write=status",
+             ns, record);
     snprintf(kcfg, sizeof kcfg, "--kubeconfig=%s", getenv("KUBECONFIG"));
     snprintf(ib, sizeof ib, "--informer-bin=%s", informer_path);
     snprintf(wb, sizeof wb, "--worker-bin=%s", worker_path);
