@@ -18,6 +18,7 @@
  * - The index is an open-addressing table of object pointers that uses each object's own
  *   key: no copy of the key and no node per entry (gd_map cost ~77 bytes per object). */
 #include "informer.h"
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,10 +114,30 @@ inf_obj *inf_obj_ref(const inf_obj *o)
     return m;
 }
 
+/* Inflated copies handed out for publication (snapshots, resync, relist diffs) live until
+ * ZeroMQ has sent them, often on its I/O thread, long after the call that made them. A
+ * full snapshot of a large cache inflates all of it at once; glibc keeps that freed memory
+ * in its arenas (measured: +11 MB RSS for 20 000 ConfigMaps, for good). So copies are
+ * counted, and when the last copy of a large batch is freed the heap is trimmed. */
+#define MARK_COPY UINT32_MAX            /* inf_obj.mark of an inflated copy */
+#define TRIM_AFTER_BYTES (4u << 20)
+static _Atomic long copies_live;
+static _Atomic int trim_wanted;
+
+static void trim_if_idle(void)
+{
+    if (atomic_load(&copies_live) == 0 && atomic_exchange(&trim_wanted, 0))
+        malloc_trim(0);
+}
+
 void inf_obj_unref(inf_obj *o)
 {
-    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
-        free(o);
+    if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    bool copy = o->mark == MARK_COPY;
+    free(o);
+    if (copy && atomic_fetch_sub(&copies_live, 1) == 1)
+        trim_if_idle();
 }
 
 void inf_obj_destroy(inf_obj **o)
@@ -472,7 +493,20 @@ static inf_obj *unpack_for_callback(inf_store *s, const inf_obj *o)
         GD_ERROR("store: cached object does not inflate", "key", o->key, "error", why);
         u = inf_obj_new(o->key, o->rv, o->shard, "{}", 2);
     }
+    if (u && u != o) {
+        u->mark = MARK_COPY;
+        atomic_fetch_add(&copies_live, 1);
+    }
     return u;
+}
+
+/* After a loop that inflated `bytes` for publication: trim once those copies are gone. */
+static void trim_after_copies(size_t bytes)
+{
+    if (bytes < TRIM_AFTER_BYTES)
+        return;
+    atomic_store(&trim_wanted, 1);
+    trim_if_idle();            /* all already sent (or the last one went before the flag) */
 }
 
 /* ------------------------------------------------------------ the store */
@@ -648,25 +682,31 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
 
 void inf_store_resync(inf_store *s, inf_change_fn fn, void *ud)
 {
+    size_t inflated = 0;
     for (size_t i = 0; i < s->t.cap; i++) {
         if (!s->t.slot[i])
             continue;
+        inflated += s->t.slot[i]->raw_len;
         inf_obj *u = unpack_for_callback(s, s->t.slot[i]);
         if (u)
             fn(ud, INF_MODIFIED, u, u);
         inf_obj_unref(u);
     }
+    trim_after_copies(inflated);
 }
 
 void inf_store_foreach(inf_store *s, int (*fn)(void *ud, const inf_obj *o), void *ud)
 {
+    size_t inflated = 0;
     for (size_t i = 0; i < s->t.cap; i++) {
         if (!s->t.slot[i])
             continue;
+        inflated += s->t.slot[i]->raw_len;
         inf_obj *u = unpack_for_callback(s, s->t.slot[i]);
         int stop = u ? fn(ud, u) : 0;
         inf_obj_unref(u);
         if (stop)
-            return;
+            break;
     }
+    trim_after_copies(inflated);
 }

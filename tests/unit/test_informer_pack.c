@@ -286,6 +286,52 @@ static void test_corrupt_and_missized(void **state)
     inf_store_destroy(&s);
 }
 
+/* A subscriber's snapshot holds the inflated copies (as ZeroMQ does until they are sent):
+ * they are counted, and the heap trim is due once the last of a large batch is gone. */
+typedef struct {
+    inf_obj **held;
+    size_t n;
+} holder;
+
+static int hold(void *ud, const inf_obj *o)
+{
+    holder *h = ud;
+    h->held[h->n++] = inf_obj_ref(o);
+    return 0;
+}
+
+static void test_copies_trim(void **state)
+{
+    enum { N = 4000 };                          /* > TRIM_AFTER_BYTES of JSON */
+    inf_store *s = inf_store_new();
+    fill(s, 0, N, 1);
+    holder h = {.held = calloc(N, sizeof *h.held)};
+    assert_int_equal(atomic_load(&copies_live), 0);
+    inf_store_foreach(s, hold, &h);
+    assert_int_equal(h.n, N);
+    assert_int_equal(atomic_load(&copies_live), N);
+    assert_int_equal(atomic_load(&trim_wanted), 1);   /* not yet: copies still out */
+    for (size_t i = 0; i < h.n; i++) {
+        assert_int_equal(h.held[i]->mark, MARK_COPY);
+        assert_true(is_cm_json(h.held[i]));
+        inf_obj_unref(h.held[i]);
+    }
+    assert_int_equal(atomic_load(&copies_live), 0);
+    assert_int_equal(atomic_load(&trim_wanted), 0);   /* the last release trimmed */
+    /* a small batch does not ask for a trim */
+    h.n = 0;
+    inf_store_delete(s, "team-a/cm-1", NULL, NULL);
+    inf_store_replace(s, NULL, 0, NULL, NULL);
+    fill(s, 0, 10, 1);
+    inf_store_foreach(s, hold, &h);
+    assert_int_equal(atomic_load(&trim_wanted), 0);
+    for (size_t i = 0; i < h.n; i++)
+        inf_obj_unref(h.held[i]);
+    assert_int_equal(atomic_load(&copies_live), 0);
+    free(h.held);
+    inf_store_destroy(&s);
+}
+
 /* The index against a reference array under random puts and deletes, collisions and
  * wrap-around included (a small table, many keys). */
 static void test_index_random(void **state)
@@ -352,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_callbacks_get_json),
         cmocka_unit_test(test_trained_once),    cmocka_unit_test(test_what_stays_raw),
         cmocka_unit_test(test_corrupt_and_missized), cmocka_unit_test(test_index_random),
+        cmocka_unit_test(test_copies_trim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
