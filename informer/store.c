@@ -680,19 +680,16 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
     return err;
 }
 
-void inf_store_resync(inf_store *s, inf_change_fn fn, void *ud)
+typedef struct {
+    inf_change_fn fn;
+    void *ud;
+} resync_ctx;
+
+static int resync_one(void *ud, const inf_obj *o)
 {
-    size_t inflated = 0;
-    for (size_t i = 0; i < s->t.cap; i++) {
-        if (!s->t.slot[i])
-            continue;
-        inflated += s->t.slot[i]->raw_len;
-        inf_obj *u = unpack_for_callback(s, s->t.slot[i]);
-        if (u)
-            fn(ud, INF_MODIFIED, u, u);
-        inf_obj_unref(u);
-    }
-    trim_after_copies(inflated);
+    resync_ctx *c = ud;
+    c->fn(c->ud, INF_MODIFIED, o, o);
+    return 0;
 }
 
 void inf_store_foreach(inf_store *s, int (*fn)(void *ud, const inf_obj *o), void *ud)
@@ -709,4 +706,10 @@ void inf_store_foreach(inf_store *s, int (*fn)(void *ud, const inf_obj *o), void
             break;
     }
     trim_after_copies(inflated);
+}
+
+void inf_store_resync(inf_store *s, inf_change_fn fn, void *ud)
+{
+    resync_ctx c = {.fn = fn, .ud = ud};
+    inf_store_foreach(s, resync_one, &c);
 }
