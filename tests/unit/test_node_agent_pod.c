@@ -11,6 +11,7 @@
 #include "../../tools/node-agent/agent_util.c"
 #include "../../tools/node-agent/agent_proc.c"
 #include "../../tools/node-agent/agent_pod.c"
+#include "../../tools/node-agent/agent_workers.c"
 #include "httpd_helper.h"
 
 typedef struct {
@@ -47,10 +48,21 @@ static int setup(void **state)
     return 0;
 }
 
+/* The same, with pod workers: each pod's sync runs on a pool thread, as in the agent. */
+static int setup_workers(void **state)
+{
+    int rc = setup(state);
+    fixture *f = *state;
+    f->a.workers = na_pool_new(4);
+    assert_non_null(f->a.workers);
+    return rc;
+}
+
 static int teardown(void **state)
 {
     fixture *f = *state;
     na_pods_stop_all(&f->a, 1);
+    na_pool_destroy(&f->a.workers);
     na_pods_free_all(&f->a);
     k8s_client_destroy(&f->a.api);
     na_image_map_free(&f->a.images);
@@ -262,6 +274,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart_policy_never, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readiness_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_and_delete, setup_workers, teardown),
+        cmocka_unit_test_setup_teardown(test_grace_then_kill, setup_workers, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_loop_and_deleted, setup_workers, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_policy_never, setup_workers, teardown),
+        cmocka_unit_test_setup_teardown(test_config_errors, setup_workers, teardown),
+        cmocka_unit_test_setup_teardown(test_readiness_probe, setup_workers, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

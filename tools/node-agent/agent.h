@@ -11,6 +11,7 @@
  *   agent_node.c  Node registration, Lease renewal, Ready heartbeat, set-ready marker files
  *   agent_pod.c   the pod table: processes, restarts, probes, termination, status patches
  *   agent_watch.c the pod list+watch thread feeding the main loop through a queue
+ *   agent_workers.c the pod workers: a thread pool running each pod's sync off the main loop
  *   agent_hosts.c the opt-in hosts-file block for Service names
  *   main.c        flags, subcommands, the main loop */
 #ifndef NODE_AGENT_H
@@ -184,6 +185,8 @@ typedef struct {
 
 typedef struct na_pod na_pod;
 typedef struct na_queue na_queue;
+typedef struct na_pool na_pool;
+typedef struct na_exit na_exit;
 
 typedef struct {
     k8s_client *api;
@@ -200,6 +203,9 @@ typedef struct {
     bool synced;              /* the first full pod list has been applied */
     na_pod *pods;             /* linked list */
     na_queue *queue;          /* watch thread → main loop */
+    na_pool *workers;         /* pod workers (NULL: pods are synced inline, as in tests) */
+    na_exit *exits;           /* reaped exits of busy pods' containers, matched later */
+    size_t nexits, cap_exits;
     char last_hosts[65536];   /* last block written, to skip identical rewrites */
 } na_agent;
 
@@ -222,6 +228,15 @@ void      na_queue_push(na_queue *q, const char *type, cJSON **pod);
 bool      na_queue_pop(na_queue *q, na_event *ev);
 gd_err    na_watch_start(na_agent *a);
 void      na_watch_join(na_agent *a);
+
+/* agent_workers.c */
+#define NA_POOL_MAX_THREADS 64
+#define NA_POD_WORKERS 16
+typedef void (*na_job_fn)(void *arg);
+na_pool *na_pool_new(int nthreads);
+bool     na_pool_submit(na_pool *p, na_job_fn fn, void *arg);   /* false: out of memory */
+void     na_pool_wait_idle(na_pool *p);                          /* no job queued or running */
+void     na_pool_destroy(na_pool **p);                           /* runs what is queued, joins */
 
 /* agent_pod.c */
 void na_pods_apply(na_agent *a, const na_event *ev);

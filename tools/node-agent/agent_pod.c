@@ -1,4 +1,4 @@
-/* agent_pod.c — the pod table: a kubelet's pod workers in one single-threaded loop.
+/* agent_pod.c — the pod table, and what a kubelet's pod workers do for each pod.
  *
  * Life of a pod here: first seen bound to one of our nodes → an IP from the pool (or the one
  * in its status after an agent restart) → volume directories → each container started as a
@@ -10,10 +10,19 @@
  * Volumes: a PVC is the directory <state>/volumes/<ns>/<claim> (so data survives the pod;
  * the PVC's uid is recorded beside it in <claim>.uid and a re-created PVC gets a fresh
  * directory, as a new PV would be empty); an emptyDir is <state>/pods/<pod>/volumes/<name>,
- * removed with the pod; a hostPath is the path itself. Other volume types are ignored. */
+ * removed with the pod; a hostPath is the path itself. Other volume types are ignored.
+ *
+ * Threads: the main loop owns the table (events, IPs, reaping, termination); the work that
+ * waits on the API server or a socket — volume setup, container start, probes, the status
+ * PATCH — is sync_pod, run for one pod at a time on a pod worker (agent_workers.c) while the
+ * pod is marked busy. While busy, the main loop does not touch the pod: watch events for it
+ * wait in pending_obj / pending_deleted and exits of its processes in a->exits, and both are
+ * applied once the worker is done. Without a pool (a->workers NULL, the unit tests) sync_pod
+ * runs inline on every tick, as before. */
 #include "agent.h"
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +81,17 @@ struct na_pod {
     int64_t next_status_ms;
     bool last_ready;
     int64_t ready_since_wall_ms;
+    /* pod workers (see the top of the file) */
+    atomic_bool busy;             /* a worker runs sync_pod for this pod */
+    bool status_dirty;            /* something the status shows may have changed */
+    cJSON *pending_obj;           /* the latest watched object while busy (owned) */
+    bool pending_deleted;         /* a DELETED event (or a vanished pod) while busy */
+    bool snap_running, snap_ready;/* for na_pods_visit, taken while not busy */
+};
+
+struct na_exit {
+    pid_t pid;
+    int wstatus;
 };
 
 static void fmt_time(int64_t wall_ms, char out[32])
@@ -92,6 +112,7 @@ static na_pod *find_pod(na_agent *a, const char *uid)
 static void pod_free(na_pod *p)
 {
     cJSON_Delete(p->obj);
+    cJSON_Delete(p->pending_obj);
     free(p->c);
     free(p->last_status);
     free(p);
@@ -137,6 +158,8 @@ static na_pod *pod_new(na_agent *a, const cJSON *obj)
     p->nc = nc;
     p->start_wall_ms = gd_wall_ms();
     p->ready_since_wall_ms = p->start_wall_ms;
+    p->status_dirty = true;
+    atomic_init(&p->busy, false);
     int i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, ctrs) {
@@ -607,6 +630,42 @@ static bool status_drifted(const cJSON *pod, const char *last_body)
     return drift;
 }
 
+/* An event for a pod we already run; the pod is not busy. */
+static void apply_to_pod(na_pod *p, bool deleted, const cJSON *obj)
+{
+    if (deleted) {
+        p->gone_from_api = true;
+        begin_termination(p, p->terminating ? 0 : 2000);
+        return;
+    }
+    if (p->last_status && status_drifted(obj, p->last_status)) {
+        /* Someone else changed the status (the node lifecycle controller marks pods of a
+         * NotReady node not Ready): post ours again, as kubelet's status sync does. */
+        free(p->last_status);
+        p->last_status = NULL;
+    }
+    cJSON_Delete(p->obj);
+    p->obj = cJSON_Duplicate(obj, 1);
+    p->status_dirty = true;
+    if (gd_meta_deleting(obj)) begin_termination(p, grace_ms_of(obj));
+}
+
+static bool is_busy(na_pod *p) { return atomic_load_explicit(&p->busy, memory_order_acquire); }
+
+/* What arrived while the pod's worker ran, in order: the latest object, then its deletion. */
+static void apply_pending(na_pod *p)
+{
+    if (p->pending_obj) {
+        apply_to_pod(p, false, p->pending_obj);
+        cJSON_Delete(p->pending_obj);
+        p->pending_obj = NULL;
+    }
+    if (p->pending_deleted) {
+        p->pending_deleted = false;
+        apply_to_pod(p, true, NULL);
+    }
+}
+
 void na_pods_apply(na_agent *a, const na_event *ev)
 {
     if (strcmp(ev->type, "SYNC_BEGIN") == 0) {
@@ -615,33 +674,29 @@ void na_pods_apply(na_agent *a, const na_event *ev)
     }
     if (strcmp(ev->type, "SYNC_END") == 0) {
         a->synced = true;
-        for (na_pod *p = a->pods; p; p = p->next)
-            if (!p->seen && !p->gone_from_api) {
-                p->gone_from_api = true;     /* deleted while no watch was open */
-                begin_termination(p, 2000);
-            }
+        for (na_pod *p = a->pods; p; p = p->next) {
+            if (p->seen || p->pending_deleted) continue;
+            /* deleted while no watch was open */
+            if (is_busy(p)) p->pending_deleted = true;
+            else if (!p->gone_from_api) apply_to_pod(p, true, NULL);
+        }
         return;
     }
     const cJSON *obj = ev->pod;
     const char *uid = gd_meta_uid(obj);
     na_pod *p = find_pod(a, uid);
     if (p) p->seen = true;
-    if (strcmp(ev->type, "DELETED") == 0) {
-        if (p) { p->gone_from_api = true; begin_termination(p, p->terminating ? 0 : 2000); }
-        return;
-    }
-    if (p) {
-        if (p->last_status && status_drifted(obj, p->last_status)) {
-            /* Someone else changed the status (the node lifecycle controller marks pods of a
-             * NotReady node not Ready): post ours again, as kubelet's status sync does. */
-            free(p->last_status);
-            p->last_status = NULL;
+    bool deleted = strcmp(ev->type, "DELETED") == 0;
+    if (p && is_busy(p)) {                /* kept until its worker is done */
+        if (deleted) p->pending_deleted = true;
+        else {
+            cJSON_Delete(p->pending_obj);
+            p->pending_obj = cJSON_Duplicate(obj, 1);
         }
-        cJSON_Delete(p->obj);
-        p->obj = cJSON_Duplicate(obj, 1);
-        if (gd_meta_deleting(obj)) begin_termination(p, grace_ms_of(obj));
         return;
     }
+    if (p) { apply_to_pod(p, deleted, obj); return; }
+    if (deleted) return;
     const char *phase = gd_json_str_or(obj, "status.phase", "");
     if (gd_meta_deleting(obj)) {         /* nothing of it runs here: finish the deletion */
         delete_in_api(a, gd_meta_namespace(obj), gd_meta_name(obj), uid);
@@ -658,25 +713,52 @@ void na_pods_apply(na_agent *a, const na_event *ev)
     a->pods = p;
 }
 
+/* Gives an exit to the container it belongs to; false when that is no idle pod's. */
+static bool match_exit(na_agent *a, pid_t pid, int ws)
+{
+    for (na_pod *p = a->pods; p; p = p->next) {
+        if (is_busy(p)) continue;        /* its worker may be writing c->pid right now */
+        for (int i = 0; i < p->nc; i++)
+            if (p->c[i].pid == pid) {
+                container_exited(p, &p->c[i], ws);
+                p->status_dirty = true;
+                return true;
+            }
+    }
+    return false;
+}
+
 static void reap(na_agent *a)
 {
+    /* Exits kept from earlier ticks first, in order. One that matches no pod while none is
+     * busy belongs to no pod we know (a pod already removed): dropped, as before. */
+    bool any_busy = false;
+    for (na_pod *p = a->pods; p && !any_busy; p = p->next) any_busy = is_busy(p);
+    size_t keep = 0;
+    for (size_t i = 0; i < a->nexits; i++)
+        if (!match_exit(a, a->exits[i].pid, a->exits[i].wstatus) && any_busy) a->exits[keep++] = a->exits[i];
+    a->nexits = keep;
     int ws;
     pid_t pid;
     while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
-        for (na_pod *p = a->pods; p; p = p->next)
-            for (int i = 0; i < p->nc; i++)
-                if (p->c[i].pid == pid) container_exited(p, &p->c[i], ws);
+        if (match_exit(a, pid, ws) || !a->workers) continue;
+        if (a->nexits == a->cap_exits) {
+            size_t cap = a->cap_exits ? a->cap_exits * 2 : 16;
+            na_exit *t = realloc(a->exits, cap * sizeof *t);
+            if (!t) { gd_log(GD_LOG_ERROR, "out of memory keeping a process exit", NULL); continue; }
+            a->exits = t;
+            a->cap_exits = cap;
+        }
+        a->exits[a->nexits++] = (na_exit){.pid = pid, .wstatus = ws};
     }
 }
 
-static void tick_pod(na_agent *a, na_pod *p)
+/* The waiting part of a pod's sync: volumes, container starts, probes, the status. Runs on a
+ * pod worker (the pod marked busy) or inline. */
+static void sync_pod(na_agent *a, na_pod *p)
 {
     int64_t now = gd_mono_ms();
-    if (p->terminating) return;
-    if (!*p->ip && a->synced && na_ipam_alloc(&a->ipam, p->ip) != GD_OK) {
-        p->ip[0] = '\0';
-        for (int i = 0; i < p->nc; i++) set_waiting(p, &p->c[i], "ContainerCreating", "no free pod IP (--ip-base pool exhausted)");
-    }
+    p->status_dirty = false;
     if (!p->volumes_ok && now >= p->next_setup_ms) {
         char err[512] = "";
         if (setup_volumes(a, p, err, sizeof err) == GD_OK) p->volumes_ok = true;
@@ -695,6 +777,56 @@ static void tick_pod(na_agent *a, na_pod *p)
         }
     }
     publish_status(a, p);
+    if (!p->gone_from_api && p->next_status_ms > gd_mono_ms()) p->status_dirty = true;  /* retry */
+}
+
+/* Whether sync_pod has anything to do now (a worker is only woken for that). */
+static bool needs_sync(const na_pod *p, int64_t now)
+{
+    if (p->status_dirty && now >= p->next_status_ms) return true;
+    if (!p->volumes_ok) return now >= p->next_setup_ms;
+    if (!*p->ip) return false;
+    for (int i = 0; i < p->nc; i++) {
+        const na_ctr *c = &p->c[i];
+        if (c->pid == 0 && !c->finished && now >= c->next_start_ms) return true;
+        if (c->pid > 0 && (c->probe.kind == NA_PROBE_TCP || c->probe.kind == NA_PROBE_HTTP) &&
+            now >= c->next_probe_ms) return true;
+    }
+    return false;
+}
+
+typedef struct {
+    na_agent *a;
+    na_pod *p;
+} pod_job;
+
+static void pod_job_run(void *arg)
+{
+    pod_job *j = arg;
+    sync_pod(j->a, j->p);
+    atomic_store_explicit(&j->p->busy, false, memory_order_release);
+    free(j);
+}
+
+static void tick_pod(na_agent *a, na_pod *p)
+{
+    if (!*p->ip && a->synced) {
+        if (na_ipam_alloc(&a->ipam, p->ip) == GD_OK) p->status_dirty = true;
+        else {
+            p->ip[0] = '\0';
+            for (int i = 0; i < p->nc; i++) set_waiting(p, &p->c[i], "ContainerCreating", "no free pod IP (--ip-base pool exhausted)");
+        }
+    }
+    if (!a->workers) { sync_pod(a, p); return; }
+    if (!needs_sync(p, gd_mono_ms())) return;
+    pod_job *j = malloc(sizeof *j);
+    if (!j) return;                      /* tried again on the next tick */
+    *j = (pod_job){.a = a, .p = p};
+    atomic_store_explicit(&p->busy, true, memory_order_relaxed);
+    if (!na_pool_submit(a->workers, pod_job_run, j)) {
+        atomic_store_explicit(&p->busy, false, memory_order_relaxed);
+        free(j);
+    }
 }
 
 void na_pods_tick(na_agent *a)
@@ -703,6 +835,10 @@ void na_pods_tick(na_agent *a)
     int64_t now = gd_mono_ms();
     for (na_pod *p = a->pods, *next; p; p = next) {
         next = p->next;
+        if (is_busy(p)) continue;
+        apply_pending(p);
+        p->snap_running = any_running(p);
+        p->snap_ready = p->last_ready;
         if (!p->terminating) { tick_pod(a, p); continue; }
         if (any_running(p)) {
             if (now >= p->kill_deadline_ms && !p->killed) {
@@ -719,7 +855,10 @@ void na_pods_tick(na_agent *a)
 
 void na_pods_stop_all(na_agent *a, int grace_s)
 {
+    na_pool_wait_idle(a->workers);       /* no pod busy from here on */
+    reap(a);
     for (na_pod *p = a->pods; p; p = p->next) {
+        apply_pending(p);
         p->terminating = true;
         signal_pod(p, SIGTERM);
     }
@@ -745,10 +884,17 @@ void na_pods_free_all(na_agent *a)
         if (*p->ip) na_ipam_release(&a->ipam, p->ip);
         pod_free(p);
     }
+    free(a->exits);
+    a->exits = NULL;
+    a->nexits = a->cap_exits = 0;
 }
 
+/* From the main thread (the hosts file): what each pod looked like when last not busy. */
 void na_pods_visit(na_agent *a, na_pod_visit_fn fn, void *ud)
 {
-    for (na_pod *p = a->pods; p; p = p->next)
-        if (!p->terminating && *p->ip && any_running(p)) fn(ud, p->obj, p->ip, p->last_ready);
+    for (na_pod *p = a->pods; p; p = p->next) {
+        bool running = a->workers ? p->snap_running : any_running(p);
+        bool ready = a->workers ? p->snap_ready : p->last_ready;
+        if (!p->terminating && *p->ip && running) fn(ud, p->obj, p->ip, ready);
+    }
 }

@@ -81,8 +81,11 @@ static k8s_client *make_client(const char *kubeconfig)
     k8s_client_opts o;
     k8s_client_opts_default(&o);
     o.user_agent = "godis-node-agent";
-    o.qps = 100;
-    o.burst = 200;
+    /* Three kubelets' worth (kubelet's kubeAPIQPS/Burst defaults are 50/100 since 1.27;
+     * 5/10 before, which dense nodes always raised): 100 qps left a 300-pod burst of PVC and
+     * ConfigMap reads and status PATCHes queued behind this client's own bucket. */
+    o.qps = 150;
+    o.burst = 300;
     k8s_client *c = k8s_client_new(&cfg, &o);
     if (!c) fprintf(stderr, "node-agent: cannot create the API client\n");
     k8s_config_destroy(&cfg);
@@ -120,7 +123,8 @@ static int run(na_agent *a)
     }
     if (a->stop) return GD_EXIT_OK;
     a->queue = na_queue_new();
-    if (!a->queue || na_watch_start(a) != GD_OK) {
+    a->workers = na_pool_new(NA_POD_WORKERS);
+    if (!a->queue || !a->workers || na_watch_start(a) != GD_OK) {
         fprintf(stderr, "node-agent: cannot start the pod watch\n");
         return GD_EXIT_FAILURE;
     }
@@ -150,6 +154,7 @@ static int run(na_agent *a)
     }
     gd_log(GD_LOG_INFO, "stopping: terminating every pod process", NULL);
     na_pods_stop_all(a, 10);
+    na_pool_destroy(&a->workers);     /* after the pods: their PDEATHSIG follows the forking thread */
     na_watch_join(a);
     na_pods_free_all(a);
     na_queue_destroy(&a->queue);
