@@ -38,6 +38,10 @@ static void usage(FILE *out)
         "                                any subset; qps=0 disables the bucket)\n"
         "  --heartbeat-ms MS             manager heartbeat; silent 3x: HELLO again, 5x: exit 1\n"
         "                                (default 1000)\n"
+        "  --kube-api-qps N              the API client's rate limit, requests/s (default 50;\n"
+        "                                -1: none, the API server's priority and fairness\n"
+        "                                then being the only limit)\n"
+        "  --kube-api-burst N            ... and its burst (default 100)\n"
         "  --kubeconfig PATH             kubeconfig for API writes (else in-cluster/$KUBECONFIG)\n"
         "  --context NAME                kubeconfig context\n"
         "  --manager-identity ID         the Lease identity of the manager that runs this\n"
@@ -80,7 +84,7 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 enum {
     OPT_INDEX = 1000, OPT_CONTROL, OPT_RUNDIR, OPT_ENDPOINTS, OPT_SHARDS, OPT_MCR, OPT_HB,
     OPT_KUBECONFIG, OPT_CONTEXT, OPT_RECONCILER, OPT_RECARG, OPT_GRACE, OPT_LEVEL, OPT_FORMAT,
-    OPT_HELP, OPT_RATE, OPT_MGRID,
+    OPT_HELP, OPT_RATE, OPT_MGRID, OPT_QPS, OPT_BURST,
 };
 
 int main(int argc, char **argv)
@@ -102,6 +106,8 @@ int main(int argc, char **argv)
         {"log-format", required_argument, NULL, OPT_FORMAT},
         {"queue-rate-limits", required_argument, NULL, OPT_RATE},
         {"manager-identity", required_argument, NULL, OPT_MGRID},
+        {"kube-api-qps", required_argument, NULL, OPT_QPS},
+        {"kube-api-burst", required_argument, NULL, OPT_BURST},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -157,6 +163,16 @@ int main(int argc, char **argv)
                 return fatal("--queue-rate-limits", why);
             break;
         }
+        case OPT_QPS:
+            if (!parse_int(optarg, -1, 100000, &v) || v == 0)
+                return fatal("--kube-api-qps wants 1..100000, or -1 for no client-side limit", optarg);
+            o.kube_api_qps = (double)v;
+            break;
+        case OPT_BURST:
+            if (!parse_int(optarg, 1, 100000, &v))
+                return fatal("--kube-api-burst wants 1..100000", optarg);
+            o.kube_api_burst = (int)v;
+            break;
         case OPT_LEVEL: level = optarg; break;
         case OPT_FORMAT: format = optarg; break;
         case OPT_HELP: usage(stdout); return GD_EXIT_OK;

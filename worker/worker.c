@@ -106,6 +106,8 @@ void worker_opts_default(worker_opts *o)
     o->queue_max_delay_ms = 1000 * 1000;
     o->queue_qps = 10;
     o->queue_burst = 100;
+    o->kube_api_qps = 50;
+    o->kube_api_burst = 100;
 }
 
 gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, size_t cap)

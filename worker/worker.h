@@ -41,6 +41,9 @@ typedef struct {
     double queue_qps;
     int queue_burst;
     int heartbeat_ms;
+    /* The API client's own token bucket (client-go's QPS/Burst): 50/100 by default. */
+    double kube_api_qps;                /* < 0: no client-side limit */
+    int kube_api_burst;
     const char *kubeconfig, *context;
     const char *reconciler, *reconciler_arg;
     const char *manager_identity;       /* NULL, or the manager's Lease identity: in User-Agent */

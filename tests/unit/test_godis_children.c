@@ -79,6 +79,7 @@ static void test_service_and_pvc(void **st)
     assert_int_equal(gd_json_int_or(cJSON_GetArrayItem(gd_json_path(svc, "spec.ports"), 0), "port", 0), 6379);
     assert_int_equal(gd_json_int_or(cJSON_GetArrayItem(gd_json_path(svc, "spec.ports"), 1), "port", 0), 6300);
     assert_string_equal(gd_json_str_or(svc, "spec.selector.node-name", ""), "example-godis-4");
+    assert_string_equal(gd_json_str_or(svc, "spec.clusterIP", ""), "None");   /* headless */
     cJSON *pvc = godis_build_pvc(&s);
     assert_string_equal(gd_meta_name(pvc), "data-example-godis-4");
     assert_string_equal(gd_json_str_or(pvc, "spec.resources.requests.storage", ""), "2Gi");
