@@ -53,7 +53,14 @@ pid_t na_spawn(const char *path, char *const argv[], char *const envp[], const c
         return -1;
     }
     pid_t parent = getpid();
-    pid_t pid = fork();
+    /* vfork, not fork: the child borrows our memory until execve instead of getting a
+     * copy-on-write image of it. With pod workers forking from several threads, fork's
+     * page-table copy and then a COW fault plus a TLB shoot-down to the other threads for
+     * every page the agent touched afterwards were half of the agent's CPU (perf: 26 % in
+     * ptep_clear_flush during a 300-pod start). Only the calling thread waits for the exec.
+     * The child below makes system calls only (its own signal table and fd table: no
+     * CLONE_SIGHAND/CLONE_FILES) and never returns: execve or _exit. */
+    pid_t pid = vfork();
     if (pid == 0) {
         /* Child: only async-signal-safe calls until execve (the agent has other threads). */
         setpgid(0, 0);
@@ -78,7 +85,7 @@ pid_t na_spawn(const char *path, char *const argv[], char *const envp[], const c
     close(logfd);
     close(nullfd);
     if (pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(saved));
+        snprintf(err, errlen, "vfork: %s", strerror(saved));
         return -1;
     }
     setpgid(pid, pid);    /* also in the parent, so a kill(-pid) right away cannot miss */
