@@ -8,7 +8,7 @@
  *   - SIGKILL of the leader: a new leader within leaseDuration + 1 s;
  *   - SIGSTOP of the leader: its workers stop writing before the new leader starts, and
  *     after SIGCONT it steps down without writing.
- * The first three use stand-in children (itest_manager_fakes.inc) whose workers log every
+ * The first three use stand-in children (harness_manager.c) whose workers log every
  * "write" with the wall-clock time, their pid and their manager's pid. The SIGSTOP test is
  * proved from the API server's own record instead: real bin/godis-informer and
  * bin/godis-worker processes (the "sleepy" test reconciler, patching status of a few
@@ -22,11 +22,15 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
-#include "itest_manager_fakes.inc"
-#include "itest_manager_harness.inc"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness_manager.h"
 #include "k8s_client.h"
 #include "gd_json.h"
 #include "audit_log.h"
@@ -34,7 +38,7 @@
 
 #define NMGR 3
 static k8s_client *kc;
-static char lease_name[64], informer_path[PATH_MAX], worker_path[PATH_MAX];
+static char lease_name[64];
 
 /* Unique per test and run: the audit log outlives runs, and names writers by identity. */
 static char ids[NMGR][64];
@@ -406,46 +410,21 @@ static void test_sigstop_leader_is_fenced(void **st)
 
 int main(int argc, char **argv)
 {
-    int rc = fake_dispatch(argc, argv);
+    int rc = mgr_itest_init(argc, argv, "itest_manager_election");
     if (rc >= 0) return rc;
-    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-    if (n <= 0) return 1;
-    self_path[n] = '\0';
-    const char *bindir = getenv("GODIS_BIN_DIR");
-    snprintf(mgr_path, sizeof mgr_path, "%s/godis-manager", bindir ? bindir : "bin");
-    char rel[PATH_MAX];
-    snprintf(rel, sizeof rel, "%s/godis-informer", bindir ? bindir : "bin");
-    if (!realpath(rel, informer_path)) informer_path[0] = '\0';
-    snprintf(rel, sizeof rel, "%s/godis-worker", bindir ? bindir : "bin");
-    if (!realpath(rel, worker_path)) worker_path[0] = '\0';
     if (!getenv("KUBECONFIG") || access(mgr_path, X_OK) != 0) {
         printf("itest_manager_election: skipped (needs KUBECONFIG of a running devcluster and %s)\n", mgr_path);
         printf("[  PASSED  ] 0 test(s).\n");
         return 0;
     }
-    k8s_config_opts o = {.kubeconfig = getenv("KUBECONFIG")};
-    k8s_config *cfg = NULL;
-    char err[512];
-    if (k8s_config_load(&o, &cfg, err, sizeof err) != GD_OK || !(kc = k8s_client_new(&cfg, NULL))) {
-        fprintf(stderr, "itest_manager_election: %s\n", err);
-        return 1;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/itest-manager-election-%d", (int)getpid());
-    mkdir(tmpdir, 0700);
+    if (!(kc = e2e_client())) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_audit_time_parsing),
         cmocka_unit_test_setup_teardown(test_two_managers_graceful_handover, setup, kill_started),
         cmocka_unit_test_setup_teardown(test_crash_failover_within_lease, setup, kill_started),
         cmocka_unit_test_setup_teardown(test_sigstop_leader_is_fenced, setup, fence_teardown),
     };
-    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc = MGR_ITEST_RUN(tests, "itest_manager_election");
     k8s_client_destroy(&kc);
-    char cmd[300];
-    if (rc == 0) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        (void)!system(cmd);
-    } else {
-        fprintf(stderr, "itest_manager_election: logs kept in %s\n", tmpdir);
-    }
     return rc;
 }

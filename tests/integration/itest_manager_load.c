@@ -14,17 +14,22 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
-#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
-#include "itest_manager_fakes.inc"
-#include "itest_manager_harness.inc"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness_manager.h"
 #include "k8s_client.h"
 #include "gd_json.h"
+#include "e2e_lib.h"
 
 #define NKEYS 500
 static k8s_client *kc;
-static char ns[64], record[400], informer_path[512], worker_path[512];
+static char ns[64], record[400];
 
 static const k8s_resource *gc_res(void) { return &K8S_RES_GODISCLUSTERS; }
 
@@ -173,7 +178,7 @@ static void test_load_with_kills_and_rescale(void **st)
     cJSON_Delete(nso);
 
     snprintf(record, sizeof record, "%s/record", getenv("FAKE_DIR"));
-    char wa[600], kcfg[600], ib[600], wb[600];
+    char wa[600], kcfg[600], ib[PATH_MAX + 20], wb[PATH_MAX + 20];
     /* ns=: GodisClusters of other tests (the informers watch every namespace) are not ours */
     snprintf(wa, sizeof wa, "--worker-arg=--reconciler sleepy --reconciler-arg ns=%s,record=%s,sleep_ms=20,write=status",
              ns, record);
@@ -208,49 +213,19 @@ static void test_load_with_kills_and_rescale(void **st)
 
 int main(int argc, char **argv)
 {
-    int rc = fake_dispatch(argc, argv);
+    int rc = mgr_itest_init(argc, argv, "itest_manager_load");
     if (rc >= 0) return rc;
-    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-    if (n <= 0) return 1;
-    self_path[n] = '\0';
-    const char *bindir = getenv("GODIS_BIN_DIR");
-    snprintf(mgr_path, sizeof mgr_path, "%s/godis-manager", bindir ? bindir : "bin");
-    snprintf(informer_path, sizeof informer_path, "%s/godis-informer", bindir ? bindir : "bin");
-    snprintf(worker_path, sizeof worker_path, "%s/godis-worker", bindir ? bindir : "bin");
-    char abs[PATH_MAX];
-    if (realpath(informer_path, abs) && strlen(abs) < sizeof informer_path)
-        memcpy(informer_path, abs, strlen(abs) + 1);
-    if (realpath(worker_path, abs) && strlen(abs) < sizeof worker_path)
-        memcpy(worker_path, abs, strlen(abs) + 1);
     if (!getenv("KUBECONFIG") || access(mgr_path, X_OK) || access(informer_path, X_OK) ||
         access(worker_path, X_OK)) {
         printf("itest_manager_load: skipped (needs KUBECONFIG of a running devcluster and bin/)\n");
         printf("[  PASSED  ] 0 test(s).\n");
         return 0;
     }
-    k8s_config_opts o = {.kubeconfig = getenv("KUBECONFIG")};
-    k8s_config *cfg = NULL;
-    char err[512];
-    k8s_client_opts co;
-    k8s_client_opts_default(&co);
-    co.qps = -1;                                     /* the test's writes are not the subject */
-    if (k8s_config_load(&o, &cfg, err, sizeof err) != GD_OK || !(kc = k8s_client_new(&cfg, &co))) {
-        fprintf(stderr, "itest_manager_load: %s\n", err);
-        return 1;
-    }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/itest-manager-load-%d", (int)getpid());
-    mkdir(tmpdir, 0700);
+    if (!(kc = e2e_client())) return 1;              /* no client-side rate limit */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_load_with_kills_and_rescale, fresh_fake_dir, kill_started),
     };
-    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc = MGR_ITEST_RUN(tests, "itest_manager_load");
     k8s_client_destroy(&kc);
-    char cmd[300];
-    if (rc == 0) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        (void)!system(cmd);
-    } else {
-        fprintf(stderr, "itest_manager_load: logs kept in %s\n", tmpdir);
-    }
     return rc;
 }

@@ -1,7 +1,11 @@
-/* itest_manager_fakes.inc — stand-in children for the manager's integration tests, built
- * into the test binary itself: the manager is pointed at this binary with --worker-bin and
- * --informer-bin, and the binary recognises the child command line (docs/PROTOCOL.md
- * section 2) and behaves as a minimal worker or informer.
+/* harness_manager.c — what the manager's integration tests (itest_manager*.c) share: stand-in
+ * children built into the test binary, and the harness that starts bin/godis-manager with
+ * them, reads its endpoints and cleans up (API in harness_manager.h). Linked into every itest;
+ * only the manager's tests call it.
+ *
+ * The stand-ins: the manager is pointed at the test binary with --worker-bin and
+ * --informer-bin; mgr_itest_init() recognises the child command line (docs/PROTOCOL.md
+ * section 2) and runs a minimal worker or informer instead of the tests.
  *
  * The fake worker proves shard exclusivity across processes with the kernel's help: it
  * holds an fcntl write lock on byte <shard> of one shared file while it owns the shard. A
@@ -12,20 +16,36 @@
  * never answers PING), FAKE_EXIT2_KIND (that informer exits 2), FAKE_WRITE_MS (while it
  * owns shards and holds an unexpired LEASE, the worker appends "W <wall ms> <pid> <manager pid>"
  * lines). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
+#include "harness_manager.h"
 
+/* ---- stand-in children ---- */
 static volatile sig_atomic_t fake_term;
 static void fake_on_term(int s) { (void)s; fake_term = 1; }
 
-static long long fake_wall_ms(void)
+long long fake_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -233,10 +253,235 @@ static int fake_informer_main(int argc, char **argv)
     return 0;
 }
 
-/* Called first thing in main(): returns -1 when this is not a child invocation. */
+/* Returns -1 when this is not a child invocation. */
 static int fake_dispatch(int argc, char **argv)
 {
     if (fake_arg(argc, argv, "--control-endpoint")) return fake_worker_main(argc, argv);
     if (fake_arg(argc, argv, "--kind")) return fake_informer_main(argc, argv);
     return -1;
+}
+
+/* ---- the harness ---- */
+char self_path[512], mgr_path[512], tmpdir[256];
+char informer_path[PATH_MAX], worker_path[PATH_MAX];
+
+long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    bind(s, (struct sockaddr *)&a, sizeof a);
+    socklen_t l = sizeof a;
+    getsockname(s, (struct sockaddr *)&a, &l);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+/* GET http://127.0.0.1:port/path → status (0 on connection failure), body into buf. */
+int http_get(int port, const char *path, char *buf, size_t cap)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {2, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) { close(s); return 0; }
+    char req[256];
+    snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    (void)!write(s, req, strlen(req));
+    size_t n = 0;
+    ssize_t r;
+    static char raw[1 << 20];
+    while (n < sizeof raw - 1 && (r = read(s, raw + n, sizeof raw - 1 - n)) > 0) n += (size_t)r;
+    raw[n] = '\0';
+    close(s);
+    int status = 0;
+    sscanf(raw, "HTTP/1.%*d %d", &status);
+    char *body = strstr(raw, "\r\n\r\n");
+    snprintf(buf, cap, "%s", body ? body + 4 : "");
+    return status;
+}
+
+/* Value of the first sample line starting with `series` (e.g. "x{a=\"1\"}"); -1 if none. */
+double metric(int port, const char *series)
+{
+    static char body[1 << 20];
+    if (http_get(port, "/metrics", body, sizeof body) != 200) return -1;
+    size_t l = strlen(series);
+    for (char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, series, l) && p[l] == ' ') return atof(p + l + 1);
+    return -1;
+}
+
+/* Every manager a test started, so a failed test cannot leave one running. */
+static pid_t started[16];
+static int started_n;
+
+/* Per-test teardown: SIGKILL what is left (its children follow by PDEATHSIG). */
+int kill_started(void **st)
+{
+    (void)st;
+    for (int i = 0; i < started_n; i++) {
+        if (kill(started[i], SIGKILL) == 0) waitpid(started[i], NULL, 0);
+    }
+    started_n = 0;
+    usleep(100000);
+    return 0;
+}
+
+/* Per-test setup: a fresh FAKE_DIR (locks, pid files, violations) under tmpdir. */
+int fresh_fake_dir(void **st)
+{
+    (void)st;
+    static int n;
+    char d[400];
+    snprintf(d, sizeof d, "%s/t%d", tmpdir, ++n);
+    mkdir(d, 0700);
+    setenv("FAKE_DIR", d, 1);
+    return 0;
+}
+
+void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Starts the manager with stand-in children and the extra flags given. */
+void start_mgr_v(mgr_proc *m, int workers, const char *const *extra)
+{
+    static int seq;
+    memset(m, 0, sizeof *m);
+    m->health = free_port();
+    m->metrics = free_port();
+    snprintf(m->rundir, sizeof m->rundir, "%s/run%d", tmpdir, ++seq);
+    snprintf(m->cfg, sizeof m->cfg, "%s/mgr%d.yaml", tmpdir, seq);
+    snprintf(m->log, sizeof m->log, "%s/mgr%d.log", tmpdir, seq);
+    char y[256];
+    snprintf(y, sizeof y, "workers: %d\n", workers);
+    write_file(m->cfg, y);
+    char hp[64], mp[64], wb[600], ib[600], rd[400], cf[400];
+    snprintf(hp, sizeof hp, "--health-probe-bind-address=127.0.0.1:%d", m->health);
+    snprintf(mp, sizeof mp, "--metrics-bind-address=127.0.0.1:%d", m->metrics);
+    snprintf(wb, sizeof wb, "--worker-bin=%s", self_path);
+    snprintf(ib, sizeof ib, "--informer-bin=%s", self_path);
+    snprintf(rd, sizeof rd, "--runtime-dir=%s", m->rundir);
+    snprintf(cf, sizeof cf, "--config=%s", m->cfg);
+    m->pid = fork();
+    assert_true(m->pid >= 0);
+    if (m->pid > 0 && started_n < 16) started[started_n++] = m->pid;
+    if (m->pid == 0) {
+        int fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a test killed by its timeout takes them along */
+        const char *argv[40] = {mgr_path, cf, hp, mp, wb, ib, rd,
+                                "--informer-kinds=GodisCluster,Pod", "--shutdown-grace=1s"};
+        int n = 9;
+        for (int i = 0; extra && extra[i] && n < 39; i++) argv[n++] = extra[i];
+        argv[n] = NULL;
+        execv(mgr_path, (char *const *)argv);
+        _exit(127);
+    }
+}
+
+bool wait_for(bool (*cond)(mgr_proc *, void *), mgr_proc *m, void *arg, int ms)
+{
+    long long end = now_ms() + ms;
+    while (now_ms() < end) {
+        if (cond(m, arg)) return true;
+        usleep(20000);
+    }
+    return cond(m, arg);
+}
+
+bool is_ready(mgr_proc *m, void *arg)
+{
+    (void)arg;
+    char b[256];
+    return http_get(m->health, "/readyz", b, sizeof b) == 200;
+}
+
+int stop_mgr(mgr_proc *m, int sig, int ms)
+{
+    if (sig) kill(m->pid, sig);
+    long long end = now_ms() + ms;
+    int st;
+    while (now_ms() < end) {
+        if (waitpid(m->pid, &st, WNOHANG) == m->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(10000);
+    }
+    kill(m->pid, SIGKILL);
+    waitpid(m->pid, &st, 0);
+    return -1;
+}
+
+/* Leader election off, fast heartbeats. */
+void start_mgr(mgr_proc *m, int workers, const char *extra)
+{
+    const char *x[] = {"--leader-elect=false", "--heartbeat=100ms", extra, NULL};
+    start_mgr_v(m, workers, x);
+}
+
+pid_t read_pid(const char *name)
+{
+    char p[512], v[32] = "";
+    snprintf(p, sizeof p, "%s/%s", getenv("FAKE_DIR"), name);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    if (!fgets(v, sizeof v, f)) v[0] = '\0';
+    fclose(f);
+    return (pid_t)atoi(v);
+}
+
+bool pid_alive(pid_t p) { return p > 0 && kill(p, 0) == 0; }
+
+/* Absolute path of bin/<prog> (GODIS_BIN_DIR overrides bin/), "" when it does not exist. */
+static void bin_path(const char *bindir, const char *prog, char *out)
+{
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/%s", bindir, prog);
+    if (!realpath(rel, out)) out[0] = '\0';
+}
+
+int mgr_itest_init(int argc, char **argv, const char *name)
+{
+    int rc = fake_dispatch(argc, argv);
+    if (rc >= 0) return rc;
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n <= 0) return 1;
+    self_path[n] = '\0';
+    const char *bindir = getenv("GODIS_BIN_DIR");
+    if (!bindir) bindir = "bin";
+    snprintf(mgr_path, sizeof mgr_path, "%s/godis-manager", bindir);
+    bin_path(bindir, "godis-informer", informer_path);
+    bin_path(bindir, "godis-worker", worker_path);
+    /* itest_manager_load → /tmp/itest-manager-load-<pid> */
+    int len = snprintf(tmpdir, sizeof tmpdir, "/tmp/%s-%d", name, (int)getpid());
+    for (int i = 5; i < len; i++) if (tmpdir[i] == '_') tmpdir[i] = '-';
+    return -1;
+}
+
+int mgr_itest_run(const struct CMUnitTest *tests, size_t n, const char *name)
+{
+    mkdir(tmpdir, 0700);
+    /* the group name cmocka prints is the one cmocka_run_group_tests(tests, ...) gives */
+    int rc = _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
+    if (rc == 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        (void)!system(cmd);
+    } else {
+        fprintf(stderr, "%s: logs kept in %s\n", name, tmpdir);
+    }
+    return rc;
 }
