@@ -1,6 +1,7 @@
 /* test_client.c — the Kubernetes REST client: resource table and paths, and (against the
- * libmicrohttpd helper on 127.0.0.1) every verb as the server saw it, retries, tokens, TLS,
- * watches and concurrency. */
+ * libmicrohttpd helper on 127.0.0.1) every verb as the server saw it, transport errors,
+ * timeouts, the User-Agent, 429 retries, the token bucket and concurrency. Watches are in
+ * test_client_watch.c, bearer-token rotation and TLS in test_client_auth.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,7 +14,7 @@
 #include <unistd.h>
 #include "k8s_client.h"
 #include "gd_time.h"
-#include "httpd_helper.h"
+#include "client_fixture.h"
 
 static void test_resource_lookup(void **state)
 {
@@ -74,87 +75,6 @@ static void test_paths(void **state)
 }
 
 
-/* ---- fixtures ---- */
-
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
-
-static unsigned char *dup_pem(const char *pem, size_t *len)
-{
-    if (!pem) {
-        *len = 0;
-        return NULL;
-    }
-    *len = strlen(pem);
-    return (unsigned char *)strdup(pem);
-}
-
-typedef struct {
-    const char *server, *token, *token_file, *tls_server_name;
-    const char *ca, *cert, *key;
-    bool insecure;
-} cfg_spec;
-
-static k8s_config *make_cfg(const cfg_spec *s)
-{
-    k8s_config *c = calloc(1, sizeof *c);
-    assert_non_null(c);
-    c->server = dup_or_null(s->server);
-    c->token = dup_or_null(s->token);
-    c->token_file = dup_or_null(s->token_file);
-    c->tls_server_name = dup_or_null(s->tls_server_name);
-    c->insecure_skip_tls_verify = s->insecure;
-    c->ca_pem = dup_pem(s->ca, &c->ca_pem_len);
-    c->cert_pem = dup_pem(s->cert, &c->cert_pem_len);
-    c->key_pem = dup_pem(s->key, &c->key_pem_len);
-    c->namespace_ = strdup("default");
-    return c;
-}
-
-static k8s_client *make_client(const cfg_spec *s, const k8s_client_opts *opts)
-{
-    k8s_config *cfg = make_cfg(s);
-    k8s_client_opts o;
-    if (!opts) {
-        k8s_client_opts_default(&o);
-        o.qps = -1;
-        opts = &o;
-    }
-    k8s_client *c = k8s_client_new(&cfg, opts);
-    assert_null(cfg);
-    assert_non_null(c);
-    return c;
-}
-
-typedef struct {
-    httpd *h;
-    k8s_client *c;
-} fixture;
-
-static int plain_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    f->h = httpd_start(NULL);
-    assert_non_null(f->h);
-    cfg_spec s = {.server = httpd_url(f->h), .token = "tok123"};
-    f->c = make_client(&s, NULL);
-    *state = f;
-    return 0;
-}
-
-static int plain_teardown(void **state)
-{
-    fixture *f = *state;
-    k8s_client_destroy(&f->c);
-    httpd_stop(&f->h);
-    free(f);
-    return 0;
-}
-
-static void push(httpd *h, int status, const char *headers, const char *body)
-{
-    httpd_resp r = {.status = status, .headers = headers, .body = body};
-    httpd_push(h, &r);
-}
 
 static const char *STATUS_404 =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
@@ -164,8 +84,8 @@ static const char *STATUS_404 =
 
 static void test_get(void **state)
 {
-    fixture *f = *state;
-    push(f->h, 200, NULL, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\"}}");
+    client_fixture *f = *state;
+    client_push(f->h, 200, NULL, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\"}}");
     cJSON *out = NULL;
     k8s_status st;
     assert_int_equal(k8s_get(f->c, &K8S_RES_PODS, "ns1", "p1", &out, &st), GD_OK);
@@ -181,7 +101,7 @@ static void test_get(void **state)
     assert_non_null(strstr(r->user_agent, "godis-operator"));
     assert_int_equal(r->body_len, 0);
 
-    push(f->h, 404, NULL, STATUS_404);
+    client_push(f->h, 404, NULL, STATUS_404);
     assert_int_equal(k8s_get(f->c, &K8S_RES_PODS, "ns1", "nope", &out, &st), GD_ERR_NOT_FOUND);
     assert_null(out);
     assert_int_equal(st.http_status, 404);
@@ -193,8 +113,8 @@ static void test_get(void **state)
 
 static void test_list_query_encoding(void **state)
 {
-    fixture *f = *state;
-    push(f->h, 200, NULL, "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"9\","
+    client_fixture *f = *state;
+    client_push(f->h, 200, NULL, "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"9\","
                           "\"continue\":\"next\"},\"items\":[]}");
     k8s_list_opts o = {
         .label_selector = "app=godis,tier in (a,b)",
@@ -216,7 +136,7 @@ static void test_list_query_encoding(void **state)
                                 "&continue=abc%2F%3D%2B%26&resourceVersion=123"
                                 "&resourceVersionMatch=NotOlderThan");
     /* all namespaces, no options */
-    push(f->h, 200, NULL, "{\"items\":[]}");
+    client_push(f->h, 200, NULL, "{\"items\":[]}");
     assert_int_equal(k8s_list(f->c, &K8S_RES_PODS, NULL, NULL, &out, NULL), GD_OK);
     cJSON_Delete(out);
     assert_string_equal(httpd_request(f->h, -1)->uri, "/api/v1/pods");
@@ -240,10 +160,10 @@ static void assert_body_equals(const httpd_req *r, const cJSON *want)
 
 static void test_create_update_status(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     cJSON *obj = gc_object();
     cJSON *out = NULL;
-    push(f->h, 201, NULL, "{\"metadata\":{\"name\":\"gc1\",\"resourceVersion\":\"42\"}}");
+    client_push(f->h, 201, NULL, "{\"metadata\":{\"name\":\"gc1\",\"resourceVersion\":\"42\"}}");
     assert_int_equal(k8s_create(f->c, &K8S_RES_GODISCLUSTERS, NULL, obj, &out, NULL), GD_OK);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "metadata"),
                                             "resourceVersion")->valuestring, "42");
@@ -254,13 +174,13 @@ static void test_create_update_status(void **state)
     assert_string_equal(r->content_type, "application/json");
     assert_body_equals(r, obj);
 
-    push(f->h, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"message\":"
+    client_push(f->h, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"message\":"
                           "\"exists\",\"code\":409}");
     k8s_status st;
     assert_int_equal(k8s_create(f->c, &K8S_RES_GODISCLUSTERS, "ns1", obj, NULL, &st),
                      GD_ERR_ALREADY_EXISTS);
 
-    push(f->h, 200, NULL, "{}");
+    client_push(f->h, 200, NULL, "{}");
     assert_int_equal(k8s_update(f->c, &K8S_RES_GODISCLUSTERS, obj, NULL, NULL), GD_OK);
     r = httpd_request(f->h, -1);
     assert_string_equal(r->method, "PUT");
@@ -268,7 +188,7 @@ static void test_create_update_status(void **state)
     assert_string_equal(r->content_type, "application/json");
     assert_body_equals(r, obj);            /* carries resourceVersion 41 */
 
-    push(f->h, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"the object "
+    client_push(f->h, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"the object "
                           "has been modified\",\"code\":409}");
     assert_int_equal(k8s_update_status(f->c, &K8S_RES_GODISCLUSTERS, obj, NULL, &st),
                      GD_ERR_CONFLICT);
@@ -284,7 +204,7 @@ static void test_create_update_status(void **state)
     assert_int_equal(k8s_update(f->c, &K8S_RES_GODISCLUSTERS, bad, NULL, &st), GD_ERR_ARG);
     assert_int_equal(k8s_create(f->c, &K8S_RES_GODISCLUSTERS, NULL, bad, NULL, &st), GD_ERR_ARG);
     /* cluster-scoped needs no namespace */
-    push(f->h, 201, NULL, "{}");
+    client_push(f->h, 201, NULL, "{}");
     assert_int_equal(k8s_create(f->c, &K8S_RES_NODES, NULL, bad, NULL, &st), GD_OK);
     assert_string_equal(httpd_request(f->h, -1)->uri, "/api/v1/nodes");
     assert_int_equal(httpd_request_count(f->h), before + 1);
@@ -294,7 +214,7 @@ static void test_create_update_status(void **state)
 
 static void test_patch_types(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     static const struct {
         k8s_patch_type t;
         const char *ct, *sub;
@@ -307,7 +227,7 @@ static void test_patch_types(void **state)
         const char *patch = P[i].t == K8S_PATCH_JSON
                                 ? "[{\"op\":\"replace\",\"path\":\"/status/x\",\"value\":1}]"
                                 : "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}";
-        push(f->h, 200, NULL, "{\"ok\":true}");
+        client_push(f->h, 200, NULL, "{\"ok\":true}");
         cJSON *out = NULL;
         assert_int_equal(k8s_patch(f->c, &K8S_RES_PODS, "ns1", "p1", P[i].t, patch, P[i].sub,
                                    &out, NULL), GD_OK);
@@ -326,7 +246,7 @@ static void test_patch_types(void **state)
 
 static void test_delete_options(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     k8s_delete_opts o;
     k8s_delete_opts_default(&o);
     assert_int_equal(o.grace_period_seconds, -1);
@@ -335,7 +255,7 @@ static void test_delete_options(void **state)
     o.propagation_policy = "Foreground";
     o.grace_period_seconds = 0;
     o.dry_run = true;
-    push(f->h, 200, NULL, "{\"kind\":\"Status\",\"status\":\"Success\"}");
+    client_push(f->h, 200, NULL, "{\"kind\":\"Status\",\"status\":\"Success\"}");
     assert_int_equal(k8s_delete(f->c, &K8S_RES_GODISES, "ns1", "gc1-1", &o, NULL), GD_OK);
     const httpd_req *r = httpd_request(f->h, -1);
     assert_string_equal(r->method, "DELETE");
@@ -350,14 +270,14 @@ static void test_delete_options(void **state)
 
     /* defaults: only kind/apiVersion */
     k8s_delete_opts_default(&o);
-    push(f->h, 200, NULL, "{}");
+    client_push(f->h, 200, NULL, "{}");
     assert_int_equal(k8s_delete(f->c, &K8S_RES_PODS, "ns1", "p", &o, NULL), GD_OK);
     want = cJSON_Parse("{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"}");
     assert_body_equals(httpd_request(f->h, -1), want);
     cJSON_Delete(want);
 
     /* no options: no body at all; a failed precondition is a Conflict */
-    push(f->h, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":"
+    client_push(f->h, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":"
                           "\"Precondition failed: UID in precondition: x\",\"code\":409}");
     k8s_status st;
     assert_int_equal(k8s_delete(f->c, &K8S_RES_NODES, NULL, "n1", NULL, &st), GD_ERR_CONFLICT);
@@ -368,21 +288,21 @@ static void test_delete_options(void **state)
 
 static void test_generic_request_and_bodies(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     cJSON *out = (cJSON *)1;
-    push(f->h, 200, NULL, "");
+    client_push(f->h, 200, NULL, "");
     assert_int_equal(k8s_request(f->c, "GET", "/healthz", NULL, NULL, &out, NULL), GD_OK);
     assert_null(out);
-    push(f->h, 200, NULL, "this is not json");
+    client_push(f->h, 200, NULL, "this is not json");
     k8s_status st;
     assert_int_equal(k8s_request(f->c, "GET", "/version", NULL, NULL, &out, &st), GD_ERR_PARSE);
     assert_null(out);
     assert_int_equal(st.http_status, 200);
-    push(f->h, 502, "Content-Type: text/html", "<html><body><h1>502 Bad Gateway</h1></body></html>");
+    client_push(f->h, 502, "Content-Type: text/html", "<html><body><h1>502 Bad Gateway</h1></body></html>");
     assert_int_equal(k8s_request(f->c, "GET", "/api", NULL, NULL, &out, &st), GD_ERR_SERVER);
     assert_string_equal(st.message, "<html><body><h1>502 Bad Gateway</h1></body></html>");
     assert_int_equal(k8s_request(f->c, "GET", "no-slash", NULL, NULL, &out, &st), GD_ERR_ARG);
-    push(f->h, 200, NULL, "{}");
+    client_push(f->h, 200, NULL, "{}");
     assert_int_equal(k8s_request(f->c, "POST", "/x", "{\"a\":1}", NULL, NULL, NULL), GD_OK);
     assert_string_equal(httpd_request(f->h, -1)->content_type, "application/json");
     assert_string_equal(httpd_request(f->h, -1)->body, "{\"a\":1}");
@@ -391,7 +311,7 @@ static void test_generic_request_and_bodies(void **state)
 /* Requests ride one kept-alive connection. */
 static void test_connection_reuse(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     int before = httpd_connection_count(f->h);
     for (int i = 0; i < 20; i++)
         assert_int_equal(k8s_request(f->c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
@@ -428,7 +348,7 @@ static void test_transport_errors(void **state)
 
 static void test_request_timeout(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     k8s_client_opts o;
     k8s_client_opts_default(&o);
     o.request_timeout_ms = 300;
@@ -447,7 +367,7 @@ static void test_request_timeout(void **state)
  * API server's audit log); only safe words may go into it. */
 static void test_user_agent(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     k8s_client_opts o;
     k8s_client_opts_default(&o);
     char ua[64];
@@ -456,7 +376,7 @@ static void test_user_agent(void **state)
     cfg_spec s = {.server = httpd_url(f->h)};
     k8s_client *c = make_client(&s, &o);
     memset(ua, 0, sizeof ua);                   /* the client keeps its own copy */
-    push(f->h, 200, NULL, "{}");
+    client_push(f->h, 200, NULL, "{}");
     assert_int_equal(k8s_get(c, &K8S_RES_PODS, "ns", "p", NULL, NULL), GD_OK);
     assert_string_equal(httpd_request(f->h, -1)->user_agent,
                         "godis-operator (worker; manager=host_0123abcd)");
@@ -476,16 +396,17 @@ static void test_user_agent(void **state)
     assert_false(k8s_user_agent_word_ok(longw));
 }
 
+
 /* ---- 429 and the token bucket ---- */
 
 static void test_429_retry_after(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     const char *tmr = "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"message\":\"slow\","
                       "\"code\":429}";
-    push(f->h, 429, "Retry-After: 1", tmr);
-    push(f->h, 429, "Retry-After: 1", tmr);
-    push(f->h, 200, NULL, "{\"done\":1}");
+    client_push(f->h, 429, "Retry-After: 1", tmr);
+    client_push(f->h, 429, "Retry-After: 1", tmr);
+    client_push(f->h, 200, NULL, "{\"done\":1}");
     int before = httpd_request_count(f->h);
     uint64_t sent = k8s_client_request_count(f->c);
     int64_t t0 = gd_mono_ms();
@@ -504,9 +425,9 @@ static void test_429_retry_after(void **state)
     o.max_retries_429 = 1;
     cfg_spec s = {.server = httpd_url(f->h)};
     k8s_client *c = make_client(&s, &o);
-    push(f->h, 429, "Retry-After: 0", tmr);
-    push(f->h, 429, "Retry-After: 0", tmr);
-    push(f->h, 200, NULL, "{}");
+    client_push(f->h, 429, "Retry-After: 0", tmr);
+    client_push(f->h, 429, "Retry-After: 0", tmr);
+    client_push(f->h, 200, NULL, "{}");
     k8s_status st;
     before = httpd_request_count(f->h);
     assert_int_equal(k8s_get(c, &K8S_RES_PODS, "ns", "p", NULL, &st), GD_ERR_TOO_MANY_REQUESTS);
@@ -514,7 +435,7 @@ static void test_429_retry_after(void **state)
     assert_int_equal(k8s_get(c, &K8S_RES_PODS, "ns", "p", NULL, &st), GD_OK);   /* drain */
 
     /* a Retry-After longer than we are willing to block goes straight back */
-    push(f->h, 429, "Retry-After: 3600", tmr);
+    client_push(f->h, 429, "Retry-After: 3600", tmr);
     t0 = gd_mono_ms();
     assert_int_equal(k8s_get(c, &K8S_RES_PODS, "ns", "p", NULL, &st), GD_ERR_TOO_MANY_REQUESTS);
     assert_int_equal(st.retry_after_s, 3600);
@@ -524,7 +445,7 @@ static void test_429_retry_after(void **state)
 
 static void test_token_bucket(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     k8s_client_opts o;
     k8s_client_opts_default(&o);
     o.qps = 20;
@@ -539,330 +460,6 @@ static void test_token_bucket(void **state)
     k8s_client_destroy(&c);
 }
 
-/* ---- bearer token file rotation ---- */
-
-static void write_file(const char *path, const char *text)
-{
-    char tmp[256];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *fp = fopen(tmp, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-    assert_int_equal(rename(tmp, path), 0);      /* as kubelet swaps the projected token */
-}
-
-static void test_token_file_rotation(void **state)
-{
-    fixture *f = *state;
-    char dir[] = "/tmp/gd-token-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/token", dir);
-    write_file(path, "tokA\n");
-    cfg_spec s = {.server = httpd_url(f->h), .token = "static", .token_file = path};
-    k8s_client *c = make_client(&s, NULL);
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
-    assert_string_equal(httpd_request(f->h, -1)->authorization, "Bearer tokA");
-
-    write_file(path, "tokenB\n");
-    /* checked at most once a second: the next request right away still uses tokA */
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
-    assert_string_equal(httpd_request(f->h, -1)->authorization, "Bearer tokA");
-    gd_sleep_ms(1100);
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
-    assert_string_equal(httpd_request(f->h, -1)->authorization, "Bearer tokenB");
-
-    /* a 401 makes the next request re-read at once */
-    write_file(path, "tokC");
-    push(f->h, 401, NULL, "{\"kind\":\"Status\",\"reason\":\"Unauthorized\",\"code\":401}");
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_ERR_UNAUTHORIZED);
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
-    assert_string_equal(httpd_request(f->h, -1)->authorization, "Bearer tokC");
-
-    /* the file vanishes or turns hostile: the last good token stays */
-    unlink(path);
-    gd_sleep_ms(1100);
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
-    assert_string_equal(httpd_request(f->h, -1)->authorization, "Bearer tokC");
-    write_file(path, "evil\r\nX-Injected: 1\n");
-    gd_sleep_ms(1100);
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
-    assert_string_equal(httpd_request(f->h, -1)->authorization, "Bearer tokC");
-    k8s_client_destroy(&c);
-    unlink(path);
-    rmdir(dir);
-
-    /* an unreadable file from the start: the static token is used */
-    cfg_spec s2 = {.server = httpd_url(f->h), .token = "static", .token_file = "/nonexistent/t"};
-    c = make_client(&s2, NULL);
-    assert_int_equal(k8s_request(c, "GET", "/x", NULL, NULL, NULL, NULL), GD_OK);
-    assert_string_equal(httpd_request(f->h, -1)->authorization, "Bearer static");
-    k8s_client_destroy(&c);
-}
-
-/* ---- TLS ---- */
-
-static httpd_tls_material *M;
-
-static int tls_group_setup(void **state)
-{
-    (void)state;
-    M = httpd_tls_material_new();
-    return M ? 0 : -1;
-}
-
-static int tls_group_teardown(void **state)
-{
-    (void)state;
-    httpd_tls_material_destroy(&M);
-    return 0;
-}
-
-static gd_err tls_get(const cfg_spec *s, k8s_status *st)
-{
-    k8s_client *c = make_client(s, NULL);
-    gd_err e = k8s_request(c, "GET", "/api", NULL, NULL, NULL, st);
-    k8s_client_destroy(&c);
-    return e;
-}
-
-static void test_tls_verification(void **state)
-{
-    (void)state;
-    httpd_tls t = {.cert_pem = M->server_cert_pem, .key_pem = M->server_key_pem};
-    httpd *h = httpd_start(&t);
-    assert_non_null(h);
-    k8s_status st;
-    cfg_spec ok = {.server = httpd_url(h), .ca = M->ca_pem};
-    assert_int_equal(tls_get(&ok, &st), GD_OK);
-
-    cfg_spec wrong = {.server = httpd_url(h), .ca = M->other_ca_pem};
-    assert_int_equal(tls_get(&wrong, &st), GD_ERR_TRANSPORT);
-    assert_int_equal(st.http_status, 0);
-    assert_true(strlen(st.message) > 0);
-
-    cfg_spec insecure = {.server = httpd_url(h), .ca = M->other_ca_pem, .insecure = true};
-    assert_int_equal(tls_get(&insecure, &st), GD_OK);
-
-    /* tls-server-name: SNI and the name check use it, the connection goes to 127.0.0.1 */
-    cfg_spec sni = {.server = httpd_url(h), .ca = M->ca_pem, .tls_server_name = "kubernetes.test"};
-    assert_int_equal(tls_get(&sni, &st), GD_OK);
-    cfg_spec badname = {.server = httpd_url(h), .ca = M->ca_pem, .tls_server_name = "other.test"};
-    assert_int_equal(tls_get(&badname, &st), GD_ERR_TRANSPORT);
-    httpd_stop(&h);
-}
-
-static void test_tls_client_certificate(void **state)
-{
-    (void)state;
-    httpd_tls t = {.cert_pem = M->server_cert_pem, .key_pem = M->server_key_pem,
-                   .client_ca_pem = M->ca_pem};
-    httpd *h = httpd_start(&t);
-    assert_non_null(h);
-    k8s_status st;
-    cfg_spec good = {.server = httpd_url(h), .ca = M->ca_pem, .cert = M->client_cert_pem,
-                     .key = M->client_key_pem};
-    assert_int_equal(tls_get(&good, &st), GD_OK);
-    assert_true(httpd_request(h, -1)->client_cert_ok);
-
-    cfg_spec none = {.server = httpd_url(h), .ca = M->ca_pem};
-    assert_int_equal(tls_get(&none, &st), GD_ERR_UNAUTHORIZED);
-
-    cfg_spec rogue = {.server = httpd_url(h), .ca = M->ca_pem, .cert = M->rogue_cert_pem,
-                      .key = M->rogue_key_pem};
-    gd_err e = tls_get(&rogue, &st);
-    assert_true(e == GD_ERR_UNAUTHORIZED || e == GD_ERR_TRANSPORT);
-
-    /* a key that does not match the certificate is a transport error, not a crash */
-    cfg_spec mismatch = {.server = httpd_url(h), .ca = M->ca_pem, .cert = M->client_cert_pem,
-                         .key = M->rogue_key_pem};
-    assert_int_equal(tls_get(&mismatch, &st), GD_ERR_TRANSPORT);
-    httpd_stop(&h);
-}
-
-/* ---- watch ---- */
-
-typedef struct {
-    int n, stop_after;
-    char types[16][16];
-    char names[16][32];
-} watch_sink;
-
-static int on_watch(void *ud, const char *type, cJSON *obj)
-{
-    watch_sink *w = ud;
-    if (w->n < 16) {
-        snprintf(w->types[w->n], sizeof w->types[0], "%s", type);
-        const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "name");
-        snprintf(w->names[w->n], sizeof w->names[0], "%s", cJSON_IsString(n) ? n->valuestring : "");
-    }
-    w->n++;
-    return w->stop_after && w->n >= w->stop_after;
-}
-
-static const char *WATCH_STREAM =
-    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"101\"}}}\n"
-    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"102\"}}}\n"
-    "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"150\"}}}\n"
-    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"103\"}}}\n";
-
-static void test_watch_stream(void **state)
-{
-    fixture *f = *state;
-    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 7};
-    httpd_push(f->h, &r);
-    watch_sink w = {0};
-    k8s_watch_opts o = {.list = {.resource_version = "100", .timeout_seconds = 30,
-                                 .label_selector = "cluster-name"},
-                        .allow_bookmarks = true};
-    k8s_status st;
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", &o, on_watch, &w, &st), GD_OK);
-    assert_int_equal(w.n, 4);
-    assert_string_equal(w.types[0], "ADDED");
-    assert_string_equal(w.names[1], "b");
-    assert_string_equal(w.types[2], "BOOKMARK");
-    assert_string_equal(w.types[3], "DELETED");
-    assert_string_equal(httpd_request(f->h, -1)->uri,
-                        "/api/v1/namespaces/ns1/pods?watch=1&allowWatchBookmarks=true"
-                        "&resourceVersion=100&timeoutSeconds=30&labelSelector=cluster-name");
-
-    /* all events in one chunk, several per read */
-    httpd_resp r2 = {.status = 200, .body = WATCH_STREAM, .chunk = 65536};
-    httpd_push(f->h, &r2);
-    watch_sink w2 = {0};
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_NODES, NULL, NULL, on_watch, &w2, &st), GD_OK);
-    assert_int_equal(w2.n, 4);
-    assert_string_equal(httpd_request(f->h, -1)->uri,
-                        "/api/v1/nodes?watch=1&allowWatchBookmarks=true");
-}
-
-static void test_watch_gone(void **state)
-{
-    fixture *f = *state;
-    const char *s =
-        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
-        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
-        "\"Failure\",\"message\":\"too old resource version: 5 (90)\",\"reason\":\"Expired\","
-        "\"code\":410}}\n"
-        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"never\"}}}\n";
-    httpd_resp r = {.status = 200, .body = s, .chunk = 30};
-    httpd_push(f->h, &r);
-    watch_sink w = {0};
-    k8s_status st;
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w, &st), GD_ERR_GONE);
-    assert_int_equal(w.n, 2);
-    assert_string_equal(w.types[1], "ERROR");
-    assert_int_equal(st.http_status, 410);
-    assert_string_equal(st.reason, "Expired");
-    assert_string_equal(st.message, "too old resource version: 5 (90)");
-
-    /* a non-410 ERROR event ends the watch with its classification */
-    const char *s2 = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":"
-                     "\"InternalError\",\"message\":\"boom\",\"code\":500}}\n";
-    httpd_resp r2 = {.status = 200, .body = s2, .chunk = 1000};
-    httpd_push(f->h, &r2);
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w, &st), GD_ERR_SERVER);
-
-    /* the watch request itself refused */
-    push(f->h, 403, NULL, "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"message\":\"no\","
-                          "\"code\":403}");
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w, &st),
-                     GD_ERR_FORBIDDEN);
-    assert_string_equal(st.message, "no");
-}
-
-static void test_watch_cut_mid_event(void **state)
-{
-    fixture *f = *state;
-    size_t cut = strlen(WATCH_STREAM) - 20;     /* inside the last event */
-    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 16, .cut = true, .cut_at = cut};
-    httpd_push(f->h, &r);
-    watch_sink w = {0};
-    k8s_status st;
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w, &st),
-                     GD_ERR_CLOSED);
-    assert_int_equal(w.n, 3);
-    assert_non_null(strstr(st.message, "bytes of it discarded"));
-
-    /* the server ends the stream cleanly, but inside an event */
-    char partial[512];
-    snprintf(partial, sizeof partial, "%.*s", (int)cut, WATCH_STREAM);
-    httpd_resp r2 = {.status = 200, .body = partial, .chunk = 64};
-    httpd_push(f->h, &r2);
-    watch_sink w2 = {0};
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w2, &st),
-                     GD_ERR_CLOSED);
-    assert_int_equal(w2.n, 3);
-    char want[64];
-    snprintf(want, sizeof want, "%zu bytes", cut - (strlen(WATCH_STREAM) -
-             strlen(strstr(WATCH_STREAM, "{\"type\":\"DELETED\""))));
-    assert_non_null(strstr(st.message, want));
-}
-
-static void test_watch_big_and_oversized(void **state)
-{
-    fixture *f = *state;
-    size_t big = 1024 * 1024;
-    char *s = malloc(big + 512);
-    int n = sprintf(s, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"big\"},\"x\":\"");
-    memset(s + n, 'y', big);
-    n += (int)big;
-    n += sprintf(s + n, "\"}}\n{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"after\"}}}\n");
-    httpd_resp r = {.status = 200, .body = s, .body_len = (size_t)n, .chunk = 50000};
-    httpd_push(f->h, &r);
-    watch_sink w = {0};
-    k8s_status st;
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w, &st), GD_OK);
-    assert_int_equal(w.n, 2);
-    assert_string_equal(w.names[0], "big");
-
-    /* the same with a 64 KiB cap: the big one is skipped, the next one arrives */
-    httpd_push(f->h, &r);
-    watch_sink w2 = {0};
-    k8s_watch_opts o = {.max_event_bytes = 65536};
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", &o, on_watch, &w2, &st), GD_OK);
-    assert_int_equal(w2.n, 1);
-    assert_string_equal(w2.names[0], "after");
-    free(s);
-}
-
-static void *set_stop_later(void *arg)
-{
-    gd_sleep_ms(300);
-    __atomic_store_n((volatile int *)arg, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-static void test_watch_stop_flag_and_callback_stop(void **state)
-{
-    fixture *f = *state;
-    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
-    httpd_push(f->h, &r);
-    volatile int stop = 0;
-    pthread_t t;
-    pthread_create(&t, NULL, set_stop_later, (void *)&stop);
-    watch_sink w = {0};
-    k8s_watch_opts o = {.stop = &stop};
-    k8s_status st;
-    int64_t t0 = gd_mono_ms();
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", &o, on_watch, &w, &st),
-                     GD_ERR_CANCELLED);
-    int64_t took = gd_mono_ms() - t0;
-    pthread_join(t, NULL);
-    assert_int_equal(w.n, 4);
-    assert_true(took >= 250 && took < 2500);    /* the stream would hang 10 s */
-
-    /* the callback asks to stop after the second event */
-    httpd_resp r2 = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
-    httpd_push(f->h, &r2);
-    watch_sink w2 = {.stop_after = 2};
-    t0 = gd_mono_ms();
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w2, &st),
-                     GD_ERR_CANCELLED);
-    assert_int_equal(w2.n, 2);
-    assert_true(gd_mono_ms() - t0 < 5000);
-}
 
 /* ---- concurrency ---- */
 
@@ -893,7 +490,7 @@ static void *worker(void *p)
 
 static void test_concurrent_requests(void **state)
 {
-    fixture *f = *state;
+    client_fixture *f = *state;
     uint64_t before = k8s_client_request_count(f->c);
     pthread_t t[8];
     worker_arg a[8];
@@ -910,6 +507,7 @@ static void test_concurrent_requests(void **state)
     assert_true(httpd_connection_count(f->h) < 8 * 40 / 4);
 }
 
+
 int main(void)
 {
     const struct CMUnitTest basics[] = {
@@ -917,35 +515,15 @@ int main(void)
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_transport_errors),
     };
+#define T(name) cmocka_unit_test_setup_teardown(name, client_setup, client_teardown)
     const struct CMUnitTest plain[] = {
-        cmocka_unit_test_setup_teardown(test_get, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_list_query_encoding, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_create_update_status, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_patch_types, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_delete_options, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_generic_request_and_bodies, plain_setup,
-                                        plain_teardown),
-        cmocka_unit_test_setup_teardown(test_connection_reuse, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_request_timeout, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_user_agent, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_429_retry_after, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_token_bucket, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_token_file_rotation, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_watch_stream, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_watch_gone, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_watch_cut_mid_event, plain_setup, plain_teardown),
-        cmocka_unit_test_setup_teardown(test_watch_big_and_oversized, plain_setup,
-                                        plain_teardown),
-        cmocka_unit_test_setup_teardown(test_watch_stop_flag_and_callback_stop, plain_setup,
-                                        plain_teardown),
-        cmocka_unit_test_setup_teardown(test_concurrent_requests, plain_setup, plain_teardown),
+        T(test_get), T(test_list_query_encoding), T(test_create_update_status),
+        T(test_patch_types), T(test_delete_options), T(test_generic_request_and_bodies),
+        T(test_connection_reuse), T(test_request_timeout), T(test_user_agent),
+        T(test_429_retry_after), T(test_token_bucket), T(test_concurrent_requests),
     };
-    const struct CMUnitTest tls[] = {
-        cmocka_unit_test(test_tls_verification),
-        cmocka_unit_test(test_tls_client_certificate),
-    };
+#undef T
     int fails = cmocka_run_group_tests_name("basics", basics, NULL, NULL);
     fails += cmocka_run_group_tests_name("plain_http", plain, NULL, NULL);
-    fails += cmocka_run_group_tests_name("tls", tls, tls_group_setup, tls_group_teardown);
     return fails ? 1 : 0;
 }

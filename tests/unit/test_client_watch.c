@@ -1,0 +1,206 @@
+/* test_client_watch.c — k8s_watch against the libmicrohttpd helper on 127.0.0.1: events
+ * split across reads in any way, 410 and other ERROR events, streams cut mid-event, big and
+ * oversized events, and the two ways to stop a watch. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+#include "k8s_client.h"
+#include "gd_time.h"
+#include "client_fixture.h"
+
+typedef struct {
+    int n, stop_after;
+    char types[16][16];
+    char names[16][32];
+} watch_sink;
+
+static int on_watch(void *ud, const char *type, cJSON *obj)
+{
+    watch_sink *w = ud;
+    if (w->n < 16) {
+        snprintf(w->types[w->n], sizeof w->types[0], "%s", type);
+        const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "name");
+        snprintf(w->names[w->n], sizeof w->names[0], "%s", cJSON_IsString(n) ? n->valuestring : "");
+    }
+    w->n++;
+    return w->stop_after && w->n >= w->stop_after;
+}
+
+/* Queues r, then watches the pods of ns1 into w. */
+static gd_err watch_pods(client_fixture *f, const httpd_resp *r, const k8s_watch_opts *o,
+                         watch_sink *w, k8s_status *st)
+{
+    httpd_push(f->h, r);
+    return k8s_watch(f->c, &K8S_RES_PODS, "ns1", o, on_watch, w, st);
+}
+
+static const char *WATCH_STREAM =
+    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"101\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"102\"}}}\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"150\"}}}\n"
+    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"103\"}}}\n";
+
+static void test_watch_stream(void **state)
+{
+    client_fixture *f = *state;
+    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 7};
+    watch_sink w = {0};
+    k8s_watch_opts o = {.list = {.resource_version = "100", .timeout_seconds = 30,
+                                 .label_selector = "cluster-name"},
+                        .allow_bookmarks = true};
+    k8s_status st;
+    assert_int_equal(watch_pods(f, &r, &o, &w, &st), GD_OK);
+    assert_int_equal(w.n, 4);
+    assert_string_equal(w.types[0], "ADDED");
+    assert_string_equal(w.names[1], "b");
+    assert_string_equal(w.types[2], "BOOKMARK");
+    assert_string_equal(w.types[3], "DELETED");
+    assert_string_equal(httpd_request(f->h, -1)->uri,
+                        "/api/v1/namespaces/ns1/pods?watch=1&allowWatchBookmarks=true"
+                        "&resourceVersion=100&timeoutSeconds=30&labelSelector=cluster-name");
+
+    /* all events in one chunk, several per read */
+    httpd_resp r2 = {.status = 200, .body = WATCH_STREAM, .chunk = 65536};
+    httpd_push(f->h, &r2);
+    watch_sink w2 = {0};
+    assert_int_equal(k8s_watch(f->c, &K8S_RES_NODES, NULL, NULL, on_watch, &w2, &st), GD_OK);
+    assert_int_equal(w2.n, 4);
+    assert_string_equal(httpd_request(f->h, -1)->uri,
+                        "/api/v1/nodes?watch=1&allowWatchBookmarks=true");
+}
+
+static void test_watch_gone(void **state)
+{
+    client_fixture *f = *state;
+    const char *s =
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+        "\"Failure\",\"message\":\"too old resource version: 5 (90)\",\"reason\":\"Expired\","
+        "\"code\":410}}\n"
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"never\"}}}\n";
+    httpd_resp r = {.status = 200, .body = s, .chunk = 30};
+    watch_sink w = {0};
+    k8s_status st;
+    assert_int_equal(watch_pods(f, &r, NULL, &w, &st), GD_ERR_GONE);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.types[1], "ERROR");
+    assert_int_equal(st.http_status, 410);
+    assert_string_equal(st.reason, "Expired");
+    assert_string_equal(st.message, "too old resource version: 5 (90)");
+
+    /* a non-410 ERROR event ends the watch with its classification */
+    const char *s2 = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"reason\":"
+                     "\"InternalError\",\"message\":\"boom\",\"code\":500}}\n";
+    httpd_resp r2 = {.status = 200, .body = s2, .chunk = 1000};
+    assert_int_equal(watch_pods(f, &r2, NULL, &w, &st), GD_ERR_SERVER);
+
+    /* the watch request itself refused */
+    client_push(f->h, 403, NULL, "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"message\":\"no\","
+                          "\"code\":403}");
+    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", NULL, on_watch, &w, &st),
+                     GD_ERR_FORBIDDEN);
+    assert_string_equal(st.message, "no");
+}
+
+static void test_watch_cut_mid_event(void **state)
+{
+    client_fixture *f = *state;
+    size_t cut = strlen(WATCH_STREAM) - 20;     /* inside the last event */
+    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 16, .cut = true, .cut_at = cut};
+    watch_sink w = {0};
+    k8s_status st;
+    assert_int_equal(watch_pods(f, &r, NULL, &w, &st),
+                     GD_ERR_CLOSED);
+    assert_int_equal(w.n, 3);
+    assert_non_null(strstr(st.message, "bytes of it discarded"));
+
+    /* the server ends the stream cleanly, but inside an event */
+    char partial[512];
+    snprintf(partial, sizeof partial, "%.*s", (int)cut, WATCH_STREAM);
+    httpd_resp r2 = {.status = 200, .body = partial, .chunk = 64};
+    watch_sink w2 = {0};
+    assert_int_equal(watch_pods(f, &r2, NULL, &w2, &st),
+                     GD_ERR_CLOSED);
+    assert_int_equal(w2.n, 3);
+    char want[64];
+    snprintf(want, sizeof want, "%zu bytes", cut - (strlen(WATCH_STREAM) -
+             strlen(strstr(WATCH_STREAM, "{\"type\":\"DELETED\""))));
+    assert_non_null(strstr(st.message, want));
+}
+
+static void test_watch_big_and_oversized(void **state)
+{
+    client_fixture *f = *state;
+    size_t big = 1024 * 1024;
+    char *s = malloc(big + 512);
+    int n = sprintf(s, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"big\"},\"x\":\"");
+    memset(s + n, 'y', big);
+    n += (int)big;
+    n += sprintf(s + n, "\"}}\n{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"after\"}}}\n");
+    httpd_resp r = {.status = 200, .body = s, .body_len = (size_t)n, .chunk = 50000};
+    watch_sink w = {0};
+    k8s_status st;
+    assert_int_equal(watch_pods(f, &r, NULL, &w, &st), GD_OK);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.names[0], "big");
+
+    /* the same with a 64 KiB cap: the big one is skipped, the next one arrives */
+    watch_sink w2 = {0};
+    k8s_watch_opts o = {.max_event_bytes = 65536};
+    assert_int_equal(watch_pods(f, &r, &o, &w2, &st), GD_OK);
+    assert_int_equal(w2.n, 1);
+    assert_string_equal(w2.names[0], "after");
+    free(s);
+}
+
+static void *set_stop_later(void *arg)
+{
+    gd_sleep_ms(300);
+    __atomic_store_n((volatile int *)arg, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_watch_stop_flag_and_callback_stop(void **state)
+{
+    client_fixture *f = *state;
+    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
+    volatile int stop = 0;
+    pthread_t t;
+    pthread_create(&t, NULL, set_stop_later, (void *)&stop);
+    watch_sink w = {0};
+    k8s_watch_opts o = {.stop = &stop};
+    k8s_status st;
+    int64_t t0 = gd_mono_ms();
+    assert_int_equal(watch_pods(f, &r, &o, &w, &st), GD_ERR_CANCELLED);
+    int64_t took = gd_mono_ms() - t0;
+    pthread_join(t, NULL);
+    assert_int_equal(w.n, 4);
+    assert_true(took >= 250 && took < 2500);    /* the stream would hang 10 s */
+
+    /* the callback asks to stop after the second event */
+    httpd_resp r2 = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
+    watch_sink w2 = {.stop_after = 2};
+    t0 = gd_mono_ms();
+    assert_int_equal(watch_pods(f, &r2, NULL, &w2, &st), GD_ERR_CANCELLED);
+    assert_int_equal(w2.n, 2);
+    assert_true(gd_mono_ms() - t0 < 5000);
+}
+
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, client_setup, client_teardown)
+    const struct CMUnitTest plain[] = {
+        T(test_watch_stream), T(test_watch_gone), T(test_watch_cut_mid_event),
+        T(test_watch_big_and_oversized), T(test_watch_stop_flag_and_callback_stop),
+    };
+#undef T
+    return cmocka_run_group_tests_name("plain_http", plain, NULL, NULL);
+}
