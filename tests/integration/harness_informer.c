@@ -63,6 +63,13 @@ void make_ns(char *ns, size_t cap, const char *what)
         fail_msg("create namespace %s: %s %s", ns, gd_strerror(e), st.message);
 }
 
+void api_test_ns(char *ns, size_t cap, const char *what)
+{
+    if (!IT.c)
+        skip();
+    make_ns(ns, cap, what);
+}
+
 void del_ns(const char *ns)
 {
     k8s_delete_opts o;

@@ -35,6 +35,9 @@ int test_teardown(void **state);
 /* Creates namespace "itest-inf-<what>-<pid>-<seq>" (name into ns). */
 void make_ns(char *ns, size_t cap, const char *what);
 void del_ns(const char *ns);
+/* The start of every test against the API server: skips it without a devcluster, else
+ * make_ns. */
+void api_test_ns(char *ns, size_t cap, const char *what);
 /* Writes retry transient failures; rv (may be NULL) gets the result's resourceVersion. */
 gd_err cm_create(const char *ns, const char *name, const char *label, const char *val,
                  char *rv, size_t cap);

@@ -77,10 +77,8 @@ static void *write_loop(void *arg)
 
 static void test_concurrent_writes(void **state)
 {
-    if (!IT.c)
-        skip();
     char ns[96];
-    make_ns(ns, sizeof ns, "writes");
+    api_test_ns(ns, sizeof ns, "writes");
     informer inf = {0};
     const char *extra[] = {"--min-watch-timeout", "2s", NULL};   /* watches restart often */
     start_informer(&inf, ns, NULL, extra);
@@ -146,10 +144,8 @@ static void *create_range(void *arg)
 
 static void test_pagination(void **state)
 {
-    if (!IT.c)
-        skip();
     char ns[96];
-    make_ns(ns, sizeof ns, "pages");
+    api_test_ns(ns, sizeof ns, "pages");
     enum { N = 2000 };
     run_ranges(create_range, ns, N, 4);
     informer inf = {0};
@@ -172,10 +168,8 @@ static void test_pagination(void **state)
 
 static void test_label_selector(void **state)
 {
-    if (!IT.c)
-        skip();
     char ns[96];
-    make_ns(ns, sizeof ns, "labels");
+    api_test_ns(ns, sizeof ns, "labels");
     for (int i = 0; i < 5; i++) {
         char name[32];
         snprintf(name, sizeof name, "a%d", i);
@@ -225,10 +219,8 @@ static void *update_range(void *arg)
 
 static void test_late_and_lagged(void **state)
 {
-    if (!IT.c)
-        skip();
     char ns[96];
-    make_ns(ns, sizeof ns, "lag");
+    api_test_ns(ns, sizeof ns, "lag");
     for (int i = 0; i < 100; i++) {
         char name[32];
         snprintf(name, sizeof name, "l%03d", i);
@@ -291,12 +283,10 @@ static void private_kubeconfig(char *path, size_t cap, int port)
 
 static void test_apiserver_restart_and_compaction(void **state)
 {
-    if (!IT.c)
-        skip();
     if (!getenv("ETCD_ENDPOINTS") || !getenv("KUBE_APISERVER"))
         skip();
     char ns[96], kc[400], name[32], cmd[1024], rv[64] = "";
-    make_ns(ns, sizeof ns, "restart");
+    api_test_ns(ns, sizeof ns, "restart");
     for (int i = 0; i < 20; i++) {
         snprintf(name, sizeof name, "r%02d", i);
         assert_int_equal(cm_create(ns, name, NULL, "x", NULL, 0), GD_OK);
