@@ -11,7 +11,7 @@
 # duration plus up to a jittered retry (15–24 s, baseline 24 = the upper end).
 #
 # Two real bin/godis-manager processes run with stand-in children (bin/tests/itest_manager
-# acts as informer and worker, see tests/integration/itest_manager_fakes.inc); the workers
+# acts as informer and worker, see tests/integration/harness_manager.c); the workers
 # log a "write" every 10 ms while they hold shards and an unexpired LEASE, so "first write"
 # is when the new leader's workers really work. Uses the running devcluster, or starts one
 # and stops it again.
