@@ -114,29 +114,49 @@ inf_obj *inf_obj_ref(const inf_obj *o)
     return m;
 }
 
-/* Inflated copies handed out for publication (snapshots, resync, relist diffs) live until
- * ZeroMQ has sent them, often on its I/O thread, long after the call that made them. A
- * full snapshot of a large cache inflates all of it at once; glibc keeps that freed memory
- * in its arenas (measured: +11 MB RSS for 20 000 ConfigMaps, for good). So copies are
- * counted, and when the last copy of a large batch is freed the heap is trimmed. */
-#define MARK_COPY UINT32_MAX            /* inf_obj.mark of an inflated copy */
+/* Loose objects: the store no longer holds them, but ZeroMQ messages may, until sent (often
+ * on its I/O thread, well after the call that let them go): inflated copies handed out for
+ * publication (snapshots, resync, relist diffs), and the JSON originals of objects the store
+ * keeps packed. A list or a full snapshot lets tens of MB go at once, and glibc keeps such
+ * freed memory in its arenas (measured: +11 MB RSS after a 20 000-object snapshot, +4..14 MB
+ * after a list whose messages left after the publisher's trim). So loose objects are
+ * counted, and when the last of a large batch is freed the heap is trimmed. */
+#define MARK_LOOSE UINT32_MAX           /* inf_obj.mark of a loose object */
 #define TRIM_AFTER_BYTES (4u << 20)
-static _Atomic long copies_live;
+static _Atomic long loose_live;
 static _Atomic int trim_wanted;
 
 static void trim_if_idle(void)
 {
-    if (atomic_load(&copies_live) == 0 && atomic_exchange(&trim_wanted, 0))
+    if (atomic_load(&loose_live) == 0 && atomic_exchange(&trim_wanted, 0))
         malloc_trim(0);
+}
+
+/* After a loop that let `bytes` of objects loose: trim once the last of them is gone. */
+static void trim_after_loose(size_t bytes)
+{
+    if (bytes < TRIM_AFTER_BYTES)
+        return;
+    atomic_store(&trim_wanted, 1);
+    trim_if_idle();            /* all already sent (or the last one went before the flag) */
+}
+
+/* Lets go of the store's reference to o, which may live on in messages in flight. The mark
+ * is written before the release, so the thread that frees o sees it. */
+static void let_loose(inf_obj *o)
+{
+    atomic_fetch_add(&loose_live, 1);
+    o->mark = MARK_LOOSE;
+    inf_obj_unref(o);
 }
 
 void inf_obj_unref(inf_obj *o)
 {
     if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
         return;
-    bool copy = o->mark == MARK_COPY;
+    bool loose = o->mark == MARK_LOOSE;
     free(o);
-    if (copy && atomic_fetch_sub(&copies_live, 1) == 1)
+    if (loose && atomic_fetch_sub(&loose_live, 1) == 1)
         trim_if_idle();
 }
 
@@ -463,7 +483,7 @@ static void pack_train(inf_store *s)
         inf_obj *p = pack_obj(pk, o);
         if (p) {
             s->t.slot[i] = p;
-            inf_obj_unref(o);
+            let_loose(o);                 /* may still be on its way to subscribers */
             o = p;
         }
         kept += o->body_len;
@@ -473,6 +493,7 @@ static void pack_train(inf_store *s)
     snprintf(ds, sizeof ds, "%zu", d);
     snprintf(rb, sizeof rb, "%zu", raw);
     snprintf(kb, sizeof kb, "%zu", kept);
+    trim_after_loose(raw);
     GD_INFO("store: compression dictionary ready", "dictionary", how, "dict_bytes", ds, "ms", ms,
             "bodies_bytes", rb, "packed_bytes", kb);
 }
@@ -494,20 +515,12 @@ static inf_obj *unpack_for_callback(inf_store *s, const inf_obj *o)
         u = inf_obj_new(o->key, o->rv, o->shard, "{}", 2);
     }
     if (u && u != o) {
-        u->mark = MARK_COPY;
-        atomic_fetch_add(&copies_live, 1);
+        u->mark = MARK_LOOSE;             /* the caller's reference is the one let go */
+        atomic_fetch_add(&loose_live, 1);
     }
     return u;
 }
 
-/* After a loop that inflated `bytes` for publication: trim once those copies are gone. */
-static void trim_after_copies(size_t bytes)
-{
-    if (bytes < TRIM_AFTER_BYTES)
-        return;
-    atomic_store(&trim_wanted, 1);
-    trim_if_idle();            /* all already sent (or the last one went before the flag) */
-}
 
 /* ------------------------------------------------------------ the store */
 
@@ -571,19 +584,31 @@ void inf_store_mem(const inf_store *s, inf_store_mem_stats *m)
     }
 }
 
-/* Puts o, packed when a dictionary exists; the old object goes to *old. On failure o
- * still belongs to the caller. */
-static gd_err store_put(inf_store *s, inf_obj *o, inf_obj **old)
+/* Puts o, packed when a dictionary exists (*packed says so: the store then keeps a copy and
+ * not o); the old object goes to *old. Callers hold a reference of their own to o while
+ * they report it, then let it go with store_done(). On failure o still belongs to them. */
+static gd_err store_put(inf_store *s, inf_obj *o, inf_obj **old, bool *packed)
 {
     inf_obj *p = pack_obj(&s->pk, o), *keep = p ? p : o;
+    *packed = p != NULL;
     gd_err e = tab_put(&s->t, keep, old);
     if (e != GD_OK) {
         inf_obj_unref(p);
         return e;
     }
     if (p)
-        inf_obj_unref(o);    /* callers still hold their own reference while they use o */
+        inf_obj_unref(o);            /* the table's reference: the caller still has one */
     return GD_OK;
+}
+
+/* The caller's reference to a put object: plain, or loose when the store kept a packed copy
+ * (o was just published and may be in flight). */
+static void store_done(inf_obj *o, bool packed)
+{
+    if (packed)
+        let_loose(o);
+    else
+        inf_obj_unref(o);
 }
 
 /* Tells fn about old → o. A packed old is inflated only when fn may publish its body:
@@ -610,8 +635,9 @@ gd_err inf_store_upsert(inf_store *s, inf_obj **op, inf_change_fn fn, void *ud)
 {
     inf_obj *o = *op, *old = NULL;
     o->mark = s->generation;
+    bool packed;
     inf_obj_ref(o);                      /* ours until fn has seen it */
-    gd_err e = store_put(s, o, &old);
+    gd_err e = store_put(s, o, &old, &packed);
     if (e != GD_OK) {
         inf_obj_unref(o);
         return e;                         /* *op still belongs to the caller */
@@ -619,7 +645,7 @@ gd_err inf_store_upsert(inf_store *s, inf_obj **op, inf_change_fn fn, void *ud)
     *op = NULL;
     tell(s, fn, ud, old ? INF_MODIFIED : INF_ADDED, old, o);
     inf_obj_unref(old);
-    inf_obj_unref(o);
+    store_done(o, packed);
     maybe_train(s);
     return GD_OK;
 }
@@ -641,14 +667,16 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
 {
     gd_err err = GD_OK;
     uint32_t gen = ++s->generation;
+    size_t loose = 0;
     for (size_t i = 0; i < n; i++) {
         inf_obj *o = items[i], *old = NULL;
+        bool packed;
         if (!o)
             continue;
         items[i] = NULL;
         o->mark = gen;
         inf_obj_ref(o);
-        if (store_put(s, o, &old) != GD_OK) {
+        if (store_put(s, o, &old, &packed) != GD_OK) {
             /* Keep the old object (still marked stale unless re-put) rather than lose it:
              * the next relist repairs it. */
             inf_obj_unref(o);
@@ -661,7 +689,8 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
         else if (strcmp(old->rv, o->rv) != 0 || old->shard != o->shard)
             tell(s, fn, ud, INF_MODIFIED, old, o);
         inf_obj_unref(old);
-        inf_obj_unref(o);
+        loose += packed ? o->body_len : 0;
+        store_done(o, packed);
         maybe_train(s);
     }
     /* Sweep: whatever the list did not mention vanished while we were away. Taking slot i
@@ -674,9 +703,11 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
             continue;
         }
         tab_take_at(&s->t, i);
+        loose += o->raw_len;              /* inflated for the DELETED message */
         tell(s, fn, ud, INF_DELETED, o, NULL);
         inf_obj_unref(o);
     }
+    trim_after_loose(loose);
     return err;
 }
 
@@ -705,7 +736,7 @@ void inf_store_foreach(inf_store *s, int (*fn)(void *ud, const inf_obj *o), void
         if (stop)
             break;
     }
-    trim_after_copies(inflated);
+    trim_after_loose(inflated);
 }
 
 void inf_store_resync(inf_store *s, inf_change_fn fn, void *ud)

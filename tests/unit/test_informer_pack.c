@@ -306,17 +306,17 @@ static void test_copies_trim(void **state)
     inf_store *s = inf_store_new();
     fill(s, 0, N, 1);
     holder h = {.held = calloc(N, sizeof *h.held)};
-    assert_int_equal(atomic_load(&copies_live), 0);
+    assert_int_equal(atomic_load(&loose_live), 0);
     inf_store_foreach(s, hold, &h);
     assert_int_equal(h.n, N);
-    assert_int_equal(atomic_load(&copies_live), N);
+    assert_int_equal(atomic_load(&loose_live), N);
     assert_int_equal(atomic_load(&trim_wanted), 1);   /* not yet: copies still out */
     for (size_t i = 0; i < h.n; i++) {
-        assert_int_equal(h.held[i]->mark, MARK_COPY);
+        assert_int_equal(h.held[i]->mark, MARK_LOOSE);
         assert_true(is_cm_json(h.held[i]));
         inf_obj_unref(h.held[i]);
     }
-    assert_int_equal(atomic_load(&copies_live), 0);
+    assert_int_equal(atomic_load(&loose_live), 0);
     assert_int_equal(atomic_load(&trim_wanted), 0);   /* the last release trimmed */
     /* a small batch does not ask for a trim */
     h.n = 0;
@@ -327,7 +327,7 @@ static void test_copies_trim(void **state)
     assert_int_equal(atomic_load(&trim_wanted), 0);
     for (size_t i = 0; i < h.n; i++)
         inf_obj_unref(h.held[i]);
-    assert_int_equal(atomic_load(&copies_live), 0);
+    assert_int_equal(atomic_load(&loose_live), 0);
     free(h.held);
     inf_store_destroy(&s);
 }

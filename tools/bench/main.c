@@ -215,6 +215,23 @@ static long rss_bytes(pid_t pid)
     return kb * 1024;
 }
 
+/* The mappings holding more than 256 KiB of RSS (heap, arenas, libraries). */
+static void print_rss_maps(pid_t pid)
+{
+    char path[64], line[512], map[512] = "";
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        long kb;
+        if (strchr(line, '-') && strchr(line, ' ') && strchr(line, '-') < strchr(line, ' '))
+            snprintf(map, sizeof map, "%s", line);
+        else if (sscanf(line, "Rss: %ld kB", &kb) == 1 && kb > 256)
+            fprintf(stderr, "bench rss: %6ld kB  %s", kb, map);
+    }
+    if (f)
+        fclose(f);
+}
+
 static void figure(const char *name, double value, const char *unit)
 {
     printf("{\"name\":\"%s\",\"value\":%.3f,\"unit\":\"%s\"}\n", name, value, unit);
@@ -304,6 +321,8 @@ static int cmd_rss(int argc, char **argv)
     wait_synced(&t, 60000);
     gd_sleep_ms(500);
     long rss = rss_bytes(t.pid);
+    if (getenv("BENCH_RSS_MAPS"))       /* diagnosis: where the RSS is, to stderr */
+        print_rss_maps(t.pid);
     stop_target(&t);
     printf("%ld\n", rss);
     return 0;
