@@ -148,6 +148,8 @@ static void stop_go(gotarget *g)
 /* Receives one PUB message; type (frame 3) into type. 0 on timeout. A HEARTBEAT whose status
  * says synced is reported as "SYNCED": a subscriber that connected after the SYNCED message
  * learns it from the next heartbeat. */
+static uint64_t g_last_seq, g_lost;   /* messages the subscriber never got (PUB HWM) */
+
 static int recv_type(void *sub, char *type, size_t cap, int timeout_ms)
 {
     zmq_pollitem_t pi = {.socket = sub, .events = ZMQ_POLLIN};
@@ -160,6 +162,14 @@ static int recv_type(void *sub, char *type, size_t cap, int timeout_ms)
         zmq_msg_init(&m);
         zmq_msg_recv(&m, sub, 0);
         more = zmq_msg_more(&m);
+        if (i == 2) {           /* "seq:topic_seq": a jump is messages dropped for us */
+            char n[24] = "";
+            memcpy(n, zmq_msg_data(&m), zmq_msg_size(&m) < sizeof n - 1 ? zmq_msg_size(&m) : sizeof n - 1);
+            uint64_t seq = strtoull(n, NULL, 10);
+            if (g_last_seq && seq > g_last_seq + 1)
+                g_lost += seq - g_last_seq - 1;
+            g_last_seq = seq;
+        }
         if (i == 3) {
             size_t l = zmq_msg_size(&m) < cap - 1 ? zmq_msg_size(&m) : cap - 1;
             memcpy(type, zmq_msg_data(&m), l);
@@ -278,6 +288,11 @@ static int cmd_events(int argc, char **argv)
     while (got < count) {
         if (!recv_type(t.sub, type, sizeof type, 20000))
             break;
+        if (g_lost) {      /* they will never come: say so rather than wait for ever */
+            fprintf(stderr, "bench events: the subscriber lost %llu messages (PUB high-water "
+                    "mark: it fell too far behind)\n", (unsigned long long)g_lost);
+            break;
+        }
         if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") && strcmp(type, "DELETED"))
             continue;
         last = gd_mono_ns();
