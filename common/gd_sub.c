@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
+#include "gd_hoptrace.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_map.h"
@@ -183,6 +184,7 @@ static void upsert(gd_sub *s, const char *key, int shard, const char *rv, cJSON 
         return;
     }
     entry *old = prev;
+    gd_hop_rv(e->rv, GD_HOP_SUB_APPLIED);
     if (!old)
         notify(s, GD_SUB_ADDED, key, shard, NULL, e->obj, resync);
     else if (force || strcmp(old->rv, e->rv) != 0 || old->shard != shard)
@@ -314,6 +316,7 @@ static void handle_pub(gd_sub *s, frames *f)
         return;
     }
     s->st.messages++;
+    gd_hop_rv(rv, GD_HOP_SUB_RECV);
     s->last_heard_ms = gd_mono_ms();
     if (*rv)
         snprintf(s->last_rv, sizeof s->last_rv, "%s", rv);

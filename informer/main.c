@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
+#include "gd_hoptrace.h"
 #include "gd_log.h"
 #include "gd_time.h"
 #include "k8s_config.h"
@@ -282,6 +283,7 @@ int main(int argc, char **argv)
     parse_flags(argc, argv, &f);
     gd_log_init("informer", (gd_log_level)gd_log_level_parse(f.log_level),
                 strcmp(f.log_format, "json") == 0, 2);
+    gd_hoptrace_init("informer");
 
     k8s_resource res;
     const char *kind;

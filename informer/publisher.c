@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <zmq.h>
+#include "gd_hoptrace.h"
 #include "gd_log.h"
 #include "gd_proto.h"
 #include "gd_time.h"
@@ -194,6 +195,7 @@ static void on_change(void *ud, inf_ev ev, const inf_obj *old, const inf_obj *ne
         if (old && old->shard != new_obj->shard)   /* moved: gone from the old topic */
             publish(p, "DELETED", old->shard, old->key, old->rv, old);
         publish(p, inf_ev_name(ev), new_obj->shard, new_obj->key, new_obj->rv, new_obj);
+        gd_hop_rv(new_obj->rv, GD_HOP_INF_SENT);
     }
     atomic_fetch_add_explicit(&p->cfg.ctr->events_published, 1, memory_order_relaxed);
 }
@@ -279,6 +281,7 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
     set_last_rv(p, it->rv);
     switch (it->type) {
     case INF_Q_UPSERT:
+        gd_hop_rv(it->obj->rv, GD_HOP_INF_POPPED);
         e = inf_store_upsert(p->store, &it->obj, on_change, p);
         break;
     case INF_Q_DELETE: {

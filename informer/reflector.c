@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gd_hoptrace.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_time.h"
@@ -255,6 +256,14 @@ static int on_event(void *ud, const char *type, cJSON *obj)
         return 0;
     }
     set_rv(r, rv);
+    if (gd_hoptrace_enabled) {
+        const char *sent = gd_meta_annotation(obj, "bench.godis/sent-ns");
+        char *end;
+        unsigned long long id = strtoull(rv, &end, 10);
+        if (sent && *rv && !*end)
+            gd_hoptrace_record(id, GD_HOP_SENT, atoll(sent));
+        gd_hop_rv(rv, GD_HOP_INF_DECODED);
+    }
     const char *why = NULL;
     inf_obj *o = inf_obj_from_json(c->kind, obj, c->drop, c->ndrop, &why);
     if (!o) {
@@ -262,6 +271,7 @@ static int on_event(void *ud, const char *type, cJSON *obj)
         GD_WARN("object dropped", "kind", c->kind, "reason", why);
         return 0;
     }
+    gd_hop_rv(o->rv, GD_HOP_INF_QUEUED);
     return push(r, qt, o, NULL, 0) == GD_OK ? 0 : 1;
 }
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cache.h"
+#include "gd_hoptrace.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_time.h"
@@ -58,6 +59,7 @@ static void bench_map(void *ud, const char *kind, const cJSON *old_obj, const cJ
 {
     bench *b = ud;
     const cJSON *obj = new_obj ? new_obj : old_obj;
+    gd_hop_rv(gd_meta_rv(obj), GD_HOP_MAPPED);
     char key[512];
     /* Only watch events count: the replay source lists its objects with sent-ns 0. */
     const char *sent = gd_meta_annotation(obj, "bench.godis/sent-ns");
@@ -72,8 +74,10 @@ static void bench_map(void *ud, const char *kind, const cJSON *old_obj, const cJ
                 b->map_us[i] = (int32_t)((now - s) / 1000);
         }
     }
-    if (new_obj && gd_meta_key(obj, key, sizeof key) > 0)
+    if (new_obj && gd_meta_key(obj, key, sizeof key) > 0) {
         emit(emit_ud, "bench", key);
+        gd_hop_rv(gd_meta_rv(obj), GD_HOP_ENQUEUED);
+    }
 }
 
 static void write_result(bench *b);
@@ -84,10 +88,12 @@ static gd_result bench_reconcile(rec_ctx *ctx, const char *key)
     int64_t now = gd_mono_ns();
     atomic_fetch_add(&b->reconciles, 1);
     stamp(&b->first_rec_ns, &b->last_rec_ns, now);
-    char rv[8];
+    char rv[32];
     bool deleting;
     if (!cache_get_rv(ctx->env->cache, bench_kind, key, rv, sizeof rv, &deleting))
         return gd_done();
+    if (gd_hoptrace_enabled)
+        gd_hoptrace_record(strtoull(rv, NULL, 10), GD_HOP_RECONCILE, now);
     cJSON *obj = cache_get(ctx->env->cache, bench_kind, key);
     const char *sent = obj ? gd_meta_annotation(obj, "bench.godis/sent-ns") : NULL;
     long long s = sent ? atoll(sent) : 0;

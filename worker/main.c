@@ -6,6 +6,7 @@
 #include <string.h>
 #include "control.h"
 #include "gd_err.h"
+#include "gd_hoptrace.h"
 #include "gd_log.h"
 #include "k8s_client.h"
 #include "reconciler.h"
@@ -189,6 +190,7 @@ int main(int argc, char **argv)
     if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
         return fatal("--log-format wants text|json", format);
     gd_log_init("worker", (gd_log_level)lvl, strcmp(format, "json") == 0, 2);
+    gd_hoptrace_init("worker");
 
     char why[200] = "";
     if (endpoints && o.runtime_dir)

@@ -23,6 +23,7 @@
 #include "cache.h"
 #include "control.h"
 #include "controller.h"
+#include "gd_hoptrace.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_sub.h"
@@ -267,6 +268,7 @@ static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
     case GD_SUB_MODIFIED:
         if (cache_apply(w->cache, CACHE_UPSERT, s->kind, key, shard, new_obj) != GD_OK)
             return;
+        gd_hop_rv(gd_meta_rv(new_obj), GD_HOP_CACHE);
         break;
     case GD_SUB_DELETED:
         cache_apply(w->cache, CACHE_DELETE, s->kind, key, shard, NULL);
