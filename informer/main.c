@@ -78,6 +78,9 @@ static void on_signal(int sig)
         inf_queue_wake(g_queue);      /* a write(2) on an eventfd: async-signal-safe */
 }
 
+/* The reflector publishes on its own thread (inf_reflector_cfg.apply). */
+static gd_err apply_direct(void *ud, inf_q_item *it) { return inf_pub_apply(ud, it); }
+
 static void die_config(const char *fmt, const char *arg)
 {
     fprintf(stderr, "godis-informer: ");
@@ -357,7 +360,8 @@ int main(int argc, char **argv)
                             .field_selector = f.field_selector, .page_size = f.page_size,
                             .initial_list_from_cache = f.list_from_cache,
                             .min_watch_timeout_s = (int)(f.min_watch_ms / 1000),
-                            .drop = f.drop, .ndrop = f.ndrop, .q = q, .ctr = &ctr,
+                            .drop = f.drop, .ndrop = f.ndrop, .q = q, .apply = apply_direct,
+                            .apply_ud = pub, .ctr = &ctr,
                             .stop = &g_stop};
     /* The reflector thread must not take the signals: the publisher's poll wakes on them
      * through the eventfd either way, but curl in the reflector should never see EINTR. */

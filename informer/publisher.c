@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,11 @@
 
 struct inf_pub {
     inf_pub_cfg cfg;
+    /* Guards the store, the sequence numbers and the PUB socket: the reflector thread
+     * publishes watch events directly while this thread serves the ROUTER and timers
+     * (ZeroMQ allows a socket to be used by several threads one at a time, with a full
+     * memory barrier between them — which the mutex is). */
+    pthread_mutex_t mu;
     char kind[96];
     void *pub, *router;
     inf_store *store;
@@ -228,6 +234,7 @@ inf_pub *inf_pub_new(const inf_pub_cfg *cfg)
     if (!p)
         return NULL;
     p->cfg = *cfg;
+    pthread_mutex_init(&p->mu, NULL);
     snprintf(p->kind, sizeof p->kind, "%s", cfg->kind ? cfg->kind : "");
     uint64_t r = 0;
     if (getrandom(&r, sizeof r, 0) != sizeof r)
@@ -259,6 +266,7 @@ void inf_pub_destroy(inf_pub **pp)
     if (p->router)
         zmq_close(p->router);
     inf_store_destroy(&p->store);
+    pthread_mutex_destroy(&p->mu);
     free(p);
     *pp = NULL;
 }
@@ -275,7 +283,17 @@ static void set_last_rv(inf_pub *p, const char *rv)
         snprintf(p->last_rv, sizeof p->last_rv, "%s", rv);
 }
 
+static gd_err apply_locked(inf_pub *p, inf_q_item *it);
+
 gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
+{
+    pthread_mutex_lock(&p->mu);
+    gd_err e = apply_locked(p, it);
+    pthread_mutex_unlock(&p->mu);
+    return e;
+}
+
+static gd_err apply_locked(inf_pub *p, inf_q_item *it)
 {
     gd_err e = GD_OK;
     set_last_rv(p, it->rv);
@@ -321,7 +339,10 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
 
 gd_err inf_pub_heartbeat(inf_pub *p)
 {
-    return publish(p, "HEARTBEAT", GD_SHARD_BROADCAST, "", p->last_rv, NULL);
+    pthread_mutex_lock(&p->mu);
+    gd_err e = publish(p, "HEARTBEAT", GD_SHARD_BROADCAST, "", p->last_rv, NULL);
+    pthread_mutex_unlock(&p->mu);
+    return e;
 }
 
 /* ------------------------------------------------------------ ROUTER requests */
@@ -440,6 +461,7 @@ gd_err inf_pub_serve_one(inf_pub *p)
         args[nargs][l] = '\0';
     }
     const char *err = NULL;
+    pthread_mutex_lock(&p->mu);       /* a snapshot reads the store and the sequences */
     if (nargs < 2 || strcmp(args[0], GD_PROTO_INFORMER) != 0)
         err = "bad version: expected GDI1";
     else if (strcmp(args[1], "SNAPSHOT") == 0)
@@ -455,6 +477,7 @@ gd_err inf_pub_serve_one(inf_pub *p)
         const char *f[3] = {GD_PROTO_INFORMER, "ERROR", err};
         reply(p->router, &fr[0], delim, f, NULL, 3);
     }
+    pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < n; i++)
         zmq_msg_close(&fr[i]);
     return GD_OK;
@@ -468,16 +491,20 @@ static void run_timers(inf_pub *p)
     if (now >= p->next_heartbeat_ms) {
         /* The events of a list were still queued in ZeroMQ's pipes at the first trim; by
          * the next heartbeat they have left and their pipe memory is free: trim again. */
+        pthread_mutex_lock(&p->mu);
         if (p->trim_pending) {
             malloc_trim(0);
             p->trim_pending = false;
         }
+        pthread_mutex_unlock(&p->mu);
         inf_pub_heartbeat(p);
         p->next_heartbeat_ms = now + (p->cfg.heartbeat_ms > 0 ? p->cfg.heartbeat_ms : 1000);
     }
     if (now >= p->next_resync_ms) {
+        pthread_mutex_lock(&p->mu);
         if (p->synced)
             inf_store_resync(p->store, on_change, p);
+        pthread_mutex_unlock(&p->mu);
         p->next_resync_ms = now + p->cfg.resync_ms;
     }
 }

@@ -87,6 +87,11 @@ static gd_err push(refl *r, inf_q_type type, inf_obj *o, inf_obj **items, size_t
     it->items = items;
     it->nitems = n;
     snprintf(it->rv, sizeof it->rv, "%s", r->rv);
+    if (r->cfg->apply) {
+        gd_err e = r->cfg->apply(r->cfg->apply_ud, it);
+        inf_q_item_destroy(&it);
+        return e == GD_ERR_NOMEM ? e : GD_OK;
+    }
     return inf_queue_push(r->cfg->q, &it, r->cfg->stop);
 }
 

@@ -317,6 +317,17 @@ bool cache_rv_lookup(void *ud, const char *kind, const char *key, char *rv, size
     return cache_get_rv(ud, kind, key, rv, cap, deleting);
 }
 
+bool cache_read(cache *c, const char *kind, const char *key,
+                void (*fn)(void *ud, const cJSON *obj), void *ud)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    item *it = find(c, kind, key);
+    if (it && fn)
+        fn(ud, it->obj);
+    pthread_rwlock_unlock(&c->lock);
+    return it != NULL;
+}
+
 bool cache_has(cache *c, const char *kind, const char *key)
 {
     pthread_rwlock_rdlock(&c->lock);

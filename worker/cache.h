@@ -45,6 +45,10 @@ cJSON *cache_get_nsname(cache *c, const char *kind, const char *ns, const char *
 bool   cache_get_rv(cache *c, const char *kind, const char *key, char *rv, size_t cap,
                     bool *deleting);
 bool   cache_has(cache *c, const char *kind, const char *key);
+/* Calls fn with the cached object (borrowed) under the read lock, without copying it; fn
+ * must not call into the cache. false (fn not called) when absent. */
+bool   cache_read(cache *c, const char *kind, const char *key,
+                  void (*fn)(void *ud, const cJSON *obj), void *ud);
 size_t cache_count(cache *c, const char *kind);
 
 /* A JSON array of copies of the objects of kind whose index value equals value (ordered by
