@@ -42,6 +42,7 @@ struct gd_sub {
     bool informer_synced;
     int64_t last_heard_ms, next_snap_ms;
     char last_rv[64];
+    cJSON *lending;                   /* keys_only: new_obj during on_event (gd_sub_steal) */
     gd_sub_stats st;
 };
 
@@ -165,13 +166,27 @@ static void notify(gd_sub *s, gd_sub_event ev, const char *key, int shard, const
         s->o.on_event(s->o.ud, ev, key, shard, old, new_obj, resync);
 }
 
-/* Stores obj (taken) under key; reports ADDED or, if the rv changed or force, MODIFIED. */
+cJSON *gd_sub_steal(gd_sub *s)
+{
+    cJSON *o = s->lending;
+    s->lending = NULL;
+    return o;
+}
+
+/* Stores obj (taken) under key; reports ADDED or, if the rv changed or force, MODIFIED.
+ * keys_only: the entry gets no object; new_obj is lent to the handler (gd_sub_steal). */
 static void upsert(gd_sub *s, const char *key, int shard, const char *rv, cJSON **obj,
                    bool resync, bool force)
 {
+    cJSON *lent = NULL;
+    if (s->o.keys_only) {
+        lent = *obj;
+        *obj = NULL;
+    }
     entry *e = entry_new(shard, rv, obj);
     if (!e) {
         cJSON_Delete(*obj);
+        cJSON_Delete(lent);
         *obj = NULL;
         return;
     }
@@ -181,14 +196,19 @@ static void upsert(gd_sub *s, const char *key, int shard, const char *rv, cJSON 
     pthread_rwlock_unlock(&s->lock);
     if (err != GD_OK) {
         entry_free(e);
+        cJSON_Delete(lent);
         return;
     }
     entry *old = prev;
     gd_hop_rv(e->rv, GD_HOP_SUB_APPLIED);
+    const cJSON *nobj = lent ? lent : e->obj;
+    s->lending = lent;
     if (!old)
-        notify(s, GD_SUB_ADDED, key, shard, NULL, e->obj, resync);
+        notify(s, GD_SUB_ADDED, key, shard, NULL, nobj, resync);
     else if (force || strcmp(old->rv, e->rv) != 0 || old->shard != shard)
-        notify(s, GD_SUB_MODIFIED, key, shard, old->obj, e->obj, resync);
+        notify(s, GD_SUB_MODIFIED, key, shard, old->obj, nobj, resync);
+    cJSON_Delete(s->lending);          /* not taken by the handler */
+    s->lending = NULL;
     entry_free(old);
 }
 

@@ -49,6 +49,12 @@ typedef struct {
     int  max_batch;                /* gd_sub_dispatch: messages per call; 0 → 1000 */
     gd_sub_event_fn on_event;      /* may be NULL */
     void *ud;
+    /* The replica keeps key, shard and resourceVersion only — enough for gap repair — and
+     * the owner keeps the objects: inside on_event (ADDED/MODIFIED) it takes new_obj with
+     * gd_sub_steal (or leaves it, and gd_sub frees it). Saves a copy of every object (the
+     * worker's indexed cache is the replica). Then old_obj is always NULL, gd_sub_get
+     * returns NULL and gd_sub_foreach passes obj NULL. */
+    bool keys_only;
 } gd_sub_opts;
 void gd_sub_opts_default(gd_sub_opts *o);
 
@@ -65,6 +71,11 @@ void    gd_sub_destroy(gd_sub **s);
 gd_err gd_sub_set_shards(gd_sub *s, const int *shards, size_t n);
 /* Follows every topic (all shards and broadcast), e.g. for Nodes or for the manager. */
 gd_err gd_sub_set_all(gd_sub *s);
+
+/* keys_only: inside on_event for ADDED/MODIFIED, takes new_obj (the caller owns it from
+ * now on; it stays valid). NULL outside the handler, when already taken, or without
+ * keys_only. */
+cJSON *gd_sub_steal(gd_sub *s);
 
 /* The SUB socket, for the owner's zmq_poll (ZMQ_POLLIN) alongside its other sockets. */
 void  *gd_sub_socket(gd_sub *s);

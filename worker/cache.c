@@ -151,18 +151,31 @@ static gd_err file(store *s, const char *key, item *it)
 gd_err cache_apply(cache *c, cache_op op, const char *kind, const char *key, int shard,
                    const cJSON *obj)
 {
-    if (!c || !kind || !*kind || !key || !*key || (op == CACHE_UPSERT && !obj) ||
+    cJSON *copy = NULL;
+    if (op == CACHE_UPSERT && obj && !(copy = cJSON_Duplicate(obj, 1)))
+        return GD_ERR_NOMEM;
+    gd_err rc = cache_apply_take(c, op, kind, key, shard, op == CACHE_UPSERT ? &copy : NULL,
+                                 NULL);
+    cJSON_Delete(copy);
+    return rc;
+}
+
+gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key, int shard,
+                        cJSON **obj, cJSON **old_out)
+{
+    if (old_out)
+        *old_out = NULL;
+    if (!c || !kind || !*kind || !key || !*key || (op == CACHE_UPSERT && (!obj || !*obj)) ||
         (op != CACHE_UPSERT && op != CACHE_DELETE))
         return GD_ERR_ARG;
     item *it = NULL;
     if (op == CACHE_UPSERT) {   /* build outside the lock: readers are never held up by it */
         it = calloc(1, sizeof *it);
-        if (!it || !(it->obj = cJSON_Duplicate(obj, 1))) {
-            free(it);
+        if (!it)
             return GD_ERR_NOMEM;
-        }
+        it->obj = *obj;
         it->shard = shard;
-        index_values(kind, obj, it->idx);
+        index_values(kind, it->obj, it->idx);
     }
     gd_err rc = GD_OK;
     pthread_rwlock_wrlock(&c->lock);
@@ -172,20 +185,33 @@ gd_err cache_apply(cache *c, cache_op op, const char *kind, const char *key, int
         goto out;
     }
     item *old = strmap_get(s->items, key);
-    if (old)
+    if (old) {
         unfile(s, key, old);
+        if (old_out) {          /* handed to the caller instead of freed with the item */
+            *old_out = old->obj;
+            old->obj = NULL;
+        }
+    }
     if (op == CACHE_DELETE) {
         strmap_del(s->items, key);
         goto out;
     }
-    if ((rc = strmap_put(s->items, key, it)) != GD_OK)
+    if ((rc = strmap_put(s->items, key, it)) != GD_OK) {
+        if (old && old_out) {   /* put back what we took: the old item stays in the map */
+            old->obj = *old_out;
+            *old_out = NULL;
+        }
         goto out;
+    }
     it = NULL;                  /* owned by the store now (old was freed by the put) */
+    *obj = NULL;
     rc = file(s, key, strmap_get(s->items, key));
 out:
     pthread_rwlock_unlock(&c->lock);
-    if (it)
+    if (it) {
+        it->obj = NULL;         /* still the caller's */
         item_free(it);
+    }
     if (rc == GD_ERR_NOMEM)
         gd_log(GD_LOG_ERROR, "cache: out of memory applying a change", "kind", kind, "key",
                key, NULL);

@@ -34,6 +34,11 @@ void   cache_destroy(cache **c);
  * without an object; GD_ERR_NOMEM. Deleting an absent key is GD_OK. */
 gd_err cache_apply(cache *c, cache_op op, const char *kind, const char *key, int shard,
                    const cJSON *obj);
+/* cache_apply without the copy: UPSERT takes *obj (set to NULL on success; on failure it
+ * stays the caller's). old_out, when not NULL, receives the object the key had before
+ * (the caller frees it; NULL when there was none) instead of it being freed. */
+gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key, int shard,
+                        cJSON **obj, cJSON **old_out);
 /* Removes every object of kind (NULL: all kinds) whose shard is in shards — a revoked shard
  * is forgotten, not deleted. Returns the number removed. */
 int    cache_drop_shards(cache *c, const char *kind, const int *shards, int n);

@@ -258,26 +258,41 @@ static void map_change(worker *w, const char *kind, const cJSON *old_obj, const 
         mapping_event(w->cache, kind, old_obj, new_obj, emit_key, w);
 }
 
+/* The subscribers are keys_only: the cache is the one replica of the objects. gd_sub lends
+ * each new object and the cache takes it without a copy; the object the key had before
+ * comes back out of the cache for the mapping (old owners, old labels) and is freed after.
+ * A cached object is never changed and only this thread replaces or removes it, so
+ * new_obj stays valid for the mapping after the cache took it. */
 static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
                          const cJSON *old_obj, const cJSON *new_obj, bool resync)
 {
     sub_slot *s = ud;
     worker *w = s->w;
+    cJSON *old = NULL;
+    (void)old_obj;              /* always NULL with keys_only */
     switch (ev) {
     case GD_SUB_ADDED:
-    case GD_SUB_MODIFIED:
-        if (cache_apply(w->cache, CACHE_UPSERT, s->kind, key, shard, new_obj) != GD_OK)
+    case GD_SUB_MODIFIED: {
+        cJSON *obj = gd_sub_steal(s->sub);
+        if (!obj || cache_apply_take(w->cache, CACHE_UPSERT, s->kind, key, shard, &obj,
+                                     &old) != GD_OK) {
+            cJSON_Delete(obj);
             return;
+        }
         gd_hop_rv(gd_meta_rv(new_obj), GD_HOP_CACHE);
         break;
+    }
     case GD_SUB_DELETED:
-        cache_apply(w->cache, CACHE_DELETE, s->kind, key, shard, NULL);
+        cache_apply_take(w->cache, CACHE_DELETE, s->kind, key, shard, NULL, &old);
+        if (!old)
+            return;             /* the cache never had it: nothing to map */
         break;
     case GD_SUB_SYNCED:
         gd_log(GD_LOG_INFO, "informer synced", "kind", s->kind, NULL);
         return;
     }
-    map_change(w, s->kind, ev == GD_SUB_ADDED ? NULL : old_obj, new_obj);
+    map_change(w, s->kind, ev == GD_SUB_ADDED ? NULL : old, new_obj);
+    cJSON_Delete(old);
 }
 
 /* ---- shards ---- */
@@ -783,6 +798,7 @@ static gd_err setup_subs(worker *w)
         so.on_event = on_sub_event;
         so.ud = s;
         so.snapshot_timeout_ms = 1000;
+        so.keys_only = true;        /* the cache keeps the objects (on_sub_event) */
         s->sub = gd_sub_new(w->zctx, &so);
         if (!s->sub) {
             gd_log(GD_LOG_ERROR, "cannot create subscriber", "kind", e->kind, "pub", e->pub,

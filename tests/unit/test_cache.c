@@ -74,6 +74,44 @@ static void test_upsert_get_delete(void **state)
     cache_destroy(&c);
 }
 
+static void read_rv(void *ud, const cJSON *o) { snprintf(ud, 16, "%s", gd_meta_rv(o)); }
+
+/* cache_apply_take moves objects in and hands the previous one back; cache_read borrows. */
+static void test_take_and_read(void **state)
+{
+    cache *c = cache_new();
+    cJSON *o = obj(POD("p1", "n1", "c1", "10")), *old = (cJSON *)1;
+    cJSON *kept = o;
+    assert_int_equal(cache_apply_take(c, CACHE_UPSERT, "Pod", "ns/p1", 1, &o, &old), GD_OK);
+    assert_null(o);                                  /* taken */
+    assert_null(old);                                /* nothing before */
+    char rv[16] = "";
+    assert_true(cache_read(c, "Pod", "ns/p1", read_rv, rv));
+    assert_string_equal(rv, "10");
+    assert_false(cache_read(c, "Pod", "ns/none", read_rv, rv));
+    o = obj(POD("p1", "n2", "c1", "11"));
+    assert_int_equal(cache_apply_take(c, CACHE_UPSERT, "Pod", "ns/p1", 1, &o, &old), GD_OK);
+    assert_ptr_equal(old, kept);                     /* the previous object, now ours */
+    assert_string_equal(gd_meta_rv(old), "10");
+    cJSON_Delete(old);
+    assert_int_equal(cache_each_indexed(c, "Pod", CACHE_IDX_NODE, "n1", count_cb, &(int){0}), 0);
+    int n = 0;
+    cache_each_indexed(c, "Pod", CACHE_IDX_NODE, "n2", count_cb, &n);
+    assert_int_equal(n, 1);
+    o = NULL;                                        /* hostile: no object */
+    assert_int_equal(cache_apply_take(c, CACHE_UPSERT, "Pod", "ns/p2", 1, &o, &old), GD_ERR_ARG);
+    assert_null(old);
+    assert_int_equal(cache_apply_take(c, CACHE_UPSERT, "Pod", "ns/p2", 1, NULL, NULL), GD_ERR_ARG);
+    assert_int_equal(cache_apply_take(c, CACHE_DELETE, "Pod", "ns/p1", 1, NULL, &old), GD_OK);
+    assert_non_null(old);
+    assert_string_equal(gd_meta_rv(old), "11");
+    cJSON_Delete(old);
+    assert_false(cache_has(c, "Pod", "ns/p1"));
+    assert_int_equal(cache_apply_take(c, CACHE_DELETE, "Pod", "ns/p1", 1, NULL, &old), GD_OK);
+    assert_null(old);
+    cache_destroy(&c);
+}
+
 static void test_indexes_follow_updates(void **state)
 {
     cache *c = cache_new();
@@ -218,6 +256,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_upsert_get_delete),
         cmocka_unit_test(test_indexes_follow_updates),
+        cmocka_unit_test(test_take_and_read),
         cmocka_unit_test(test_drop_shards),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_readers_beside_writer),

@@ -273,6 +273,65 @@ static void test_live_and_late(void **state)
     assert_null(s);
 }
 
+/* keys_only: the handler borrows every new object (and takes every other one), old_obj is
+ * always NULL, the replica answers rv lookups but hands out no objects; gaps still repair. */
+typedef struct {
+    gd_sub *s;
+    int events, taken;
+} keys_only_ctx;
+
+static void on_event_keys_only(void *ud, gd_sub_event ev, const char *key, int shard,
+                               const cJSON *old, const cJSON *new_obj, bool resync)
+{
+    keys_only_ctx *k = ud;
+    assert_null(old);
+    if (ev != GD_SUB_ADDED && ev != GD_SUB_MODIFIED) {
+        assert_null(gd_sub_steal(k->s));
+        return;
+    }
+    assert_non_null(new_obj);
+    assert_string_equal(gd_meta_name(new_obj), strchr(key, '/') + 1);
+    if (k->events++ % 2 == 0) {
+        cJSON *mine = gd_sub_steal(k->s);
+        assert_ptr_equal(mine, new_obj);
+        assert_null(gd_sub_steal(k->s));       /* once */
+        cJSON_Delete(mine);
+        k->taken++;
+    }
+}
+
+static void test_keys_only(void **state)
+{
+    fx *f = *state;      /* PUB high-water mark 5: gaps happen */
+    keys_only_ctx k = {0};
+    gd_sub_opts o;
+    gd_sub_opts_default(&o);
+    o.kind = "ConfigMap";
+    o.pub_endpoint = f->pub_ep;
+    o.snap_endpoint = f->snap_ep;
+    o.on_event = on_event_keys_only;
+    o.ud = &k;
+    o.snapshot_timeout_ms = 2000;
+    o.rcvhwm = 5;
+    o.keys_only = true;
+    gd_sub *s = k.s = gd_sub_new(f->zctx, &o);
+    assert_non_null(s);
+    assert_null(gd_sub_steal(s));              /* outside a handler */
+    initial_list(f, 100);
+    assert_int_equal(gd_sub_set_all(s), GD_OK);
+    converge(f, s, NULL, 0);
+    churn(f, 1000);
+    gd_sleep_ms(50);
+    converge(f, s, NULL, 0);
+    assert_true(k.taken > 0 && k.events > k.taken);
+    for (int i = 0; i < NKEYS; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "ns/o%d", i);
+        assert_null(gd_sub_get(s, key));       /* the owner keeps the objects */
+    }
+    gd_sub_destroy(&s);
+}
+
 static void test_lagged(void **state)
 {
     fx *f = *state;      /* PUB high-water mark 5 */
@@ -411,6 +470,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_live_and_late, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lagged, setup_lag, teardown),
+        cmocka_unit_test_setup_teardown(test_keys_only, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync, setup_resync, teardown),
