@@ -28,6 +28,16 @@
 # pods Running/Ready, members, converged clusters per second) goes to stderr; the last
 # run's timeline, manager log and manager metrics stay in build/bench-converge/.
 #
+# Where the time goes (100 x 3, measured from the API server's audit log, 2 shared cores):
+# the operator has all 300 Godis and their Services, PVCs and ReplicaSets by 18-20 s; the
+# node agent takes a bound pod to Ready in 1-2 s (median; the 1 s readiness probe period is
+# most of it). What remains is kube-controller-manager's PersistentVolume controller: its
+# claim worker is ONE goroutine, and binding a provisioned volume costs it three writes in
+# a row (PV status, PVC, PVC status). 300 binds at 0.11-0.16 s each under this machine's load
+# (write latency p50 ~30 ms, mean ~110 ms) are 35-50 s of strictly serial work, and every
+# pod waits in the scheduler's PreBind (StorageClass WaitForFirstConsumer) for its claim.
+# 20 s needs that serial bind below ~50 ms, i.e. writes at ~15 ms under a 300-pod burst.
+#
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figure names stay the same, the line says count and replicas.
 set -euo pipefail
