@@ -37,7 +37,7 @@ ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 ITEST_BINS := $(ITEST_SRC:tests/integration/%.c=bin/tests/%)
 STAMP_DEPS := build/.deps-ok
 
-.PHONY: all deps test unit-test asan-test clang-build integration-test bench demo clean
+.PHONY: FORCE all deps test unit-test asan-test clang-build integration-test bench demo clean
 all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS)
 
 # Installs every Debian package the build, the tests and the demo need. Idempotent: it only
@@ -54,18 +54,29 @@ $(B)/%.o: %.c | $(STAMP_DEPS)
 $(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@; ar rcs $@ $^
 
+# bin/ is shared by every variant (release, asan, clang): the stamp holds the variant that
+# linked it last, so switching variant relinks bin/ instead of leaving, say, ASan binaries in
+# place for `make bench` or the integration tests (their objects would look up to date).
+BIN_STAMP := bin/.variant
+$(BIN_STAMP): FORCE
+	@mkdir -p bin; echo '$(B)' | cmp -s - $@ || echo '$(B)' >$@
+FORCE:
+# Objects reached only through pattern rules are "intermediate" to make, which deletes them
+# after linking and then rebuilds them on every run; keep them.
+.SECONDARY:
+
 .SECONDEXPANSION:
 # Static pattern rules, so bin/% (tools) can never claim bin/godis-worker; foreach rather
 # than patsubst because a % in a pattern rule's prerequisites is replaced by the stem.
-$(PROG_BINS): bin/godis-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB)
+$(PROG_BINS): bin/godis-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
-$(TOOL_BINS): bin/%: $$(foreach f,$$(wildcard tools/$$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB)
+$(TOOL_BINS): bin/%: $$(foreach f,$$(wildcard tools/$$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
-bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integration/[!i]*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB)
+bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integration/[!i]*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin/tests
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka
 
