@@ -215,21 +215,27 @@ static void converge(fx *f, gd_sub *s, const int *shards, int n)
     fail_msg("replica did not converge");
 }
 
-static gd_sub *new_sub(fx *f, counts *c, int rcvhwm)
+static gd_sub *new_sub_with(fx *f, gd_sub_event_fn fn, void *ud, int rcvhwm, bool keys_only)
 {
     gd_sub_opts o;
     gd_sub_opts_default(&o);
     o.kind = "ConfigMap";
     o.pub_endpoint = f->pub_ep;
     o.snap_endpoint = f->snap_ep;
-    o.on_event = on_event;
-    o.ud = c;
+    o.on_event = fn;
+    o.ud = ud;
     o.snapshot_timeout_ms = 2000;
+    o.keys_only = keys_only;
     if (rcvhwm)
         o.rcvhwm = rcvhwm;
     gd_sub *s = gd_sub_new(f->zctx, &o);
     assert_non_null(s);
     return s;
+}
+
+static gd_sub *new_sub(fx *f, counts *c, int rcvhwm)
+{
+    return new_sub_with(f, on_event, c, rcvhwm, false);
 }
 
 static void test_live_and_late(void **state)
@@ -304,18 +310,7 @@ static void test_keys_only(void **state)
 {
     fx *f = *state;      /* PUB high-water mark 5: gaps happen */
     keys_only_ctx k = {0};
-    gd_sub_opts o;
-    gd_sub_opts_default(&o);
-    o.kind = "ConfigMap";
-    o.pub_endpoint = f->pub_ep;
-    o.snap_endpoint = f->snap_ep;
-    o.on_event = on_event_keys_only;
-    o.ud = &k;
-    o.snapshot_timeout_ms = 2000;
-    o.rcvhwm = 5;
-    o.keys_only = true;
-    gd_sub *s = k.s = gd_sub_new(f->zctx, &o);
-    assert_non_null(s);
+    gd_sub *s = k.s = new_sub_with(f, on_event_keys_only, &k, 5, true);
     assert_null(gd_sub_steal(s));              /* outside a handler */
     initial_list(f, 100);
     assert_int_equal(gd_sub_set_all(s), GD_OK);
