@@ -357,7 +357,10 @@ static void *sub_thread(void *arg)
             applied = gen;
             atomic_store(&s->applied_gen, gen);
         }
+        /* the keys one batch of messages maps to wake the reconcile threads once */
+        wq_hold_wakeups();
         gd_sub_poll(s->sub, 50);
+        wq_release_wakeups();
         atomic_store(&s->synced, gd_sub_synced(s->sub));
     }
     return NULL;

@@ -239,6 +239,43 @@ static void heap_remove(wq *q, entry *e)
     sift_down(q, last->heap_idx);
 }
 
+/* ---- deferred wake-ups (wq_hold_wakeups) ---- */
+
+#define MAX_HELD 16
+static __thread int hold_depth;
+static __thread wq *held[MAX_HELD];
+static __thread int nheld;
+
+/* Under q->mu: wakes one getter now, or at wq_release_wakeups when this thread holds them
+ * (and has room to remember the queue; otherwise now). */
+static void wake_getter(wq *q)
+{
+    if (hold_depth > 0) {
+        for (int i = 0; i < nheld; i++)
+            if (held[i] == q)
+                return;
+        if (nheld < MAX_HELD) {
+            held[nheld++] = q;
+            return;
+        }
+    }
+    pthread_cond_signal(&q->cond);
+}
+
+void wq_hold_wakeups(void) { hold_depth++; }
+
+void wq_release_wakeups(void)
+{
+    if (hold_depth == 0 || --hold_depth > 0)
+        return;
+    for (int i = 0; i < nheld; i++) {
+        pthread_mutex_lock(&held[i]->mu);
+        pthread_cond_broadcast(&held[i]->cond);   /* a batch may have queued several keys */
+        pthread_mutex_unlock(&held[i]->mu);
+    }
+    nheld = 0;
+}
+
 /* ---- the queue proper (all *_locked run under q->mu) ---- */
 
 static gd_err add_locked(wq *q, entry *e, int64_t now)
@@ -255,7 +292,7 @@ static gd_err add_locked(wq *q, entry *e, int64_t now)
     if (e->processing)
         return GD_OK;   /* wq_done re-queues it: never two threads on one key */
     fifo_push(q, e);
-    pthread_cond_signal(&q->cond);
+    wake_getter(q);
     return GD_OK;
 }
 

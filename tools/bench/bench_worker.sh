@@ -12,7 +12,8 @@
 # key into a workqueue served by a no-op reconcile (tools/bench/clientgo_pipeline, built
 # against Debian's kubernetes tree); omitted when it does not build.
 # The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
-# events carry bench.godis/sent-ns, paced or as fast as read). Self-contained: run it
+# events carry bench.godis/sent-ns, paced or as fast as read; it holds the watch stream 1 s
+# so both pipelines have loaded the list first). Self-contained: run it
 # directly, or from a driver that sets BENCH_OUT/BENCH_TMP.
 # A run ends as soon as every object was reconciled at its last event's resourceVersion
 # (the bench set knows the replay's --objects/--events), not after a count of events: a
@@ -78,7 +79,7 @@ run() {
   if [ -n "${GD_HOPTRACE:-}" ]; then
     trace="$GD_HOPTRACE/rate-$rate-$(date +%s%N)"; mkdir -p "$trace"
   fi
-  replay_start --objects "$OBJECTS" --events "$events" --rate "$rate"
+  replay_start --objects "$OBJECTS" --events "$events" --rate "$rate" --start-delay-ms 1000
   GD_HOPTRACE=$trace bin/godis-worker --informer-endpoints "ConfigMap=$PUB,$SNAP" \
     --reconciler bench --max-concurrent-reconciles 2 --log-level error \
     --reconciler-arg "out=$out,warmup_ms=2000,expect=$events,objects=$OBJECTS" &
@@ -109,7 +110,7 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else p
 run_clientgo() {
   local rate=$1 events=$2 out="$RUN/clientgo-$1.json"
   rm -f "$out"
-  replay_start --objects "$OBJECTS" --events "$events" --rate "$rate"
+  replay_start --objects "$OBJECTS" --events "$events" --rate "$rate" --start-delay-ms 1000
   timeout "$TIMEOUT" "$GO_BIN" --kubeconfig "$REPLAY_KUBECONFIG" --namespace bench --workers 2 \
     --warmup-ms 2000 --count "$events" --out "$out" >/dev/null 2>&1
   replay_stop

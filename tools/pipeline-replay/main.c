@@ -5,10 +5,11 @@
  * consumer on this machine measures event → reconcile latency against the same clock.
  *
  *   pipeline-replay [--port P] [--objects N] [--events M] [--rate R] [--bytes B]
- *                   [--namespace NS]
+ *                   [--namespace NS] [--start-delay-ms D]
  *
  * The port is printed on stdout once listening. List objects carry sent-ns 0 (they are not
- * events). The first watch streams M events (paced at R per second, or as fast as the
+ * events). The first watch waits D ms (default 0; the consumer's subscribers load the list
+ * meanwhile, so a measure does not start with a start-up resync), then streams M events (paced at R per second, or as fast as the
  * client reads with R = 0) cycling over the N objects with increasing resourceVersions,
  * then stays open and idle; later watches only idle. Connection: close framing (no chunks).
  * Loopback only; SIGTERM/SIGINT end it. */
@@ -27,6 +28,7 @@
 
 static long n_objects = 1000, n_events = 100000, obj_bytes = 512;
 static double rate = 0;
+static long start_delay_ms = 0;
 static const char *ns = "bench";
 static char *payload;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -111,6 +113,10 @@ static void serve_watch(int fd)
     }
     size_t cap = (size_t)obj_bytes + 640;
     char *line = malloc(cap);
+    if (start_delay_ms > 0) {
+        struct timespec d = {start_delay_ms / 1000, (start_delay_ms % 1000) * 1000000L};
+        nanosleep(&d, NULL);
+    }
     long long t0 = mono_ns();
     for (long e = 0; line && e < n_events; e++) {
         if (rate > 0) {
@@ -180,7 +186,7 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             puts("usage: pipeline-replay [--port P] [--objects N] [--events M] [--rate R] "
-                 "[--bytes B] [--namespace NS]");
+                 "[--bytes B] [--namespace NS] [--start-delay-ms D]");
             return 0;
         }
         if (!v) {
@@ -193,6 +199,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rate")) rate = (double)arg_long(v, 0, 10000000, a);
         else if (!strcmp(a, "--bytes")) obj_bytes = arg_long(v, 0, 1 << 20, a);
         else if (!strcmp(a, "--namespace")) ns = v;
+        else if (!strcmp(a, "--start-delay-ms")) start_delay_ms = arg_long(v, 0, 600000, a);
         else {
             fprintf(stderr, "pipeline-replay: unknown flag %s\n", a);
             return 2;
