@@ -526,6 +526,49 @@ static void test_metrics(void **state)
     wq_destroy(&q);
 }
 
+typedef struct {
+    wq *q;
+    atomic_int got;
+} hold_ctx;
+
+static void *blocked_getter(void *arg)
+{
+    hold_ctx *h = arg;
+    const char *k = wq_get(h->q, 10000, NULL);     /* real time: up to 10 s */
+    if (k) {
+        atomic_fetch_add(&h->got, 1);
+        wq_done(h->q, k);
+    }
+    return NULL;
+}
+
+/* Held wake-ups: keys are queued at once (a non-blocking get sees them), a sleeping getter
+ * is woken by the release; holds nest; a release without a hold does nothing. */
+static void test_hold_wakeups(void **state)
+{
+    wq *q = new_queue(0);
+    wq_release_wakeups();                           /* no hold: harmless */
+    wq_hold_wakeups();
+    wq_hold_wakeups();
+    assert_int_equal(wq_add(q, "a"), GD_OK);
+    const char *k = try_get(q);
+    assert_non_null(k);
+    assert_string_equal(k, "a");
+    wq_done(q, k);
+    wq_release_wakeups();
+    wq_release_wakeups();
+    hold_ctx h = {.q = q};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, blocked_getter, &h), 0);
+    usleep(50000);                                  /* the getter is waiting by now */
+    wq_hold_wakeups();
+    assert_int_equal(wq_add(q, "b"), GD_OK);
+    wq_release_wakeups();                           /* wakes it */
+    pthread_join(th, NULL);
+    assert_int_equal(atomic_load(&h.got), 1);
+    wq_destroy(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -545,6 +588,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shutdown_abandon, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_extract, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_metrics, setup_clock, teardown_clock),
+        cmocka_unit_test(test_hold_wakeups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
