@@ -244,6 +244,7 @@ static void heap_remove(wq *q, entry *e)
 #define MAX_HELD 16
 static __thread int hold_depth;
 static __thread wq *held[MAX_HELD];
+static __thread int held_adds[MAX_HELD];   /* keys queued meanwhile: getters to wake */
 static __thread int nheld;
 
 /* Under q->mu: wakes one getter now, or at wq_release_wakeups when this thread holds them
@@ -252,9 +253,12 @@ static void wake_getter(wq *q)
 {
     if (hold_depth > 0) {
         for (int i = 0; i < nheld; i++)
-            if (held[i] == q)
+            if (held[i] == q) {
+                held_adds[i]++;
                 return;
+            }
         if (nheld < MAX_HELD) {
+            held_adds[nheld] = 1;
             held[nheld++] = q;
             return;
         }
@@ -269,8 +273,14 @@ void wq_release_wakeups(void)
     if (hold_depth == 0 || --hold_depth > 0)
         return;
     for (int i = 0; i < nheld; i++) {
+        /* one getter per key queued: waking all of them for one key would make the others
+         * wake for nothing and sleep again */
         pthread_mutex_lock(&held[i]->mu);
-        pthread_cond_broadcast(&held[i]->cond);   /* a batch may have queued several keys */
+        if (held_adds[i] >= 64)
+            pthread_cond_broadcast(&held[i]->cond);
+        else
+            for (int n = 0; n < held_adds[i]; n++)
+                pthread_cond_signal(&held[i]->cond);
         pthread_mutex_unlock(&held[i]->mu);
     }
     nheld = 0;
