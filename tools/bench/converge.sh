@@ -33,8 +33,8 @@
 # node agent takes a bound pod to Ready in 1-2 s (median; the 1 s readiness probe period is
 # most of it). What remains is kube-controller-manager's PersistentVolume controller: its
 # claim worker is ONE goroutine, and binding a provisioned volume costs it three writes in
-# a row (PV status, PVC, PVC status). 300 binds at 0.11-0.16 s each under this machine's load
-# (write latency p50 ~30 ms, mean ~110 ms) are 35-50 s of strictly serial work, and every
+# a row (PV status, PVC, PVC status). 300 binds at 0.13-0.16 s each under this machine's load
+# (its writes: p50 23-28 ms, mean 54-130 ms) are 38-48 s of strictly serial work, and every
 # pod waits in the scheduler's PreBind (StorageClass WaitForFirstConsumer) for its claim.
 # 20 s needs that serial bind below ~50 ms, i.e. writes at ~15 ms under a 300-pod burst.
 #
