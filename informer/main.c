@@ -3,6 +3,7 @@
 #include "informer.h"
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -282,6 +283,11 @@ static void make_endpoint(char *out, size_t cap, const char *given, const char *
 
 int main(int argc, char **argv)
 {
+    /* One malloc arena, set before any thread starts: the reflector allocates what the
+     * publisher and ZeroMQ free, and with an arena per thread those cross-thread frees left
+     * 10-35 % more of the cache's RSS stranded in half-used pages, varying run to run with
+     * which thread won the allocation (bench rss: 0.94-0.99 MB vs 1.06-1.29 MB per 1k). */
+    mallopt(M_ARENA_MAX, 1);
     flags f;
     parse_flags(argc, argv, &f);
     gd_log_init("informer", (gd_log_level)gd_log_level_parse(f.log_level),
