@@ -90,11 +90,23 @@ t_replicaset() {
 }
 pods_are() { [ "$(rs_pods)" = "$1" ]; }
 
+pvc_user_scheduled() { [ -n "$(api GET "/api/v1/namespaces/$NS/pods/pvc-user" | jq -r '.spec.nodeName // empty')" ]; }
 pvc_bound() { [ "$(api GET "/api/v1/namespaces/$NS/persistentvolumeclaims/data" | jq -r .status.phase)" = Bound ]; }
 t_pvc() {
   expect create "$(code admin POST "/api/v1/namespaces/$NS/persistentvolumeclaims" \
     '{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}')" 201 || return 1
+  # The default class binds on first use (WaitForFirstConsumer, as kind/GKE/EKS): no pod, no PV.
+  expect binding-mode "$(api GET /apis/storage.k8s.io/v1/storageclasses/standard | jq -r .volumeBindingMode)" \
+    WaitForFirstConsumer || return 1
+  sleep 1
+  expect pending-without-pod "$(api GET "/api/v1/namespaces/$NS/persistentvolumeclaims/data" | jq -r .status.phase)" \
+    Pending || return 1
+  expect pod "$(code admin POST "/api/v1/namespaces/$NS/pods" '{"metadata":{"name":"pvc-user"},
+    "spec":{"terminationGracePeriodSeconds":1,"containers":[{"name":"c","image":"busybox","args":["sleep","3600"],
+    "volumeMounts":[{"name":"d","mountPath":"/data"}]}],
+    "volumes":[{"name":"d","persistentVolumeClaim":{"claimName":"data"}}]}}')" 201 || return 1
   eventually 30 pvc_bound || { echo "  PVC not Bound: $(api GET "/api/v1/namespaces/$NS/persistentvolumeclaims/data" | jq -c .status)"; return 1; }
+  eventually 30 pvc_user_scheduled || { echo "  the PVC's pod was not scheduled"; return 1; }
   local pv sc
   pv=$(api GET "/api/v1/namespaces/$NS/persistentvolumeclaims/data" | jq -r .spec.volumeName)
   sc=$(api GET "/api/v1/namespaces/$NS/persistentvolumeclaims/data" | jq -r .spec.storageClassName)
