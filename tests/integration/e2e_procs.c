@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdbool.h>
 #include "gd_time.h"
@@ -64,4 +66,21 @@ int e2e_start_informers(const char *runtime_dir, const char *log_dir, pid_t *pid
         pids[n++] = e2e_spawn(argv, log);
     }
     return n;
+}
+
+void e2e_log_dir(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "build/itest-logs/%s-%d", name, (int)getpid());
+    mkdir("build/itest-logs", 0755);
+    mkdir(buf, 0755);
+}
+
+bool e2e_remove_dir(const char *dir)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) == 0)
+        return true;
+    fprintf(stderr, "could not remove %s\n", dir);
+    return false;
 }

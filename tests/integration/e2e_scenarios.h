@@ -22,4 +22,13 @@ void e2e_scenario_many(void **state);           /* many clusters at once converg
  * the restarted workers resume the recorded step. kill_workers is supplied by the test. */
 extern void (*e2e_kill_workers)(void);
 void e2e_scenario_worker_killed_mid_scale(void **state);
+
+/* The scenarios every way of running the reconcilers must pass (a CMUnitTest initializer list). */
+#define E2E_SHARED_SCENARIOS \
+    cmocka_unit_test(e2e_scenario_invalid), \
+    cmocka_unit_test(e2e_scenario_create_scale), \
+    cmocka_unit_test(e2e_scenario_heal_godis), \
+    cmocka_unit_test(e2e_scenario_heal_configmap), \
+    cmocka_unit_test(e2e_scenario_heal_children), \
+    cmocka_unit_test(e2e_scenario_cordon)
 #endif

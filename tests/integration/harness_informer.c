@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <zmq.h>
+#include "e2e_procs.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_time.h"
@@ -544,8 +545,6 @@ int group_teardown(void **state)
 {
     k8s_client_destroy(&IT.c);
     zmq_ctx_term(IT.zctx);
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", IT.tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return e2e_remove_dir(IT.tmp) ? 0 : -1;
 }
 

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
+#include "e2e_procs.h"
 #include "harness_manager.h"
 
 /* ---- stand-in children ---- */
@@ -477,9 +478,7 @@ int mgr_itest_run(const struct CMUnitTest *tests, size_t n, const char *name)
     /* the group name cmocka prints is the one cmocka_run_group_tests(tests, ...) gives */
     int rc = _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
     if (rc == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        (void)!system(cmd);
+        e2e_remove_dir(tmpdir);
     } else {
         fprintf(stderr, "%s: logs kept in %s\n", name, tmpdir);
     }

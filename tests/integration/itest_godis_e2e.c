@@ -60,9 +60,7 @@ static int setup(void **state)
     if (!e2e_c || !e2e_install_crds(e2e_c)) return -1;
     e2e_kill_workers = kill_workers;
     snprintf(lease, sizeof lease, "godis-e2e-%d", (int)getpid());
-    snprintf(logdir, sizeof logdir, "build/itest-logs/e2e-%d", (int)getpid());
-    mkdir("build/itest-logs", 0755);
-    mkdir(logdir, 0755);
+    e2e_log_dir(logdir, sizeof logdir, "e2e");
     const char *kc = getenv("KUBECONFIG");
     for (int i = 0; i < 2; i++) {
         char log[512];
@@ -87,9 +85,7 @@ static int teardown(void **state)
         int st = e2e_stop(managers[i], 15000);
         if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
             fprintf(stderr, "e2e: manager %d stopped with status 0x%x\n", i, st);
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", rundir[i]);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", rundir[i]);
+        e2e_remove_dir(rundir[i]);
     }
     k8s_delete_opts o;
     k8s_delete_opts_default(&o);
@@ -101,12 +97,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(e2e_scenario_invalid),
-        cmocka_unit_test(e2e_scenario_create_scale),
-        cmocka_unit_test(e2e_scenario_heal_godis),
-        cmocka_unit_test(e2e_scenario_heal_configmap),
-        cmocka_unit_test(e2e_scenario_heal_children),
-        cmocka_unit_test(e2e_scenario_cordon),
+        E2E_SHARED_SCENARIOS,
         cmocka_unit_test(e2e_scenario_worker_killed_mid_scale),
         cmocka_unit_test(e2e_scenario_many),
     };

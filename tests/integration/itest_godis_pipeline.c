@@ -28,9 +28,7 @@ static int setup(void **state)
     if (!e2e_c || !e2e_install_crds(e2e_c)) return -1;
     snprintf(rundir, sizeof rundir, "/tmp/godis-itest-%d", (int)getpid());
     mkdir(rundir, 0700);
-    snprintf(logdir, sizeof logdir, "build/itest-logs/pipeline-%d", (int)getpid());
-    mkdir("build/itest-logs", 0755);
-    mkdir(logdir, 0755);
+    e2e_log_dir(logdir, sizeof logdir, "pipeline");
     ninformers = e2e_start_informers(rundir, logdir, informers);
     const char *kc = getenv("KUBECONFIG");
     const char *shards[2] = {"0-127", "128-255"};
@@ -51,9 +49,7 @@ static int teardown(void **state)
     (void)state;
     for (int i = 0; i < 2; i++) e2e_stop(workers[i], 5000);
     for (int i = 0; i < ninformers; i++) e2e_stop(informers[i], 5000);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", rundir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", rundir);
+    e2e_remove_dir(rundir);
     k8s_client_destroy(&e2e_c);
     return 0;
 }
@@ -62,12 +58,7 @@ int main(void)
 {
     if (getenv("E2E_MANY") == NULL) setenv("E2E_MANY", "10", 1);   /* 50 run in itest_godis_e2e */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(e2e_scenario_invalid),
-        cmocka_unit_test(e2e_scenario_create_scale),
-        cmocka_unit_test(e2e_scenario_heal_godis),
-        cmocka_unit_test(e2e_scenario_heal_configmap),
-        cmocka_unit_test(e2e_scenario_heal_children),
-        cmocka_unit_test(e2e_scenario_cordon),
+        E2E_SHARED_SCENARIOS,
         cmocka_unit_test(e2e_scenario_many),
     };
     return cmocka_run_group_tests_name("godis_pipeline", tests, setup, teardown);

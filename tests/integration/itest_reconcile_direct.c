@@ -84,12 +84,7 @@ int main(void)
 {
     if (getenv("E2E_MANY") == NULL) setenv("E2E_MANY", "10", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(e2e_scenario_invalid),
-        cmocka_unit_test(e2e_scenario_create_scale),
-        cmocka_unit_test(e2e_scenario_heal_godis),
-        cmocka_unit_test(e2e_scenario_heal_configmap),
-        cmocka_unit_test(e2e_scenario_heal_children),
-        cmocka_unit_test(e2e_scenario_cordon),
+        E2E_SHARED_SCENARIOS,
         cmocka_unit_test(e2e_scenario_many),
     };
     return cmocka_run_group_tests_name("reconcile_direct", tests, setup, teardown);

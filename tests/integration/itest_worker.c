@@ -20,6 +20,7 @@
 #include <yaml.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include "e2e_procs.h"
 #include "gd_json.h"
 #include "gd_time.h"
 #include "k8s_client.h"
@@ -281,12 +282,8 @@ static int teardown(void **state)
         k8s_delete(client, &K8S_RES_NAMESPACES, NULL, ns, &d, NULL);
         k8s_client_destroy(&client);
     }
-    if (dir[0]) {
-        char cmd[200];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
-    }
+    if (dir[0])
+        e2e_remove_dir(dir);
     return 0;
 }
 

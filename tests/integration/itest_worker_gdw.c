@@ -25,6 +25,7 @@
 #include <zmq.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include "e2e_procs.h"
 #include "gd_json.h"
 #include "gd_proto.h"
 #include "gd_time.h"
@@ -458,10 +459,7 @@ static int teardown(void **state)
         zmq_close(open_socks[i]);
     nopen = 0;
     zmq_ctx_term(zctx);
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    e2e_remove_dir(dir);
     return 0;
 }
 
