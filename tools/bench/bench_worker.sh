@@ -123,7 +123,7 @@ run_clientgo() {
 }
 
 GO_BIN="$RUN/clientgo-pipeline"
-if ! tools/bench/build-clientgo-pipeline.sh "$GO_BIN" >&2; then
+if ! tools/bench/build-clientgo.sh "$GO_BIN" clientgo_pipeline >&2; then
   echo "bench_worker: the client-go baseline did not build; figures without baseline" >&2
   GO_BIN=
 fi

@@ -18,10 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func main() {
@@ -29,16 +26,7 @@ func main() {
 	namespace := flag.String("namespace", "", "namespace (default all)")
 	count := flag.Int64("count", 0, "handler calls to wait for after the sync")
 	flag.Parse()
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "clientgo:", err)
-		os.Exit(2)
-	}
-	cfg.QPS = 1e6
-	cfg.Burst = 1e6
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(*namespace))
-	inf := f.Core().V1().ConfigMaps().Informer()
+	inf := configMapInformer("clientgo", *kubeconfig, *namespace)
 
 	var synced int32
 	var n int64

@@ -4,7 +4,7 @@
 // run a no-op reconcile: it reads the object from the informer's cache and measures
 // event → reconcile-start latency from the annotation bench.godis/sent-ns (CLOCK_MONOTONIC
 // of the replay source, the same clock as here). Built against the client-go vendored in
-// Debian's kubernetes source tree (tools/bench/build-clientgo-pipeline.sh).
+// Debian's kubernetes source tree (tools/bench/build-clientgo.sh OUT clientgo_pipeline).
 //
 // On SIGTERM (or with -count N once N stamped events were seen and the queue drained) it
 // writes one JSON line to -out, the same fields as the worker's bench set:
@@ -25,10 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -70,16 +67,7 @@ func main() {
 	out := flag.String("out", "", "result file (default stdout)")
 	count := flag.Int64("count", 0, "finish once this many stamped events were seen and the queue is empty (0: at SIGTERM)")
 	flag.Parse()
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "clientgo_pipeline:", err)
-		os.Exit(2)
-	}
-	cfg.QPS = 1e6
-	cfg.Burst = 1e6
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(*namespace))
-	inf := f.Core().V1().ConfigMaps().Informer()
+	inf := configMapInformer("clientgo_pipeline", *kubeconfig, *namespace)
 	q := workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "bench")
 
 	var events, reconciles int64
