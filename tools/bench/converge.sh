@@ -86,7 +86,7 @@ cleanup() {
     api DELETE /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas/$USER_CN >/dev/null 2>&1 || true
     api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/$USER_CN >/dev/null 2>&1 || true
   fi
-  mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$KEEP"/ 2>/dev/null || true
+  mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$KEEP"/ 2>/dev/null || true
   if [ "$STARTED" = 1 ]; then tools/devcluster down >/dev/null 2>&1 || true; fi
   rm -rf "$W"
 }
@@ -201,6 +201,25 @@ cpu_all() {  # the control plane's components, the node agent with its pods, the
   done
   cpu_ms "${a[@]}" operator="$MGR_PID"
 }
+# request_mix BEFORE AFTER — the API server's requests during the run by verb and resource
+# (all clients; apiserver_request_total), the 25 largest, to say which client costs what.
+request_mix() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys, collections
+def load(path):
+    c = collections.Counter()
+    for line in open(path):
+        if not line.startswith("apiserver_request_total{"): continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        if lab.get("verb") in ("WATCH", "CONNECT"): continue
+        sub = "/" + lab["subresource"] if lab.get("subresource") else ""
+        c[lab["verb"] + " " + (lab.get("resource") or "-") + sub] += float(line.split()[-1])
+    return c
+d = load(sys.argv[2]); d.subtract(load(sys.argv[1]))
+print("API server requests during the run (all clients, by verb and resource):")
+print("  " + ", ".join("%s %d" % (k, v) for k, v in d.most_common(25) if v > 0))
+PY
+}
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 HP=$(free_port); MP=$(free_port)
@@ -224,14 +243,15 @@ done
 if [ "$ready" != 1 ]; then log "the manager never became ready and leading:"; tail -20 "$W/manager.log" >&2; exit 1; fi
 sleep 1   # workers connected to their informers, first lease renewal behind us
 
-r0=$(flow_requests); w0=$(writes_total); cpu_all >"$W/cpu0"; l0=$(cut -d' ' -f1 /proc/loadavg)
+r0=$(flow_requests); w0=$(writes_total); cpu_all >"$W/cpu0"; api GET /metrics >"$W/api.metrics0"; l0=$(cut -d' ' -f1 /proc/loadavg)
 log "creating $COUNT GodisClusters x $REPLICAS in $NS"
 rc=0
 res=$(bin/bench-converge --namespace "$NS" --count "$COUNT" --replicas "$REPLICAS" \
   --timeout "$TIMEOUT" --detail-ms 5000 2> >(tee "$W/timeline" >&2)) || rc=$?
-r1=$(flow_requests); w1=$(writes_total); cpu_all >"$W/cpu1"
+r1=$(flow_requests); w1=$(writes_total); cpu_all >"$W/cpu1"; api GET /metrics >"$W/api.metrics1"
 log "CPU seconds during the run (machine: $(nproc) cores, load average $l0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end):"
 join "$W/cpu0" "$W/cpu1" | awk '{printf "  %-24s %7.1f\n", $1, ($3 - $2) / 1000}' >&2
+request_mix "$W/api.metrics0" "$W/api.metrics1" >"$W/requests" && cat "$W/requests" >&2 || true
 phases >"$W/phases" 2>/dev/null && cat "$W/phases" >&2 || true
 [ -n "$res" ] || { log "bench-converge failed (exit $rc)"; tail -20 "$W/manager.log" >&2; exit 1; }
 log "result: $res"
