@@ -96,17 +96,25 @@ static store *store_get(cache *c, const char *kind, bool create)
 
 static char *dup_or_null(const char *s) { return (s && *s) ? strdup(s) : NULL; }
 
+/* "ns/<label value>", or NULL when the object lacks the label */
+static char *ns_label(const char *ns, const cJSON *obj, const char *label)
+{
+    const char *v = gd_meta_label(obj, label);
+    if (!v || !*v)
+        return NULL;
+    size_t n = strlen(ns) + strlen(v) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", ns, v);
+    return out;
+}
+
 static void index_values(const char *kind, const cJSON *obj, char *out[CACHE_IDX__COUNT])
 {
     const char *ns = gd_meta_namespace(obj);
     out[CACHE_IDX_NAMESPACE] = dup_or_null(ns);
-    const char *cl = gd_meta_label(obj, "cluster-name");
-    if (cl && *cl) {
-        size_t n = strlen(ns) + strlen(cl) + 2;
-        out[CACHE_IDX_CLUSTER] = malloc(n);
-        if (out[CACHE_IDX_CLUSTER])
-            snprintf(out[CACHE_IDX_CLUSTER], n, "%s/%s", ns, cl);
-    }
+    out[CACHE_IDX_CLUSTER] = ns_label(ns, obj, "cluster-name");
+    out[CACHE_IDX_MEMBER] = ns_label(ns, obj, "node-name");
     const cJSON *owner = gd_meta_controller_owner(obj);
     out[CACHE_IDX_OWNER] = owner ? dup_or_null(gd_json_str_or(owner, "uid", "")) : NULL;
     if (strcmp(kind, "Pod") == 0)

@@ -4,6 +4,8 @@
  *   CACHE_IDX_CLUSTER    "ns/<cluster-name>"  objects labelled cluster-name
  *   CACHE_IDX_OWNER      "<uid>"              the controller ownerReference's uid
  *   CACHE_IDX_NODE       "<node name>"        Pods by spec.nodeName
+ *   CACHE_IDX_MEMBER     "ns/<node-name>"     objects labelled node-name (one Godis's
+ *                                             children and pods)
  * Fed by one thread (the subscriber's event handler: cache_apply), read by many (reconcile
  * threads, mappings) under a readers/writer lock. Reads hand out deep copies or run a
  * callback under the read lock, so no caller ever sees an object change under it. */
@@ -23,6 +25,7 @@ typedef enum {
     CACHE_IDX_CLUSTER,
     CACHE_IDX_OWNER,
     CACHE_IDX_NODE,
+    CACHE_IDX_MEMBER,
     CACHE_IDX__COUNT
 } cache_index;
 

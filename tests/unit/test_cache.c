@@ -153,6 +153,23 @@ static void test_indexes_follow_updates(void **state)
     l = cache_list(c, "Pod", CACHE_IDX_NODE, "n1");
     assert_int_equal(cJSON_GetArraySize(l), 0);
     cJSON_Delete(l);
+    /* the member index: label node-name, keyed "ns/<value>", follows relabelling */
+    put(c, "Pod", "ns/m1", 5, "{\"metadata\":{\"name\":\"m1\",\"namespace\":\"ns\","
+                              "\"labels\":{\"node-name\":\"c1-1\"}}}");
+    put(c, "Pod", "ns/m2", 5, "{\"metadata\":{\"name\":\"m2\",\"namespace\":\"ns\","
+                              "\"labels\":{\"node-name\":\"c1-10\"}}}");
+    l = cache_list(c, "Pod", CACHE_IDX_MEMBER, "ns/c1-1");
+    assert_int_equal(cJSON_GetArraySize(l), 1);
+    assert_string_equal(gd_meta_name(cJSON_GetArrayItem(l, 0)), "m1");
+    cJSON_Delete(l);
+    put(c, "Pod", "ns/m2", 5, "{\"metadata\":{\"name\":\"m2\",\"namespace\":\"ns\","
+                              "\"labels\":{\"node-name\":\"c1-1\"}}}");
+    l = cache_list(c, "Pod", CACHE_IDX_MEMBER, "ns/c1-1");
+    assert_int_equal(cJSON_GetArraySize(l), 2);
+    cJSON_Delete(l);
+    l = cache_list(c, "Pod", CACHE_IDX_MEMBER, "ns/c1-10");
+    assert_int_equal(cJSON_GetArraySize(l), 0);
+    cJSON_Delete(l);
     l = cache_list(c, "Pod", CACHE_IDX_CLUSTER, "ns/nothing");
     assert_non_null(l);
     assert_int_equal(cJSON_GetArraySize(l), 0);
@@ -161,7 +178,7 @@ static void test_indexes_follow_updates(void **state)
     assert_int_equal(cJSON_GetArraySize(l), 0);
     cJSON_Delete(l);
     n = 0;
-    assert_int_equal(cache_each(c, "Pod", count_cb, &n), 2);
+    assert_int_equal(cache_each(c, "Pod", count_cb, &n), 4);   /* p2, p3, m1, m2 */
     cache_destroy(&c);
 }
 

@@ -438,7 +438,7 @@ static void test_reconciler_cache_helpers(void **state)
             "\"labels\":{\"cluster-name\":\"ex\",\"role\":\"a\"}}}");
     put_obj(c, "Godis", "ns/ex-2",
             "{\"metadata\":{\"name\":\"ex-2\",\"namespace\":\"ns\",\"resourceVersion\":\"6\","
-            "\"labels\":{\"cluster-name\":\"ex\",\"role\":\"b\"}}}");
+            "\"labels\":{\"cluster-name\":\"ex\",\"role\":\"b\",\"node-name\":\"ex-2\"}}}");
     put_obj(c, "Godis", "other/ex-1",
             "{\"metadata\":{\"name\":\"ex-1\",\"namespace\":\"other\",\"labels\":{\"cluster-name\":\"ex\"}}}");
     cJSON *g = rec_cache_get(&ctx, "Godis", "ns", "ex-1");
@@ -449,6 +449,13 @@ static void test_reconciler_cache_helpers(void **state)
     assert_null(rec_cache_get(&ctx, NULL, "ns", "ex-1"));
     cJSON *l = rec_cache_list(&ctx, "Godis", "ns", "cluster-name", "ex");
     assert_int_equal(cJSON_GetArraySize(l), 2);
+    cJSON_Delete(l);
+    l = rec_cache_list(&ctx, "Godis", "ns", "node-name", "ex-2");   /* the member index */
+    assert_int_equal(cJSON_GetArraySize(l), 1);
+    assert_string_equal(gd_meta_name(cJSON_GetArrayItem(l, 0)), "ex-2");
+    cJSON_Delete(l);
+    l = rec_cache_list(&ctx, "Godis", "other", "node-name", "ex-2");
+    assert_int_equal(cJSON_GetArraySize(l), 0);
     cJSON_Delete(l);
     l = rec_cache_list(&ctx, "Godis", "ns", "role", "b");
     assert_int_equal(cJSON_GetArraySize(l), 1);

@@ -4,13 +4,13 @@
 #
 #   converge_100x3_s          first create of 100 GodisClusters (replicas 3, fresh namespace)
 #                             until every one reports status Running, readyReplicas 3 and 3
-#                             members (bin/bench-converge polls the list every 200 ms)
+#                             members (bin/bench-converge watches them: the time a converged status arrives)
 #   api_requests_per_cluster  requests the operator's processes (manager, informers, workers)
 #                             sent in that time, divided by 100
 #
 # The request count comes from the API server itself, the neutral referee: the operator runs
-# under its own client certificate (user godis-bench-operator-<pid>, bound to cluster-admin), and a
-# FlowSchema puts that user's requests into their own flow (priority level exempt, so nothing
+# under its own ServiceAccount token (default/godis-bench-operator-<pid>, bound to
+# cluster-admin), and a FlowSchema puts that account's requests into their own flow (priority level exempt, so nothing
 # throttles it more than the admin). apiserver_flowcontrol_dispatched_requests_total of that
 # flow, before and after, is the count. API priority and fairness does not see long-running
 # requests, so the informers' watches are not counted (their lists are).
@@ -69,24 +69,34 @@ api() {  # api METHOD PATH [BODY] — as admin
     ${3:+--data-binary "$3"} "$KUBE_APISERVER$2"
 }
 
-cleanup() {
+stop_manager() {
   if [ -n "$MGR_PID" ] && kill -0 "$MGR_PID" 2>/dev/null; then
     kill -TERM "$MGR_PID" 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$MGR_PID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$MGR_PID" 2>/dev/null || true
     wait "$MGR_PID" 2>/dev/null || true
   fi
+  MGR_PID=
+}
+# delete_namespace NS — and wait until it is gone: the node agent has stopped its pods, so a
+# following run does not share the machine with them
+delete_namespace() {
+  api DELETE "/api/v1/namespaces/$1" >/dev/null 2>&1 || true
+  for _ in $(seq 1 120); do
+    [ "$(api GET "/api/v1/namespaces/$1" 2>/dev/null | jq -r '.kind // empty')" = Namespace ] || break
+    sleep 0.5
+  done
+}
+cleanup() {
+  stop_manager
   if [ -n "${KUBE_APISERVER:-}" ]; then
-    api DELETE "/api/v1/namespaces/$NS" >/dev/null 2>&1 || true
-    # wait for the node agent to stop the pods: a following run must not share the machine
-    for _ in $(seq 1 120); do
-      [ "$(api GET "/api/v1/namespaces/$NS" 2>/dev/null | jq -r '.kind // empty')" = Namespace ] || break
-      sleep 0.5
-    done
+    delete_namespace "$NS"
+    delete_namespace "$NS-floor"
     api DELETE /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas/$USER_CN >/dev/null 2>&1 || true
     api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/$USER_CN >/dev/null 2>&1 || true
+    api DELETE /api/v1/namespaces/default/serviceaccounts/$USER_CN >/dev/null 2>&1 || true
   fi
-  mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$KEEP"/ 2>/dev/null || true
+  mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json "$KEEP"/ 2>/dev/null || true
   if [ "$STARTED" = 1 ]; then tools/devcluster down >/dev/null 2>&1 || true; fi
   rm -rf "$W"
 }
@@ -100,11 +110,20 @@ export KUBECONFIG GODIS_HOSTS_FILE=${GODIS_HOSTS_FILE:-$DEVCLUSTER_DIR/hosts}
 log "CRDs from deploy/crds"
 bin/godisctl apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml >/dev/null
 
-# The operator's own identity, and the flow that counts its requests.
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -sha256 \
-  -CA "$DEVCLUSTER_DIR/pki/ca.crt" -CAkey "$DEVCLUSTER_DIR/pki/ca.key" -subj "/CN=$USER_CN" \
-  -addext "basicConstraints=critical,CA:FALSE" -addext "keyUsage=critical,digitalSignature" \
-  -addext "extendedKeyUsage=clientAuth" -keyout "$W/op.key" -out "$W/op.crt" 2>/dev/null
+# The operator's own identity, and the flow that counts its requests: a ServiceAccount token,
+# as the operator has when it runs in a cluster (deploy/). A client certificate would also
+# do, but kube-apiserver 1.20 verifies a client certificate's chain on every request (~6 %
+# of its CPU in this run's profile), while a token is checked once and then cached.
+api POST /api/v1/namespaces/default/serviceaccounts "$(jq -cn --arg u "$USER_CN" '{
+  apiVersion: "v1", kind: "ServiceAccount", metadata: {name: $u}}')" >/dev/null
+token=
+for _ in $(seq 1 100); do   # kube-controller-manager's token controller writes the secret
+  secret=$(api GET "/api/v1/namespaces/default/serviceaccounts/$USER_CN" | jq -r '.secrets[0].name // empty')
+  [ -n "$secret" ] && token=$(api GET "/api/v1/namespaces/default/secrets/$secret" | jq -r '.data.token // empty' | base64 -d)
+  [ -n "$token" ] && break
+  sleep 0.1
+done
+[ -n "$token" ] || { log "no token for ServiceAccount default/$USER_CN after 10 s"; exit 1; }
 cat >"$W/operator.kubeconfig" <<KC
 apiVersion: v1
 kind: Config
@@ -116,8 +135,7 @@ clusters:
 users:
 - name: $USER_CN
   user:
-    client-certificate-data: $(base64 -w0 "$W/op.crt")
-    client-key-data: $(base64 -w0 "$W/op.key")
+    token: $token
 contexts:
 - name: operator
   context: {cluster: devcluster, user: $USER_CN, namespace: default}
@@ -126,11 +144,11 @@ KC
 api POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings "$(jq -cn --arg u "$USER_CN" '{
   apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: {name: $u},
   roleRef: {apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin"},
-  subjects: [{apiGroup: "rbac.authorization.k8s.io", kind: "User", name: $u}]}')" >/dev/null
+  subjects: [{kind: "ServiceAccount", name: $u, namespace: "default"}]}')" >/dev/null
 api POST /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas "$(jq -cn --arg u "$USER_CN" '{
   apiVersion: "flowcontrol.apiserver.k8s.io/v1beta1", kind: "FlowSchema", metadata: {name: $u},
   spec: {matchingPrecedence: 100, priorityLevelConfiguration: {name: "exempt"},
-    rules: [{subjects: [{kind: "User", user: {name: $u}}],
+    rules: [{subjects: [{kind: "ServiceAccount", serviceAccount: {name: $u, namespace: "default"}}],
       resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}],
       nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]}]}}')" >/dev/null
 
@@ -265,6 +283,38 @@ curl -s "127.0.0.1:$MP/metrics" >"$W/manager.metrics" || true
 grep -E '^(controller_runtime_reconcile_total|controller_runtime_reconcile_errors_total|workqueue_retries_total)' \
   "$W/manager.metrics" | awk '{k=$1; sub(/\{.*controller="/, "{", k); a[k]+=$NF} END {for (k in a) print "  " k, a[k]}' >&2 || true
 
+# The floor: the same children with no operator at all (tools/bench/converge_floor.py), on
+# the same control plane once this run's pods are gone. Templates: bench-000's ConfigMap and
+# its members' Services, PVCs and ReplicaSets exactly as the worker created them.
+floor=
+save_templates() {
+  local sel="labelSelector=cluster-name%3Dbench-000" k
+  { api GET "/api/v1/namespaces/$NS/configmaps/bench-000-config"
+    for k in api/v1/namespaces/$NS/services api/v1/namespaces/$NS/persistentvolumeclaims \
+             apis/apps/v1/namespaces/$NS/replicasets; do
+      api GET "/$k?$sel" | jq -c --arg kind "$k" '{list: ($kind | split("/") | last), items: .items}'
+    done
+  } | jq -s --arg ns "$NS" '
+      (.[1:] | map({(.list): .items}) | add) as $l |
+      def kinded($k; $v): map(. + {kind: $k, apiVersion: $v});
+      ($l.services | kinded("Service"; "v1")) as $svc |
+      ($l.persistentvolumeclaims | kinded("PersistentVolumeClaim"; "v1")) as $pvc |
+      ($l.replicasets | kinded("ReplicaSet"; "apps/v1")) as $rs |
+      {cluster: "bench-000", namespace: $ns, configmap: (.[0] + {kind: "ConfigMap", apiVersion: "v1"}),
+       members: [$svc[] | .metadata.labels["node-name"] as $m |
+         [., ($pvc[] | select(.metadata.labels["node-name"] == $m)),
+             ($rs[] | select(.metadata.labels["node-name"] == $m))]]}' >"$W/children.json"
+}
+if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
+  stop_manager
+  delete_namespace "$NS"
+  log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py)"
+  floor=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$NS-floor" \
+    --count "$COUNT" --timeout "$TIMEOUT") || log "converge_floor.py failed: ${floor:-no result}"
+  log "floor result: ${floor:-none}"
+  delete_namespace "$NS-floor"
+fi
+
 mkdir -p "$(dirname "$OUT")"
 settings=$(jq -c --argjson w "$WORKERS" --argjson m "$MCR" --argjson n "$COUNT" --argjson r "$REPLICAS" \
   --arg l "$l0 $(cut -d' ' -f1 /proc/loadavg)" \
@@ -279,4 +329,9 @@ jq -c --argjson v "$(awk -v r="$reqs" -v n="$COUNT" 'BEGIN{printf "%.1f", r/n}')
   '{name: "api_requests_per_cluster", value: $v, unit: "requests"} + $s +
    {operator_requests: $total, all_clients_writes: $writes,
     note: "counted by the API server (APF flow of the operator identity, watches excluded) over the run"}' -n | tee -a "$OUT"
+if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
+  jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" \
+    '{name: "converge_floor_100x3_s", value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f +
+     {note: "no operator: the same ConfigMaps, Services, PVCs and ReplicaSets created at t=0 from 16 threads, until every pod is Ready; what the control plane alone needs"}' -n | tee -a "$OUT"
+fi
 exit "$rc"

@@ -1,0 +1,146 @@
+/* test_godis_state.c — when the Godis controller writes status.state (godis_reconcile_godis):
+ * on a change of state, and on a change of pod IP only while Running. A Pending member's
+ * pod getting its name and then its IP must not cost a status write each. The cache is a
+ * fixed set of objects; the API server is the scriptable httpd helper, so every write the
+ * reconciler makes is a recorded request. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+#include "client_fixture.h"
+#include "../../worker/godis_children.c"
+#include "../../worker/godis_write.c"
+#include "../../worker/godis_reconcile_godis.c"
+#include "gd_json.h"
+
+typedef struct {
+    const char *godis_status;    /* JSON of the Godis's status, "{}" for none */
+    const char *pod;             /* JSON of its one pod, or NULL */
+} world;
+
+#define CLUSTER                                                                             \
+    "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\",\"metadata\":{"   \
+    "\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"cu\",\"generation\":1},"                  \
+    "\"spec\":{\"replicas\":3}}"
+
+static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+{
+    const world *w = e->ud;
+    char buf[2048];
+    if (strcmp(kind, "GodisCluster") == 0) return cJSON_Parse(CLUSTER);
+    if (strcmp(kind, "Godis") == 0 && strcmp(name, "c-1") == 0) {
+        snprintf(buf, sizeof buf,
+                 "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"Godis\",\"metadata\":{"
+                 "\"name\":\"c-1\",\"namespace\":\"ns\",\"uid\":\"gu\",\"resourceVersion\":\"7\","
+                 "\"generation\":1,\"labels\":{\"cluster-name\":\"c\"},\"ownerReferences\":[{"
+                 "\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\","
+                 "\"name\":\"c\",\"uid\":\"cu\",\"controller\":true}]},"
+                 "\"spec\":{\"preferred\":true},\"status\":%s}", w->godis_status);
+        return cJSON_Parse(buf);
+    }
+    /* The children exist exactly as the controller builds them: only the status path runs */
+    godis_child_spec spec = {.ns = "ns", .cluster = "c", .godis = "c-1", .godis_uid = "gu",
+                             .id = 1, .preferred = true};
+    cJSON *child = strcmp(kind, "Service") == 0               ? godis_build_service(&spec)
+                   : strcmp(kind, "PersistentVolumeClaim") == 0 ? godis_build_pvc(&spec)
+                   : strcmp(kind, "ReplicaSet") == 0            ? godis_build_replicaset(&spec)
+                                                                : NULL;
+    if (child && strcmp(gd_meta_name(child), name) != 0) {
+        cJSON_Delete(child);
+        child = NULL;
+    }
+    return child;
+}
+
+static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+                        const char *v)
+{
+    const world *w = e->ud;
+    cJSON *arr = cJSON_CreateArray();
+    if (strcmp(kind, "Pod") == 0 && w->pod) cJSON_AddItemToArray(arr, cJSON_Parse(w->pod));
+    return arr;
+}
+
+#define POD_PENDING_NO_IP "{\"metadata\":{\"name\":\"c-1-abc\"},\"status\":{\"phase\":\"Pending\"}}"
+#define POD_PENDING_IP                                                                       \
+    "{\"metadata\":{\"name\":\"c-1-abc\"},\"status\":{\"phase\":\"Running\","                \
+    "\"podIP\":\"127.0.1.5\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}"
+#define POD_READY(ip)                                                                        \
+    "{\"metadata\":{\"name\":\"c-1-abc\"},\"status\":{\"phase\":\"Running\",\"podIP\":\"" ip \
+    "\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+
+/* Runs one reconcile of ns/c-1 against w; returns the status writes it made (PUTs to
+ * .../godises/c-1/status) and asserts it made no other request. */
+static int status_writes(client_fixture *f, const world *w, const char **body_out)
+{
+    godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .ud = (void *)w,
+                   .godis_port = 6379, .godis_timeout_ms = 100};
+    int before = httpd_request_count(f->h);
+    /* nothing queued: the helper answers 200 with an echo, a successful write */
+    godis_result r = godis_reconcile_godis(&e, "ns/c-1");
+    assert_int_equal(r.kind, GODIS_DONE);
+    int n = 0;
+    for (int i = before; i < httpd_request_count(f->h); i++) {
+        const httpd_req *q = httpd_request(f->h, i);
+        assert_string_equal(q->method, "PUT");
+        assert_non_null(strstr(q->uri, "/namespaces/ns/godises/c-1/status"));
+        n++;
+        if (body_out) *body_out = q->body;
+    }
+    return n;
+}
+
+static void test_pending_written_once(void **state)
+{
+    client_fixture *f = *state;
+    const char *body = NULL;
+    world fresh = {"{}", NULL};
+    assert_int_equal(status_writes(f, &fresh, &body), 1);   /* no state yet: Pending */
+    cJSON *b = cJSON_Parse(body);
+    assert_string_equal(gd_json_str_or(b, "status.state", ""), "Pending");
+    cJSON_Delete(b);
+    /* Pending already recorded: the pod appearing, then getting an IP, writes nothing */
+    world named = {"{\"state\":\"Pending\"}", POD_PENDING_NO_IP};
+    assert_int_equal(status_writes(f, &named, NULL), 0);
+    world with_ip = {"{\"state\":\"Pending\"}", POD_PENDING_IP};
+    assert_int_equal(status_writes(f, &with_ip, NULL), 0);
+}
+
+static void test_running_carries_pod_ip(void **state)
+{
+    client_fixture *f = *state;
+    const char *body = NULL;
+    world ready = {"{\"state\":\"Pending\"}", POD_READY("127.0.1.5")};
+    assert_int_equal(status_writes(f, &ready, &body), 1);
+    cJSON *b = cJSON_Parse(body);
+    assert_string_equal(gd_json_str_or(b, "status.state", ""), "Running");
+    assert_string_equal(gd_json_str_or(b, "status.podIP", ""), "127.0.1.5");
+    assert_string_equal(gd_json_str_or(b, "status.podName", ""), "c-1-abc");
+    cJSON_Delete(b);
+    /* Running with the same IP: nothing; a new IP while Running: written */
+    world same = {"{\"state\":\"Running\",\"podIP\":\"127.0.1.5\"}", POD_READY("127.0.1.5")};
+    assert_int_equal(status_writes(f, &same, NULL), 0);
+    world moved = {"{\"state\":\"Running\",\"podIP\":\"127.0.1.5\"}", POD_READY("127.0.2.9")};
+    assert_int_equal(status_writes(f, &moved, &body), 1);
+    b = cJSON_Parse(body);
+    assert_string_equal(gd_json_str_or(b, "status.podIP", ""), "127.0.2.9");
+    cJSON_Delete(b);
+    /* Running -> not Ready: back to Pending, written */
+    world lost = {"{\"state\":\"Running\",\"podIP\":\"127.0.2.9\"}", POD_PENDING_IP};
+    assert_int_equal(status_writes(f, &lost, &body), 1);
+    b = cJSON_Parse(body);
+    assert_string_equal(gd_json_str_or(b, "status.state", ""), "Pending");
+    cJSON_Delete(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_pending_written_once, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_running_carries_pod_ip, client_setup, client_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
