@@ -31,7 +31,9 @@
 #define MAX_BODY_BYTES   (256u * 1024 * 1024)   /* a whole non-watch response */
 #define MAX_ERROR_BYTES  (1024u * 1024)         /* an error body beside a stream */
 #define MAX_TOKEN_BYTES  (64 * 1024)
-#define MAX_IDLE_HANDLES 32
+#define MAX_IDLE_HANDLES 128   /* >= the busiest caller's concurrency (a worker: 2 controllers x 32
+                                 * reconcilers); a handle dropped on return closes its
+                                 * connection, and the next request pays a TLS handshake */
 #define MAX_RETRY_AFTER_S 60                    /* longer waits go back to the caller */
 #define TOKEN_RECHECK_MS 1000
 

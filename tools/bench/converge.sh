@@ -22,8 +22,8 @@
 # requests for 100 x 3, which the default 50 qps per worker alone stretches to ~29 s (an
 # operator run at this scale raises its client limit; the API server's priority and fairness
 # stays the real guard) against the devcluster with the node agent
-# (3 nodes, pods as local processes, godis stand-ins). Uses the running devcluster (adding
-# the node agent if it has none) or starts one and stops it again. The namespace is deleted
+# (3 nodes, pods as local processes, godis stand-ins), started fresh in its own run directory
+# and stopped at the end (see fresh_devcluster below). The namespace is deleted
 # and the manager stopped (by pid) at the end. The timeline bench-converge prints (objects,
 # pods Running/Ready, members, converged clusters per second) goes to stderr; the last
 # run's timeline, manager log and manager metrics stay in build/bench-converge/.
@@ -56,7 +56,17 @@ NS=godis-bench-$$
 W=$(mktemp -d /tmp/bench-converge-XXXXXX)
 KEEP=$ROOT/build/bench-converge   # the last run's manager log, timeline and metrics
 MGR_PID=
-STARTED=0
+# A fresh control plane of its own for each measurement (its own run directory, so the
+# devcluster of `make bench` or of a developer is left alone): a control plane that has just
+# served other benchmarks is measurably slower (the same floor run on one devcluster took
+# 21.5, 22.7, 24.1, 24.0 s in a row), so each figure starts from the same state.
+export DEVCLUSTER_DIR=${CONVERGE_DEVCLUSTER_DIR:-$ROOT/build/bench-converge-devcluster}
+fresh_devcluster() {
+  tools/devcluster down >/dev/null 2>&1 || true
+  tools/devcluster up --nodes 3 >/dev/null
+  eval "$(tools/devcluster env)"
+  sleep 2   # the controllers' first resyncs behind us
+}
 log() { printf '[converge] %s\n' "$*" >&2; }
 
 for b in godis-manager godis-informer godis-worker godisctl bench-converge; do
@@ -97,14 +107,13 @@ cleanup() {
     api DELETE /api/v1/namespaces/default/serviceaccounts/$USER_CN >/dev/null 2>&1 || true
   fi
   mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json "$KEEP"/ 2>/dev/null || true
-  if [ "$STARTED" = 1 ]; then tools/devcluster down >/dev/null 2>&1 || true; fi
+  tools/devcluster down >/dev/null 2>&1 || true
   rm -rf "$W"
 }
 trap cleanup EXIT
 
-tools/devcluster status >/dev/null 2>&1 || STARTED=1
-tools/devcluster up --nodes 3 >/dev/null   # idempotent; adds the node agent if missing
-eval "$(tools/devcluster env)"
+log "a fresh control plane in $DEVCLUSTER_DIR"
+fresh_devcluster
 export KUBECONFIG GODIS_HOSTS_FILE=${GODIS_HOSTS_FILE:-$DEVCLUSTER_DIR/hosts}
 
 log "CRDs from deploy/crds"
@@ -308,7 +317,8 @@ save_templates() {
 if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   stop_manager
   delete_namespace "$NS"
-  log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py)"
+  log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py), on a fresh control plane"
+  fresh_devcluster
   floor=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$NS-floor" \
     --count "$COUNT" --timeout "$TIMEOUT") || log "converge_floor.py failed: ${floor:-no result}"
   log "floor result: ${floor:-none}"

@@ -161,7 +161,7 @@ for _ in $(seq 240); do api "/api/v1/namespaces/$NS_LIST" >/dev/null 2>&1 || bre
 log "figures in $OUT_DIR/latest.jsonl"
 
 # 5. The whole operator (issue 7 part 7): converge_100x3_s and api_requests_per_cluster,
-# appended by tools/bench/converge.sh (adds the node agent to this devcluster if it has none).
+# appended by tools/bench/converge.sh (on fresh control planes of its own, with the node agent).
 "$ROOT/tools/bench/converge.sh" || log "converge.sh: not every GodisCluster converged (see its lines)"
 
 # 6. Manager failover (issue 6 part 8): failover_graceful_s and failover_crash_s with
