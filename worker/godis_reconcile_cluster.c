@@ -22,6 +22,7 @@ typedef struct {
     cJSON *cluster;          /* our copy of the GodisCluster */
     cJSON *godises;          /* array from the cache */
     cJSON *configmap;        /* or NULL */
+    cJSON *written;          /* our last status write as the API server returned it */
     const char *ns, *name, *uid;
     godis_view v;
     char phase[32];
@@ -283,8 +284,33 @@ static godis_result execute(cluster_ctx *c, const godis_step *s)
     case GP_MEET:             return do_meet(c, s);
     case GP_FORGET:           return do_forget(c, s);
     case GP_DELETE_GODIS:     return do_delete_godis(c, s->id);
-    default:                  return godis_status_step(c->e, c->cluster, &c->v, s);
+    default:                  return godis_status_step(c->e, c->cluster, &c->v, s, &c->written);
     }
+}
+
+/* After a step of the bootstrap succeeded, what the next one sees without waiting for the
+ * cache: the status the API server returned for the recorded intent, or the ConfigMap we
+ * just created. Returns false when the next step must wait for the cache after all. */
+static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
+{
+    if (s->kind == GP_RECORD_INIT) {
+        if (!c->written) return false;
+        cJSON_Delete(c->cluster);
+        c->cluster = c->written;
+        c->written = NULL;
+        c->uid = gd_meta_uid(c->cluster);   /* pointed into the object just freed */
+        c->v.nmembers = 0;               /* status fields again, from what was written */
+        c->v.members_recorded = false;
+        read_status(c);
+        return strcmp(c->phase, "Initializing") == 0;
+    }
+    if (s->kind == GP_ENSURE_CONFIGMAP && !c->configmap) {
+        c->v.configmap_exists = true;
+        c->v.configmap_parsed = true;
+        c->v.cm_n = godis_plan_configmap_ids(&c->v, c->v.cm_ids);
+        return true;
+    }
+    return false;
 }
 
 static godis_result reconcile_cluster_ctx(cluster_ctx *c)
@@ -297,11 +323,22 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     c->v.paused = spec.paused;
     read_status(c);
     observe(c);
-    godis_step s = godis_plan_next(&c->v);
-    gd_log(s.kind == GP_NOTHING ? GD_LOG_DEBUG : GD_LOG_INFO, "reconcile step",
-           "cluster", c->name, "namespace", c->ns, "step", godis_step_name(s.kind),
-           "reason", s.reason, "why", s.why, NULL);
-    godis_result r = execute(c, &s);
+    godis_step s;
+    godis_result r;
+    /* A new cluster's bootstrap — record the members, write the ConfigMap, create the
+     * members' Godis — runs as one reconcile: each step waits for nothing but the API
+     * server's answer to the previous one (the intent is persisted before any side effect,
+     * as always), instead of for the cache to show it. Under a 100-cluster burst each wait
+     * was 3-4 s. Every later step, and any failure, goes back to the queue as usual. */
+    for (int chained = 0;; chained++) {
+        s = godis_plan_next(&c->v);
+        gd_log(s.kind == GP_NOTHING ? GD_LOG_DEBUG : GD_LOG_INFO, "reconcile step",
+               "cluster", c->name, "namespace", c->ns, "step", godis_step_name(s.kind),
+               "reason", s.reason, "why", s.why, NULL);
+        r = execute(c, &s);
+        if (chained >= 2 || r.kind != GODIS_REQUEUE || r.err != GD_OK || !absorb_own_write(c, &s))
+            break;
+    }
     if (s.kind == GP_WAIT && r.kind == GODIS_DONE) {
         r.kind = GODIS_REQUEUE_AFTER;
         r.after_ms = WAIT_RECHECK_MS;
@@ -328,6 +365,7 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     c.uid = gd_meta_uid(c.cluster);
     godis_result r = reconcile_cluster_ctx(&c);
     cJSON_Delete(c.cluster);
+    cJSON_Delete(c.written);
     cJSON_Delete(c.godises);
     cJSON_Delete(c.configmap);
     return r;

@@ -164,7 +164,7 @@ static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
 }
 
 godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
-                               const godis_step *s)
+                               const godis_step *s, cJSON **written)
 {
     cJSON *obj = cJSON_Duplicate(cluster, 1);
     cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
@@ -185,7 +185,7 @@ godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_v
     set_conditions(st, v, s, members, n, ready, gen);
     godis_result r = {.kind = (s->kind == GP_NOTHING || s->kind == GP_WAIT) ? GODIS_DONE : GODIS_REQUEUE};
     if (!cJSON_Compare(before, st, 1)) {
-        gd_err err = gw_update_status(e, &K8S_RES_GODISCLUSTERS, obj);
+        gd_err err = gw_update_status_out(e, &K8S_RES_GODISCLUSTERS, obj, written);
         if (err) r = gw_result(err);
         else if (reason) godis_emit_event(e, cluster, "Normal", reason, msg);
     }

@@ -6,8 +6,10 @@
 #include "godis_plan.h"
 #include "godis_reconcile.h"
 
+/* written (may be NULL): on a successful write, the object the API server returned (the
+ * caller frees it); left alone when nothing was written. */
 godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
-                               const godis_step *s);
+                               const godis_step *s, cJSON **written);
 /* An invalid spec: condition + Event (once per change), no other action. */
 godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char *msg);
 

@@ -34,7 +34,8 @@ gd_err gw_create(godis_env *e, const k8s_resource *r, const cJSON *obj)
     return err;
 }
 
-static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool status)
+static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool status,
+                  cJSON **written)
 {
     gd_err err = fence(e);
     if (err) return err;
@@ -44,6 +45,10 @@ static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool st
                  : k8s_update(e->client, r, obj, &out, &st);
     if (err == GD_OK && e->wrote)
         e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gd_meta_rv(out), false);
+    if (written && err == GD_OK) {
+        *written = out;
+        out = NULL;
+    }
     cJSON_Delete(out);
     if (err && err != GD_ERR_CONFLICT) {
         log_write_error(status ? "update-status" : "update", r, gd_meta_name(obj), &st);
@@ -56,8 +61,12 @@ static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool st
     return err;
 }
 
-gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, false); }
-gd_err gw_update_status(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, true); }
+gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, false, NULL); }
+gd_err gw_update_status(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, true, NULL); }
+gd_err gw_update_status_out(godis_env *e, const k8s_resource *r, const cJSON *obj, cJSON **written)
+{
+    return put(e, r, obj, true, written);
+}
 
 gd_err gw_delete(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
                  const char *uid)

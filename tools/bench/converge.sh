@@ -1,42 +1,52 @@
 #!/usr/bin/env bash
-# converge.sh — the whole operator on the local control plane (issue 7 part 7). Appends two
-# JSON lines to bench/results/latest.jsonl:
+# converge.sh — the whole operator on the local control plane (issue 7 part 7). Appends
+# three JSON lines to bench/results/latest.jsonl:
 #
 #   converge_100x3_s          first create of 100 GodisClusters (replicas 3, fresh namespace)
 #                             until every one reports status Running, readyReplicas 3 and 3
-#                             members (bin/bench-converge watches them: the time a converged status arrives)
+#                             members (bin/bench-converge watches them: the time a converged
+#                             status arrives)
 #   api_requests_per_cluster  requests the operator's processes (manager, informers, workers)
 #                             sent in that time, divided by 100
+#   converge_floor_100x3_s    the same 100 x 3 with NO operator (tools/bench/converge_floor.py):
+#                             the ConfigMaps, Services, PVCs and ReplicaSets the operator made
+#                             in this run, created again all at t=0 on a fresh control plane,
+#                             until every pod is Ready. What the control plane alone needs;
+#                             no operator can converge faster here. CONVERGE_FLOOR=0 skips it.
 #
 # The request count comes from the API server itself, the neutral referee: the operator runs
 # under its own ServiceAccount token (default/godis-bench-operator-<pid>, bound to
-# cluster-admin), and a FlowSchema puts that account's requests into their own flow (priority level exempt, so nothing
-# throttles it more than the admin). apiserver_flowcontrol_dispatched_requests_total of that
-# flow, before and after, is the count. API priority and fairness does not see long-running
-# requests, so the informers' watches are not counted (their lists are).
+# cluster-admin), and a FlowSchema puts that account's requests into their own flow (priority
+# level exempt, so nothing throttles it more than the admin).
+# apiserver_flowcontrol_dispatched_requests_total of that flow, before and after, is the
+# count. API priority and fairness does not see long-running requests, so the informers'
+# watches are not counted (their lists are).
 #
 # One godis-manager (leader election on, --workers $CONVERGE_WORKERS (2),
-# --max-concurrent-reconciles $CONVERGE_MCR (32: 8 left the Godis
-# controller creating children until 108 s, 32 until 63-71 s)), workers with --kube-api-qps
-# $CONVERGE_API_QPS (200) --kube-api-burst $CONVERGE_API_BURST (400): the operator sends ~2 900
-# requests for 100 x 3, which the default 50 qps per worker alone stretches to ~29 s (an
-# operator run at this scale raises its client limit; the API server's priority and fairness
-# stays the real guard) against the devcluster with the node agent
-# (3 nodes, pods as local processes, godis stand-ins), started fresh in its own run directory
-# and stopped at the end (see fresh_devcluster below). The namespace is deleted
-# and the manager stopped (by pid) at the end. The timeline bench-converge prints (objects,
-# pods Running/Ready, members, converged clusters per second) goes to stderr; the last
-# run's timeline, manager log and manager metrics stay in build/bench-converge/.
+# --max-concurrent-reconciles $CONVERGE_MCR (32: 8 left the Godis controller creating
+# children until 108 s, 32 until 63-71 s)), workers with --kube-api-qps $CONVERGE_API_QPS
+# (200) --kube-api-burst $CONVERGE_API_BURST (400): the operator sends ~2 700 requests for
+# 100 x 3, which the default 50 qps per worker alone stretches to ~27 s (an operator run at
+# this scale raises its client limit; the API server's priority and fairness stays the real
+# guard), against a devcluster with the node agent (3 nodes, pods as local processes, godis
+# stand-ins), started fresh in its own run directory and stopped at the end (see
+# fresh_devcluster below). The timeline bench-converge prints (objects, pods Running/Ready,
+# members, converged clusters), the API server's request mix, the CPU seconds of every
+# component and the phases (when each kind of object was created, pods scheduled and Ready)
+# go to stderr; the last run's timeline, manager log and metrics, the API server's metrics
+# before and after, and the children templates stay in build/bench-converge/.
 #
-# Where the time goes (100 x 3, measured from the API server's audit log, 2 shared cores):
-# the operator has all 300 Godis and their Services, PVCs and ReplicaSets by 18-20 s; the
-# node agent takes a bound pod to Ready in 1-2 s (median; the 1 s readiness probe period is
-# most of it). What remains is kube-controller-manager's PersistentVolume controller: its
-# claim worker is ONE goroutine, and binding a provisioned volume costs it three writes in
-# a row (PV status, PVC, PVC status). 300 binds at 0.13-0.16 s each under this machine's load
-# (its writes: p50 23-28 ms, mean 54-130 ms) are 38-48 s of strictly serial work, and every
-# pod waits in the scheduler's PreBind (StorageClass WaitForFirstConsumer) for its claim.
-# 20 s needs that serial bind below ~50 ms, i.e. writes at ~15 ms under a 300-pod burst.
+# Where the time goes (2 shared cores; figures from the 2026-11-22 runs): the machine is CPU
+# bound for the whole run (vmstat idle 0-2 %); kube-apiserver takes ~27 of ~56 CPU seconds,
+# serving ~7 700 writes from all clients, of which the operator's are ~2 700 (creates 1 300,
+# status 1 100, Events 200) — the rest are kube-controller-manager's (ReplicaSet status,
+# PVC/PV binding, Events), the scheduler's and the node agent's. On top of the CPU, the
+# PersistentVolume controller binds claims in ONE goroutine, four writes in a row each
+# (PV, PV status, PVC, PVC status): 300 claims at ~20 ms a write under this load are ~24 s
+# of strictly serial work, and each pod waits in the scheduler's PreBind for its claim. The
+# floor measures exactly that: 300 pods Ready 20-24 s after their children were all created
+# at once (11.5 s for the same pods without PVCs), whichever binding mode the StorageClass
+# uses (WaitForFirstConsumer 21.5-32.6 s, Immediate 32.1 s, same devcluster, same hour).
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figure names stay the same, the line says count and replicas.
