@@ -1,0 +1,194 @@
+/* worker_feed.c — the subscription side of the worker: one thread per informer kind
+ * takes its events into the cache and maps them to controller keys.
+ *
+ * Why threads of their own: a gd_sub fetches snapshots synchronously, and an informer that
+ * does not answer must not stall the manager's heartbeats on the main thread. Each thread
+ * applies events to the cache and maps them to keys itself (both thread-safe), and follows
+ * the shard set the main thread publishes (follow[] + follow_gen, see worker_refollow),
+ * dropping from the cache the objects of shards it stops following. */
+#include "worker_internal.h"
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "gd_hoptrace.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_time.h"
+#include "mapping.h"
+#include "workqueue.h"
+
+/* Read-your-own-writes waits only for kinds an informer feeds into the cache. */
+bool worker_tracks_kind(void *ud, const char *kind)
+{
+    worker *w = ud;
+    for (int i = 0; w && i < w->nsubs; i++)
+        if (strcmp(w->subs[i].kind, kind) == 0)
+            return true;
+    return false;
+}
+
+controller *worker_find_ctrl(worker *w, const char *name)
+{
+    for (int i = 0; i < w->nctrls; i++)
+        if (strcmp(controller_name(w->ctrls[i]), name) == 0)
+            return w->ctrls[i];
+    return NULL;
+}
+
+static void emit_key(void *ud, const char *ctrl, const char *key)
+{
+    controller *c = worker_find_ctrl(ud, ctrl);
+    if (c)
+        controller_enqueue(c, key);
+}
+
+void worker_map_change(worker *w, const char *kind, const cJSON *old_obj, const cJSON *new_obj)
+{
+    if (w->set->map_event)
+        w->set->map_event(w->set_ud, kind, old_obj, new_obj, emit_key, w);
+    else
+        mapping_event(w->cache, kind, old_obj, new_obj, emit_key, w);
+}
+
+/* The subscribers are keys_only: the cache is the one replica of the objects. gd_sub lends
+ * each new object and the cache takes it without a copy; the object the key had before
+ * comes back out of the cache for the mapping (old owners, old labels) and is freed after.
+ * A cached object is never changed and only this thread replaces or removes it, so
+ * new_obj stays valid for the mapping after the cache took it. */
+static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
+                         const cJSON *old_obj, const cJSON *new_obj, bool resync)
+{
+    sub_slot *s = ud;
+    worker *w = s->w;
+    cJSON *old = NULL;
+    (void)old_obj;              /* always NULL with keys_only */
+    switch (ev) {
+    case GD_SUB_ADDED:
+    case GD_SUB_MODIFIED: {
+        cJSON *obj = gd_sub_steal(s->sub);
+        if (!obj || cache_apply_take(w->cache, CACHE_UPSERT, s->kind, key, shard, &obj,
+                                     &old) != GD_OK) {
+            cJSON_Delete(obj);
+            return;
+        }
+        gd_hop_rv(gd_meta_rv(new_obj), GD_HOP_CACHE);
+        break;
+    }
+    case GD_SUB_DELETED:
+        cache_apply_take(w->cache, CACHE_DELETE, s->kind, key, shard, NULL, &old);
+        if (!old)
+            return;             /* the cache never had it: nothing to map */
+        break;
+    case GD_SUB_SYNCED:
+        gd_log(GD_LOG_INFO, "informer synced", "kind", s->kind, NULL);
+        return;
+    }
+    worker_map_change(w, s->kind, ev == GD_SUB_ADDED ? NULL : old, new_obj);
+    cJSON_Delete(old);
+}
+
+static void *sub_thread(void *arg)
+{
+    sub_slot *s = arg;
+    worker *w = s->w;
+    bool cur[GD_NSHARDS] = {false}, want[GD_NSHARDS];
+    uint64_t applied = 0;
+    while (!atomic_load(&w->subs_stop)) {
+        uint64_t gen = atomic_load(&w->follow_gen);
+        if (gen != applied) {
+            pthread_mutex_lock(&w->follow_mu);
+            gen = atomic_load(&w->follow_gen);
+            memcpy(want, w->follow, sizeof want);
+            pthread_mutex_unlock(&w->follow_mu);
+            int shards[GD_NSHARDS], n = 0, drop[GD_NSHARDS], nd = 0;
+            for (int i = 0; i < GD_NSHARDS; i++) {
+                if (want[i])
+                    shards[n++] = i;
+                else if (cur[i])
+                    drop[nd++] = i;
+            }
+            atomic_store(&s->synced, false);
+            gd_err rc = gd_sub_set_shards(s->sub, shards, (size_t)n);
+            if (rc != GD_OK && rc != GD_ERR_TIMEOUT)
+                gd_log(GD_LOG_ERROR, "subscriber: cannot follow shards", "kind", s->kind,
+                       "error", gd_strerror(rc), NULL);
+            /* gd_sub dropped those shards' objects without events; so does the cache. */
+            if (nd)
+                cache_drop_shards(w->cache, s->kind, drop, nd);
+            memcpy(cur, want, sizeof cur);
+            applied = gen;
+            atomic_store(&s->applied_gen, gen);
+        }
+        /* the keys one batch of messages maps to wake the reconcile threads once */
+        wq_hold_wakeups();
+        gd_sub_poll(s->sub, 50);
+        wq_release_wakeups();
+        atomic_store(&s->synced, gd_sub_synced(s->sub));
+    }
+    return NULL;
+}
+
+#define ABSENT_GRACE_MS 5000
+
+/* With --runtime-dir the worker subscribes to every kind, but the manager may run
+ * informers for fewer (--informer-kinds): a kind whose socket file has not appeared
+ * ABSENT_GRACE_MS after start-up does not hold shards back. It joins as soon as its
+ * informer binds (ZeroMQ keeps reconnecting). */
+static bool informer_absent(worker *w, sub_slot *s)
+{
+    struct stat st;
+    if (!w->o->runtime_dir || !s->ipc_path[0] || stat(s->ipc_path, &st) == 0 ||
+        gd_mono_ms() - w->started_ms < ABSENT_GRACE_MS)
+        return false;
+    if (!s->absent_logged) {
+        gd_log(GD_LOG_WARN, "no informer for this kind: not waiting for it", "kind", s->kind,
+               "endpoint", s->ipc_path, NULL);
+        s->absent_logged = true;
+    }
+    return true;
+}
+
+/* Every subscriber follows the loading shards and has their snapshot. */
+bool worker_all_synced(worker *w)
+{
+    for (int i = 0; i < w->nsubs; i++) {
+        sub_slot *s = &w->subs[i];
+        if ((atomic_load(&s->applied_gen) < w->loading_gen || !atomic_load(&s->synced)) &&
+            !informer_absent(w, s))
+            return false;
+    }
+    return true;
+}
+
+gd_err worker_setup_subs(worker *w)
+{
+    for (int i = 0; i < w->o->ninformers; i++) {
+        sub_slot *s = &w->subs[w->nsubs];
+        const worker_endpoint *e = &w->o->informers[i];
+        s->w = w;
+        snprintf(s->kind, sizeof s->kind, "%s", e->kind);
+        snprintf(s->ipc_path, sizeof s->ipc_path, "%s", e->pub + 6);   /* after ipc:// */
+        gd_sub_opts so;
+        gd_sub_opts_default(&so);
+        so.kind = e->kind;
+        so.pub_endpoint = e->pub;
+        so.snap_endpoint = e->snap;
+        so.on_event = on_sub_event;
+        so.ud = s;
+        so.snapshot_timeout_ms = 1000;
+        so.keys_only = true;        /* the cache keeps the objects (on_sub_event) */
+        s->sub = gd_sub_new(w->zctx, &so);
+        if (!s->sub) {
+            gd_log(GD_LOG_ERROR, "cannot create subscriber", "kind", e->kind, "pub", e->pub,
+                   NULL);
+            return GD_ERR_CONFIG;
+        }
+        w->nsubs++;
+    }
+    for (int i = 0; i < w->nsubs; i++) {
+        if (pthread_create(&w->subs[i].th, NULL, sub_thread, &w->subs[i]) != 0)
+            return GD_ERR_IO;
+        w->subs[i].running = true;
+    }
+    return GD_OK;
+}

@@ -1,0 +1,96 @@
+/* worker_internal.h — the worker's state, shared by the files that make up godis-worker.
+ *
+ * Why a private header: worker_run (worker.c) owns one `worker`, and four files act on it —
+ * worker_opts.c parses the flags (no state), worker_feed.c runs the subscriber threads that
+ * fill the cache, worker_shards.c moves shards through loading → active → revoked, and
+ * worker_link.c speaks GDW1 on the control socket. Only the subscriber threads and the main
+ * thread share fields; which ones, and how, is said beside each field. */
+#ifndef WORKER_WORKER_INTERNAL_H
+#define WORKER_WORKER_INTERNAL_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "cache.h"
+#include "control.h"
+#include "controller.h"
+#include "gd_sub.h"
+#include "reconciler.h"
+#include "worker.h"
+
+#define MAX_REVOCATIONS 64
+
+typedef struct worker worker;
+
+typedef struct {
+    worker *w;
+    char kind[48];
+    gd_sub *sub;
+    pthread_t th;
+    bool running;
+    _Atomic uint64_t applied_gen;   /* follow_gen last applied by this subscriber */
+    atomic_bool synced;
+    char ipc_path[256];             /* the PUB socket's file, to tell "no informer" */
+    bool absent_logged;
+} sub_slot;
+
+typedef struct {
+    uint64_t seq;
+    int shards[GD_NSHARDS];
+    int n;
+} revocation;
+
+struct worker {
+    const worker_opts *o;
+    void *zctx, *control;
+    cache *cache;
+    gd_fence fence;
+    gd_worker_env env;
+    const gd_reconciler_set *set;
+    void *set_ud;
+    controller *ctrls[GD_RECONCILER_MAX_CONTROLLERS];
+    int nctrls;
+    sub_slot subs[WORKER_MAX_KINDS];
+    int nsubs;
+    pthread_mutex_t follow_mu;
+    bool follow[GD_NSHARDS];    /* what the subscribers must follow (under follow_mu) */
+    _Atomic uint64_t follow_gen;
+    atomic_bool subs_stop;
+    uint64_t loading_gen;       /* follow_gen that includes every loading shard */
+    bool active[GD_NSHARDS];    /* controllers take these shards' keys */
+    bool loading[GD_NSHARDS];   /* followed, waiting for every subscriber to sync */
+    revocation revs[MAX_REVOCATIONS];
+    int nrevs;
+    cJSON *pending_assign;      /* pending keys of loading shards, merged */
+    uint64_t out_seq;
+    int64_t last_heard_ms, last_hello_ms;
+    bool stopping;
+    int64_t stop_deadline_wall_ms;
+    bool abandoned;             /* reconciles still running at exit: skip the teardown */
+    int64_t started_ms;
+};
+
+/* worker_feed.c: subscriber → cache → mapping → controllers */
+bool        worker_tracks_kind(void *ud, const char *kind);
+controller *worker_find_ctrl(worker *w, const char *name);
+void        worker_map_change(worker *w, const char *kind, const cJSON *old_obj,
+                              const cJSON *new_obj);
+gd_err      worker_setup_subs(worker *w);
+bool        worker_all_synced(worker *w);
+
+/* worker_shards.c: loading → active → revoked */
+void worker_refollow(worker *w);
+void worker_start_loading(worker *w, const int *shards, int n, cJSON **pending);
+void worker_activate_loading(worker *w);
+void worker_handle_revoke(worker *w, const gdw_msg *m);
+void worker_finish_revocations(worker *w);
+
+/* worker_link.c: the control socket (GDW1) */
+gd_err worker_setup_control(worker *w);
+void   worker_drain_control(worker *w);
+void   worker_send_strs(worker *w, const char **frames, int n);
+void   worker_send_hello(worker *w);
+void   worker_send_error(worker *w, const char *why);
+
+#endif

@@ -1,0 +1,174 @@
+/* worker_link.c — the worker's end of the control channel: one ZeroMQ DEALER to the
+ * manager's ROUTER, speaking GDW1 (docs/PROTOCOL.md §2).
+ *
+ * control.c parses and formats the messages without sockets (so they are unit-tested); this
+ * file does the socket I/O on the main thread and hands each message to the shard logic
+ * (worker_shards.c) or the stop/lease state the main loop reads. */
+#include "worker_internal.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+#include "gd_log.h"
+#include "gd_time.h"
+#include "metrics.h"
+
+static gd_err send_frames(worker *w, const char **frames, const size_t *lens, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (zmq_send(w->control, frames[i], lens[i], i < n - 1 ? ZMQ_SNDMORE : 0) < 0) {
+            gd_log(GD_LOG_ERROR, "control: send failed", "error", zmq_strerror(errno), NULL);
+            return GD_ERR_ZMQ;
+        }
+    }
+    return GD_OK;
+}
+
+void worker_send_strs(worker *w, const char **frames, int n)
+{
+    size_t lens[8];
+    for (int i = 0; i < n; i++)
+        lens[i] = strlen(frames[i]);
+    send_frames(w, frames, lens, n);
+}
+
+void worker_send_hello(worker *w)
+{
+    char idx[16], pid[16];
+    snprintf(idx, sizeof idx, "%d", w->o->index);
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    const char *f[] = {GD_PROTO_WORKER, "HELLO", idx, pid};
+    worker_send_strs(w, f, 4);
+    w->last_hello_ms = gd_mono_ms();
+}
+
+void worker_send_error(worker *w, const char *why)
+{
+    const char *f[] = {GD_PROTO_WORKER, "ERROR", why};
+    worker_send_strs(w, f, 3);
+}
+
+static char *render_metrics(worker *w)
+{
+    sbuf b;
+    sbuf_init(&b);
+    controllers_render_metrics(w->ctrls, w->nctrls, &b);
+    metrics_header(&b, "godis_worker_shards_active", "gauge",
+                   "Shards whose keys this worker reconciles");
+    int n = 0;
+    for (int i = 0; i < GD_NSHARDS; i++)
+        n += w->active[i];
+    metrics_sample(&b, "godis_worker_shards_active", "", n);
+    metrics_header(&b, "godis_worker_cache_objects", "gauge",
+                   "Objects in the worker's cache replica");
+    for (int i = 0; i < w->nsubs; i++) {
+        char lab[80];
+        snprintf(lab, sizeof lab, "kind=\"%s\"", w->subs[i].kind);
+        metrics_sample(&b, "godis_worker_cache_objects", lab,
+                       (double)cache_count(w->cache, w->subs[i].kind));
+    }
+    metrics_header(&b, "godis_worker_lease_valid", "gauge",
+                   "1 while the worker may start writes (lease deadline not passed)");
+    metrics_sample(&b, "godis_worker_lease_valid", "", gd_fence_open(&w->fence) ? 1 : 0);
+    return sbuf_detach(&b);
+}
+
+static void handle_message(worker *w, const gdw_msg *m)
+{
+    switch (m->type) {
+    case GDW_ASSIGN: {
+        cJSON *pending = m->pending ? cJSON_Duplicate(m->pending, 1) : NULL;
+        worker_start_loading(w, m->shards, m->nshards, &pending);
+        cJSON_Delete(pending);
+        break;
+    }
+    case GDW_REVOKE: worker_handle_revoke(w, m); break;
+    case GDW_LEASE: gd_fence_extend(&w->fence, m->deadline_ms); break;
+    case GDW_PING: {
+        char seq[24];
+        snprintf(seq, sizeof seq, "%llu", (unsigned long long)m->seq);
+        char *text = render_metrics(w);
+        const char *f[] = {GD_PROTO_WORKER, "PONG", seq, text ? text : ""};
+        worker_send_strs(w, f, 4);
+        free(text);
+        break;
+    }
+    case GDW_STOP:
+        gd_log(GD_LOG_INFO, "STOP from the manager", NULL);
+        w->stopping = true;
+        w->stop_deadline_wall_ms = m->deadline_ms;
+        break;
+    case GDW_ERROR:
+        gd_log(GD_LOG_WARN, "manager reported an error", "message", m->text, NULL);
+        break;
+    }
+}
+
+/* Reads every message waiting on the control socket. */
+void worker_drain_control(worker *w)
+{
+    for (;;) {
+        zmq_msg_t parts[8];
+        gdw_frame frames[8];
+        int n = 0, more = 1;
+        bool too_many = false;
+        while (more) {
+            zmq_msg_t tmp;
+            zmq_msg_init(&tmp);
+            if (zmq_msg_recv(&tmp, w->control, n == 0 ? ZMQ_DONTWAIT : 0) < 0) {
+                zmq_msg_close(&tmp);
+                for (int i = 0; i < n; i++)
+                    zmq_msg_close(&parts[i]);
+                return;         /* EAGAIN: nothing more */
+            }
+            more = zmq_msg_more(&tmp);
+            if (n < 8) {
+                parts[n] = tmp;
+                frames[n].data = zmq_msg_data(&parts[n]);
+                frames[n].len = zmq_msg_size(&parts[n]);
+                n++;
+            } else {
+                too_many = true;
+                zmq_msg_close(&tmp);
+            }
+        }
+        w->last_heard_ms = gd_mono_ms();
+        gdw_msg m;
+        char why[200];
+        if (too_many) {
+            worker_send_error(w, "too many frames");
+        } else if (gdw_parse(frames, n, &m, why, sizeof why) != GD_OK) {
+            gd_log(GD_LOG_WARN, "control: malformed message", "reason", why, NULL);
+            worker_send_error(w, why);
+        } else {
+            handle_message(w, &m);
+            gdw_msg_clear(&m);
+        }
+        for (int i = 0; i < n; i++)
+            zmq_msg_close(&parts[i]);
+    }
+}
+
+gd_err worker_setup_control(worker *w)
+{
+    if (!w->o->control_endpoint)
+        return GD_OK;
+    w->control = zmq_socket(w->zctx, ZMQ_DEALER);
+    if (!w->control)
+        return GD_ERR_ZMQ;
+    char id[48];
+    snprintf(id, sizeof id, "w%d-%d", w->o->index, (int)getpid());
+    int linger = 500;
+    zmq_setsockopt(w->control, ZMQ_ROUTING_ID, id, strlen(id));
+    zmq_setsockopt(w->control, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(w->control, w->o->control_endpoint) != 0) {
+        gd_log(GD_LOG_ERROR, "cannot connect to the manager", "endpoint",
+               w->o->control_endpoint, "error", zmq_strerror(errno), NULL);
+        return GD_ERR_CONFIG;
+    }
+    worker_send_hello(w);
+    w->last_heard_ms = gd_mono_ms();
+    return GD_OK;
+}

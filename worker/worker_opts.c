@@ -1,0 +1,142 @@
+/* worker_opts.c — the worker's flags that need parsing: the informer endpoints (one
+ * directory, or Kind=PUB,SNAP pairs) and the controllers' rate limits.
+ *
+ * Kept apart from the running worker because it is pure: it touches no socket and no
+ * thread, so main.c can reject a bad flag before anything starts. */
+#include "worker.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const worker_kinds[WORKER_MAX_KINDS] = {
+    "Node", "Pod", "PersistentVolumeClaim", "Service", "ReplicaSet", "ConfigMap", "Godis",
+    "GodisCluster"};
+
+void worker_opts_default(worker_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->index = -1;
+    o->max_concurrent = 1;
+    o->heartbeat_ms = 1000;
+    o->reconciler = "godis";
+    o->stop_grace_ms = 4000;
+    o->queue_base_delay_ms = 5;
+    o->queue_max_delay_ms = 1000 * 1000;
+    o->queue_qps = 10;
+    o->queue_burst = 100;
+    o->kube_api_qps = 50;
+    o->kube_api_burst = 100;
+}
+
+gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, size_t cap)
+{
+    char *copy = strdup(spec ? spec : ""), *save = NULL;
+    if (!copy)
+        return GD_ERR_NOMEM;
+    gd_err rc = GD_OK;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == GD_OK;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end = NULL;
+        double v = eq ? strtod(eq + 1, &end) : -1;
+        if (!eq || end == eq + 1 || *end || v < 0 || v > 1e12) {
+            rc = GD_ERR_CONFIG;
+        } else if (!strncmp(tok, "base-ms=", 8) && v >= 1) {
+            o->queue_base_delay_ms = (int64_t)v;
+        } else if (!strncmp(tok, "max-ms=", 7) && v >= 1) {
+            o->queue_max_delay_ms = (int64_t)v;
+        } else if (!strncmp(tok, "qps=", 4)) {
+            o->queue_qps = v;               /* 0: no overall bucket */
+        } else if (!strncmp(tok, "burst=", 6) && v >= 1 && v <= 1000000) {
+            o->queue_burst = (int)v;
+        } else {
+            rc = GD_ERR_CONFIG;
+        }
+        if (rc != GD_OK)
+            snprintf(why, cap, "\"%.40s\": want base-ms=N,max-ms=N,qps=N,burst=N", tok);
+    }
+    if (rc == GD_OK && o->queue_base_delay_ms > o->queue_max_delay_ms) {
+        snprintf(why, cap, "base-ms is larger than max-ms");
+        rc = GD_ERR_CONFIG;
+    }
+    free(copy);
+    return rc;
+}
+
+static gd_err check_endpoint(const char *ep)
+{
+    if (strncmp(ep, "ipc://", 6) == 0 && ep[6])
+        return GD_OK;
+    return GD_ERR_CONFIG;   /* tcp:// needs CURVE keys, which the worker does not do yet */
+}
+
+static gd_err add_endpoint(worker_opts *o, const char *kind, const char *pub, const char *snap)
+{
+    if (o->ninformers >= WORKER_MAX_KINDS)
+        return GD_ERR_CONFIG;
+    worker_endpoint *e = &o->informers[o->ninformers];
+    if ((size_t)snprintf(e->kind, sizeof e->kind, "%s", kind) >= sizeof e->kind ||
+        (size_t)snprintf(e->pub, sizeof e->pub, "%s", pub) >= sizeof e->pub ||
+        (size_t)snprintf(e->snap, sizeof e->snap, "%s", snap) >= sizeof e->snap)
+        return GD_ERR_CONFIG;
+    if (check_endpoint(e->pub) != GD_OK || check_endpoint(e->snap) != GD_OK)
+        return GD_ERR_CONFIG;
+    o->ninformers++;
+    return GD_OK;
+}
+
+gd_err worker_endpoints_from_dir(worker_opts *o, const char *dir)
+{
+    o->ninformers = 0;
+    for (int i = 0; i < WORKER_MAX_KINDS; i++) {
+        char pub[300], snap[300];
+        snprintf(pub, sizeof pub, "ipc://%s/%s.pub", dir, worker_kinds[i]);
+        snprintf(snap, sizeof snap, "ipc://%s/%s.snap", dir, worker_kinds[i]);
+        if (add_endpoint(o, worker_kinds[i], pub, snap) != GD_OK)
+            return GD_ERR_CONFIG;
+    }
+    return GD_OK;
+}
+
+static bool known_kind(const char *k)
+{
+    for (int i = 0; i < WORKER_MAX_KINDS; i++)
+        if (strcmp(worker_kinds[i], k) == 0)
+            return true;
+    return false;
+}
+
+gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_t cap)
+{
+    char *copy = strdup(spec ? spec : ""), *save = NULL;
+    if (!copy)
+        return GD_ERR_NOMEM;
+    gd_err rc = GD_OK;
+    o->ninformers = 0;
+    for (char *tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(tok, '='), *comma = eq ? strchr(eq, ',') : NULL;
+        if (!eq || !comma) {
+            snprintf(why, cap, "\"%.60s\": want Kind=PUB,SNAP", tok);
+            rc = GD_ERR_CONFIG;
+            break;
+        }
+        *eq = *comma = '\0';
+        if (!known_kind(tok)) {
+            snprintf(why, cap, "unknown kind \"%.40s\"", tok);
+            rc = GD_ERR_CONFIG;
+            break;
+        }
+        if (add_endpoint(o, tok, eq + 1, comma + 1) != GD_OK) {
+            snprintf(why, cap, "%s: endpoints must be ipc://… (at most %d kinds)", tok,
+                     WORKER_MAX_KINDS);
+            rc = GD_ERR_CONFIG;
+            break;
+        }
+    }
+    if (rc == GD_OK && o->ninformers == 0) {
+        snprintf(why, cap, "no endpoints given");
+        rc = GD_ERR_CONFIG;
+    }
+    free(copy);
+    return rc;
+}
+
