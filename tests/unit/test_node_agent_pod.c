@@ -11,6 +11,9 @@
 #include "../../tools/node-agent/agent_util.c"
 #include "../../tools/node-agent/agent_proc.c"
 #include "../../tools/node-agent/agent_pod.c"
+#include "../../tools/node-agent/agent_pod_volumes.c"
+#include "../../tools/node-agent/agent_pod_ctr.c"
+#include "../../tools/node-agent/agent_pod_status.c"
 #include "../../tools/node-agent/agent_workers.c"
 #include "httpd_helper.h"
 

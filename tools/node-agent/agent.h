@@ -9,7 +9,10 @@
  *   agent_util.c  pure logic (image map, IP pool, env/argv building, path rewriting, hosts
  *                 block, selectors, probe specs) — no I/O, unit-tested by #including it
  *   agent_node.c  Node registration, Lease renewal, Ready heartbeat, set-ready marker files
- *   agent_pod.c   the pod table: processes, restarts, probes, termination, status patches
+ *   agent_pod.c   the pod table: watch events, the tick, termination (records: agent_pod.h)
+ *   agent_pod_volumes.c  a pod's volume directories and configMap lookups for its env
+ *   agent_pod_ctr.c      a container's process: start, readiness probe, exit and restarts
+ *   agent_pod_status.c   the pod status PATCHed to the API
  *   agent_watch.c the pod list+watch thread feeding the main loop through a queue
  *   agent_workers.c the pod workers: a thread pool running each pod's sync off the main loop
  *   agent_hosts.c the opt-in hosts-file block for Service names
@@ -238,7 +241,7 @@ bool     na_pool_submit(na_pool *p, na_job_fn fn, void *arg);   /* false: out of
 void     na_pool_wait_idle(na_pool *p);                          /* no job queued or running */
 void     na_pool_destroy(na_pool **p);                           /* runs what is queued, joins */
 
-/* agent_pod.c */
+/* agent_pod.c (and agent_pod_*.c) */
 void na_pods_apply(na_agent *a, const na_event *ev);
 void na_pods_tick(na_agent *a);
 void na_pods_stop_all(na_agent *a, int grace_s);
