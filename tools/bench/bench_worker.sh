@@ -41,6 +41,26 @@ bench_emit() {  # name value unit [baseline]
 }
 json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
 
+# Every process this script starts in the background is held in one of these variables until
+# it is stopped, and the EXIT trap stops exactly those, by pid: a script interrupted or killed
+# (SIGTERM, SIGINT, SIGHUP exit through the EXIT trap) leaves no replay, worker or informer
+# behind. The runs therefore happen in this shell, not in $(...) subshells whose pids the trap
+# could not see. A pid whose parent is not this shell any more (reaped, reused) is left alone.
+# No $(...) in the trap: bash 5.2 segfaults running one in an EXIT trap entered from a signal
+# trap's `exit` while `read -t` (run's wait) was timing out.
+REPLAY_PID= WORKER_PID= INFORMER_PID= CLIENTGO_PID=
+is_our_child() { local ppid=; read -r _ _ _ ppid _ <"/proc/$1/stat" 2>/dev/null; [ "$ppid" = "$$" ]; }
+stop_started() {
+  local pid
+  for pid in $WORKER_PID $INFORMER_PID $CLIENTGO_PID $REPLAY_PID; do
+    is_our_child "$pid" || continue
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  WORKER_PID= INFORMER_PID= CLIENTGO_PID= REPLAY_PID=
+}
+trap stop_started EXIT
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM   # killed: the status says so
+
 replay_start() {  # ARGS... — sets REPLAY_PID and REPLAY_KUBECONFIG
   local portfile="$BENCH_TMP/replay.port"
   rm -f "$portfile"
@@ -57,7 +77,7 @@ contexts: [{name: replay, context: {cluster: replay, user: nobody, namespace: be
 current-context: replay
 KC
 }
-replay_stop() { kill "$REPLAY_PID" 2>/dev/null; wait "$REPLAY_PID" 2>/dev/null; }
+replay_stop() { kill "$REPLAY_PID" 2>/dev/null; wait "$REPLAY_PID" 2>/dev/null; REPLAY_PID=; }
 
 RUN="$BENCH_TMP/worker"
 rm -rf "$RUN"; mkdir -p "$RUN"; chmod 0700 "$RUN"
@@ -71,7 +91,7 @@ PUB="ipc://$RUN/ConfigMap.pub"; SNAP="ipc://$RUN/ConfigMap.snap"
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
-# run RATE EVENTS → the worker's result JSON line on stdout (the bench set writes it once
+# run RATE EVENTS → the worker's result JSON line in RESULT (the bench set writes it once
 # every object was reconciled at its final state; after TIMEOUT s the worker is stopped and
 # writes what it has, "complete":false)
 run() {
@@ -84,18 +104,18 @@ run() {
   GD_HOPTRACE=$trace bin/godis-worker --informer-endpoints "ConfigMap=$PUB,$SNAP" \
     --reconciler bench --max-concurrent-reconciles 2 --log-level error \
     --reconciler-arg "out=$out,warmup_ms=2000,expect=$events,objects=$OBJECTS" &
-  local wrk=$!
+  WORKER_PID=$!
   sleep 0.3                      # the worker subscribes before the stream starts
   GD_HOPTRACE=$trace bin/godis-informer --kind ConfigMap --kubeconfig "$REPLAY_KUBECONFIG" \
     --namespace bench --pub-endpoint "$PUB" --snap-endpoint "$SNAP" --log-level error &
-  local inf=$!
+  INFORMER_PID=$!
   local t0=$SECONDS
   # Wait without forking: a `sleep` child every 100 ms (fork, exec, exit on a 2-vCPU VM) showed
   # up as a 110 ms-periodic stall in the measured hop; read -t on an idle FIFO is a builtin.
   while [ ! -s "$out" ] && [ $((SECONDS - t0)) -lt "$TIMEOUT" ]; do
     read -r -t 0.2 _ <>"$RUN/idle.fifo" || true
   done
-  stop_pid "$wrk"; stop_pid "$inf"; replay_stop
+  stop_pid "$WORKER_PID"; WORKER_PID=; stop_pid "$INFORMER_PID"; INFORMER_PID=; replay_stop
   local line; line=$(cat "$out" 2>/dev/null || echo '{}')
   case $line in
     *'"complete":true'*) ;;
@@ -105,21 +125,23 @@ run() {
     *'"events_missed":0,'*|'{}') ;;
     *) echo "bench_worker: run at rate $rate resynced (events folded by a snapshot): $line" >&2 ;;
   esac
-  echo "$line"
+  RESULT=$line
 }
 
 # median of the numbers on stdin
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print 0}'; }
 
-# run_clientgo RATE EVENTS → the client-go informer + workqueue baseline's JSON line
+# run_clientgo RATE EVENTS → the client-go informer + workqueue baseline's JSON line in RESULT
 run_clientgo() {
   local rate=$1 events=$2 out="$RUN/clientgo-$1.json"
   rm -f "$out"
   replay_start --objects "$OBJECTS" --events "$events" --rate "$rate" --start-delay-ms 1000
   timeout "$TIMEOUT" "$GO_BIN" --kubeconfig "$REPLAY_KUBECONFIG" --namespace bench --workers 2 \
-    --warmup-ms 2000 --count "$events" --out "$out" >/dev/null 2>&1
+    --warmup-ms 2000 --count "$events" --out "$out" >/dev/null 2>&1 &
+  CLIENTGO_PID=$!
+  wait "$CLIENTGO_PID"; CLIENTGO_PID=
   replay_stop
-  cat "$out" 2>/dev/null || echo '{}'
+  RESULT=$(cat "$out" 2>/dev/null || echo '{}')
 }
 
 GO_BIN="$RUN/clientgo-pipeline"
@@ -130,17 +152,17 @@ fi
 
 maxes=(); bmaxes=()
 for _ in $(seq 1 "$REPEAT"); do
-  max=$(run 0 "$EVENTS"); echo "  max rate run: $max"; maxes+=("$(json_field "$max" events_per_s)")
+  run 0 "$EVENTS"; max=$RESULT; echo "  max rate run: $max"; maxes+=("$(json_field "$max" events_per_s)")
 done
-lat=$(run 5000 "$RATE_EVENTS")
+run 5000 "$RATE_EVENTS"; lat=$RESULT
 echo "  5000/s run:   $lat"
 blat='{}'
 if [ -n "$GO_BIN" ]; then
   for _ in $(seq 1 "$REPEAT"); do
-    bmax=$(run_clientgo 0 "$EVENTS"); echo "  client-go max rate run: $bmax"
+    run_clientgo 0 "$EVENTS"; bmax=$RESULT; echo "  client-go max rate run: $bmax"
     bmaxes+=("$(json_field "$bmax" events_per_s)")
   done
-  blat=$(run_clientgo 5000 "$RATE_EVENTS"); echo "  client-go 5000/s run:   $blat"
+  run_clientgo 5000 "$RATE_EVENTS"; blat=$RESULT; echo "  client-go 5000/s run:   $blat"
 fi
 bmed=
 [ ${#bmaxes[@]} -gt 0 ] && bmed=$(printf '%s\n' "${bmaxes[@]}" | median)
