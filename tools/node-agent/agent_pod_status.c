@@ -32,9 +32,22 @@ static cJSON *cond(const char *type, bool ok, const char *since)
     return c;
 }
 
-static cJSON *container_status(const na_pod *p, const na_ctr *c)
+/* The container's last run, as parent.terminated (state, or lastState after a restart). */
+static void add_terminated(cJSON *parent, const na_ctr *c)
 {
     char t1[32], t2[32];
+    cJSON *t = cJSON_AddObjectToObject(parent, "terminated");
+    cJSON_AddNumberToObject(t, "exitCode", c->last_exit);
+    cJSON_AddStringToObject(t, "reason", c->last_exit == 0 ? "Completed" : "Error");
+    fmt_time(c->last_started_wall_ms, t1);
+    fmt_time(c->last_finished_wall_ms, t2);
+    cJSON_AddStringToObject(t, "startedAt", t1);
+    cJSON_AddStringToObject(t, "finishedAt", t2);
+}
+
+static cJSON *container_status(const na_pod *p, const na_ctr *c)
+{
+    char t1[32];
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "name", c->name);
     cJSON_AddStringToObject(s, "image", c->image);
@@ -51,28 +64,15 @@ static cJSON *container_status(const na_pod *p, const na_ctr *c)
         fmt_time(c->started_wall_ms, t1);
         cJSON_AddStringToObject(cJSON_AddObjectToObject(state, "running"), "startedAt", t1);
     } else if (c->finished && c->has_last) {
-        cJSON *t = cJSON_AddObjectToObject(state, "terminated");
-        cJSON_AddNumberToObject(t, "exitCode", c->last_exit);
-        cJSON_AddStringToObject(t, "reason", c->last_exit == 0 ? "Completed" : "Error");
-        fmt_time(c->last_started_wall_ms, t1);
-        fmt_time(c->last_finished_wall_ms, t2);
-        cJSON_AddStringToObject(t, "startedAt", t1);
-        cJSON_AddStringToObject(t, "finishedAt", t2);
+        add_terminated(state, c);
     } else {
         cJSON *w = cJSON_AddObjectToObject(state, "waiting");
         cJSON_AddStringToObject(w, "reason", *c->waiting_reason ? c->waiting_reason : "ContainerCreating");
         if (*c->waiting_message) cJSON_AddStringToObject(w, "message", c->waiting_message);
     }
     cJSON *last = cJSON_AddObjectToObject(s, "lastState");
-    if (c->has_last && !(c->finished && c->pid <= 0)) {
-        cJSON *t = cJSON_AddObjectToObject(last, "terminated");
-        cJSON_AddNumberToObject(t, "exitCode", c->last_exit);
-        cJSON_AddStringToObject(t, "reason", c->last_exit == 0 ? "Completed" : "Error");
-        fmt_time(c->last_started_wall_ms, t1);
-        fmt_time(c->last_finished_wall_ms, t2);
-        cJSON_AddStringToObject(t, "startedAt", t1);
-        cJSON_AddStringToObject(t, "finishedAt", t2);
-    }
+    if (c->has_last && !(c->finished && c->pid <= 0))
+        add_terminated(last, c);
     return s;
 }
 
