@@ -214,7 +214,8 @@ def main():
     w.join()
     out = {"floor_s": round(result["floor_ms"] / 1000, 3) if "floor_ms" in result else None,
            "created_s": round(created_ms / 1000, 3),
-           "objects": a.count * (1 + 3 * len(t["members"])), "create_failures": len(failures),
+           "objects": a.count * (1 + sum(len(m) for m in t["members"])),
+           "create_failures": len(failures),
            "ready_pods": result.get("ready", 0), "expected_pods": expected}
     print(json.dumps(out))
     return 0 if "floor_ms" in result and not failures else 1
