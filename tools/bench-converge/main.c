@@ -183,7 +183,8 @@ typedef struct {
     pthread_mutex_t mu;
     int64_t *done_at;           /* ms since t0, 0 = not yet */
     int *members;               /* status.members size, by index */
-    int ndone, ngc;
+    char *seen;                 /* 1 while the cluster exists, by index */
+    int ndone, ngc;             /* converged; existing (so no list is needed to count them) */
     char rv[64];                /* resume point after the server ends a watch */
     volatile int stop;
 } watcher;
@@ -198,8 +199,11 @@ static int on_cluster(void *ud, const char *type, cJSON *gc)
     if (strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0 &&
         sscanf(gd_meta_name(gc), "bench-%d", &idx) == 1 && idx >= 0 && idx < w->count) {
         int64_t now = gd_mono_ms() - w->t0;
+        bool deleted = strcmp(type, "DELETED") == 0;
+        w->ngc += (int)!deleted - (int)w->seen[idx];
+        w->seen[idx] = !deleted;
         w->members[idx] = cJSON_GetArraySize(gd_json_path(gc, "status.members"));
-        if (w->done_at[idx] == 0 && strcmp(type, "DELETED") != 0 && converged(gc, w->replicas)) {
+        if (w->done_at[idx] == 0 && !deleted && converged(gc, w->replicas)) {
             w->done_at[idx] = now > 0 ? now : 1;
             w->ndone++;
         }
@@ -285,12 +289,13 @@ int main(int argc, char **argv)
 
     /* The watch starts from an empty namespace's list, before the first create. */
     watcher w = {.c = wc, .ns = ns, .count = count, .replicas = replicas,
-                 .done_at = calloc(count, sizeof(int64_t)), .members = calloc(count, sizeof(int))};
+                 .done_at = calloc(count, sizeof(int64_t)), .members = calloc(count, sizeof(int)),
+                 .seen = calloc(count, 1)};
     pthread_mutex_init(&w.mu, NULL);
     cJSON *list = NULL;
     k8s_list_opts lo = {.resource_version = "0"};
     e = k8s_list(c, &K8S_RES_GODISCLUSTERS, ns, &lo, &list, &st);
-    if (e != GD_OK || !w.done_at || !w.members) {
+    if (e != GD_OK || !w.done_at || !w.members || !w.seen) {
         fprintf(stderr, "bench-converge: list godisclusters: %s %s\n", gd_strerror(e), st.message);
         return 2;
     }
@@ -311,14 +316,13 @@ int main(int argc, char **argv)
     while (gd_mono_ms() - t0 < timeout_ms) {
         pthread_mutex_lock(&w.mu);
         ndone = w.ndone;
-        int members = 0;
+        int ngc = w.ngc, members = 0;
         for (int i = 0; i < count; i++) members += w.members[i];
         pthread_mutex_unlock(&w.mu);
         int64_t now = gd_mono_ms() - t0;
         if (ndone == count || gd_mono_ms() >= next_detail) {
             pod_counts pc = count_pods(c, ns);
             int godis = count_items(c, &K8S_RES_GODISES, ns);
-            int ngc = count_items(c, &K8S_RES_GODISCLUSTERS, ns);
             if (pods_ready_ms < 0 && pc.ready >= count * replicas)
                 pods_ready_ms = gd_mono_ms() - t0;
             fprintf(stderr, "t=%6.1f gc=%d godis=%d pods=%d running=%d ready=%d members=%d "
@@ -352,6 +356,7 @@ int main(int argc, char **argv)
     printf("}\n");
     free(done_at);
     free(w.members);
+    free(w.seen);
     pthread_mutex_destroy(&cr.mu);
     pthread_mutex_destroy(&w.mu);
     k8s_client_destroy(&c);
