@@ -10,16 +10,26 @@ CC      := gcc
 endif
 V       ?= release
 PKGS    := libcurl libcjson libzmq yaml-0.1 openssl libmicrohttpd gnutls libzstd
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
-               -Icommon $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+# pkg-config is asked when a recipe first needs the flags, not when this file is parsed: on
+# a fresh machine the -dev packages (and pkg-config itself) arrive with tools/deps.sh, which
+# the build runs first ($(STAMP_DEPS)), so flags read at parse time were empty and the
+# first link failed. Asked once per make (the eval caches the answer); a failure stops the
+# build with pkg-config's own message instead of an empty link line.
+define pkg_config
+$(eval _pc := $(shell pkg-config $(1) $(PKGS) 2>/dev/null || echo PKG-CONFIG-FAILED))$(if $(filter PKG-CONFIG-FAILED,$(_pc)),$(error pkg-config $(1) failed: $(shell pkg-config --print-errors --exists $(PKGS) 2>&1 | head -2) -- run tools/deps.sh (make deps)),$(_pc))
+endef
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(call pkg_config,--cflags))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(call pkg_config,--libs))$(PKG_LIBS)
+CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+              -Icommon $(PKG_CFLAGS)
+LIBS    = $(PKG_LIBS) -lpthread -lm
 ifeq ($(V),asan)
 OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 else
 OPT     := -O2 -g
 endif
 CFLAGS  ?=
-ALL_CFLAGS := $(CFLAGS_BASE) $(OPT) $(CFLAGS)
+ALL_CFLAGS = $(CFLAGS_BASE) $(OPT) $(CFLAGS)
 LDFLAGS_ALL := $(OPT) $(LDFLAGS)
 B       ?= build/$(V)-$(notdir $(CC))
 
@@ -37,7 +47,7 @@ ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 ITEST_BINS := $(ITEST_SRC:tests/integration/%.c=bin/tests/%)
 STAMP_DEPS := build/.deps-ok
 
-.PHONY: FORCE all deps test unit-test asan-test clang-build integration-test bench demo clean
+.PHONY: FORCE all deps test unit-test asan-test clang-build integration-test bench demo clean fresh-check
 all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS)
 
 # Installs every Debian package the build, the tests and the demo need. Idempotent: it only
@@ -109,6 +119,11 @@ bench: all
 
 demo: all
 	@tools/demo.sh
+
+# The README's two commands on a fresh Debian 12 root (debootstrap, cached outside the clone):
+# too slow for CI; run it before resolving an issue that touches the build or the tests.
+fresh-check:
+	@tools/fresh-machine-check
 
 # The devcluster's run directory is build/devcluster: stop it first, or its processes would
 # outlive their pid files.

@@ -3,12 +3,14 @@
 #include "godis_client.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +27,10 @@ struct godis_client {
     int port;
     godis_opts opts;
     int fd;                      /* -1 when not connected */
+    char addr[300];              /* "ip:port" dialled last, for messages */
     char *rbuf;                  /* bytes read but not yet parsed */
     size_t rlen, rcap;
-    char err[512];
+    char err[768];
 };
 
 static int64_t now_ms(void)
@@ -44,9 +47,19 @@ static void sleep_ms(int64_t ms)
     }
 }
 
-static void set_err(godis_client *c, const char *fmt, const char *a)
+__attribute__((format(printf, 2, 3)))
+static void set_err(godis_client *c, const char *fmt, ...)
 {
-    snprintf(c->err, sizeof(c->err), fmt, a ? a : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof(c->err), fmt, ap);
+    va_end(ap);
+}
+
+int godis_loopback_guard_env(void)
+{
+    const char *v = getenv(GODIS_LOOPBACK_ENV);
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"));
 }
 
 godis_client *godis_client_new(const char *host, int port, const godis_opts *opts)
@@ -66,8 +79,11 @@ godis_client *godis_client_new(const char *host, int port, const godis_opts *opt
             c->opts.connect_timeout_ms = opts->connect_timeout_ms;
         if (opts->reply_timeout_ms > 0)
             c->opts.reply_timeout_ms = opts->reply_timeout_ms;
-        c->opts.allow_non_loopback = opts->allow_non_loopback;
+        c->opts.loopback_only = opts->loopback_only;
     }
+    /* The test environment's guard, read once here: a process either runs under it or not. */
+    if (godis_loopback_guard_env())
+        c->opts.loopback_only = 1;
     return c;
 }
 
@@ -94,6 +110,11 @@ const char *godis_last_error(const godis_client *c)
     return c ? c->err : "";
 }
 
+int godis_client_loopback_only(const godis_client *c)
+{
+    return c ? c->opts.loopback_only : 0;
+}
+
 static int is_loopback(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET) {
@@ -103,6 +124,13 @@ static int is_loopback(const struct sockaddr *sa)
     if (sa->sa_family == AF_INET6)
         return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
     return 0;
+}
+
+static void addr_text(const struct sockaddr *sa, socklen_t len, char *out, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "?", port[8] = "?";
+    getnameinfo(sa, len, ip, sizeof(ip), port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(out, cap, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", ip, port);
 }
 
 /* Finds name in a hosts file ("IP name alias..." lines); copies the IP into ip. */
@@ -130,81 +158,156 @@ static int hosts_file_lookup(const char *path, const char *name, char *ip, size_
     return found;
 }
 
-/* Loopback-only mode never asks DNS (the resolver here is not on loopback): a literal
- * address is used as is; a name must be in $GODIS_HOSTS_FILE (the node agent's hosts-file
- * block) or /etc/hosts. */
-static gd_err resolve_without_dns(godis_client *c, char *ip, size_t cap)
+/* Where a name comes from, in this order:
+ *  1. a literal IP address: as is;
+ *  2. $GODIS_HOSTS_FILE, when set (the local control plane has no cluster DNS: its node
+ *     agent keeps the Service names of godis members there);
+ *  3. the system resolver (getaddrinfo: /etc/hosts, then the cluster's DNS) — except under
+ *     the loopback guard, which never asks DNS (the resolver is not on loopback) and reads
+ *     /etc/hosts itself instead.
+ * The guard then refuses every address outside 127.0.0.0/8 and ::1. */
+static gd_err resolve(godis_client *c, struct addrinfo **res)
 {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    char port[8], ip[256];
+    const char *target = c->host;
+    snprintf(port, sizeof(port), "%d", c->port);
     struct in6_addr a6;
-    if (inet_pton(AF_INET, c->host, &a6) == 1 || inet_pton(AF_INET6, c->host, &a6) == 1) {
-        snprintf(ip, cap, "%s", c->host);
-        return GD_OK;
-    }
     const char *extra = getenv("GODIS_HOSTS_FILE");
-    if ((extra && *extra && hosts_file_lookup(extra, c->host, ip, cap) == 0) ||
-        hosts_file_lookup("/etc/hosts", c->host, ip, cap) == 0)
+    if (inet_pton(AF_INET, c->host, &a6) == 1 || inet_pton(AF_INET6, c->host, &a6) == 1) {
+        hints.ai_flags = AI_NUMERICHOST;
+    } else if ((extra && *extra && hosts_file_lookup(extra, c->host, ip, sizeof(ip)) == 0) ||
+               (c->opts.loopback_only && hosts_file_lookup("/etc/hosts", c->host, ip, sizeof(ip)) == 0)) {
+        target = ip;
+        hints.ai_flags = AI_NUMERICHOST;
+    } else if (c->opts.loopback_only) {
+        set_err(c, "resolve %s: in no hosts file, and the loopback guard (%s) does not ask DNS",
+                c->host, GODIS_LOOPBACK_ENV);
+        return GD_ERR_TRANSPORT;
+    }
+    int grc = getaddrinfo(target, port, &hints, res);
+    if (grc != 0) {
+        set_err(c, "resolve %s: %s", c->host, grc == EAI_SYSTEM ? strerror(errno) : gai_strerror(grc));
+        return GD_ERR_TRANSPORT;
+    }
+    if (!c->opts.loopback_only)
         return GD_OK;
-    set_err(c, "resolve: %s is in no hosts file (loopback-only mode does not use DNS)", c->host);
-    return GD_ERR_TRANSPORT;
+    for (struct addrinfo *ai = *res; ai; ai = ai->ai_next) {
+        if (!is_loopback(ai->ai_addr)) {
+            char a[300];
+            addr_text(ai->ai_addr, ai->ai_addrlen, a, sizeof(a));
+            set_err(c, "%s resolves to %s, outside 127.0.0.0/8: refused by the loopback guard (%s)",
+                    c->host, a, GODIS_LOOPBACK_ENV);
+            freeaddrinfo(*res);
+            *res = NULL;
+            return GD_ERR_ARG;
+        }
+    }
+    return GD_OK;
+}
+
+int godis_valid_dns_name(const char *s)
+{
+    if (!s || !*s || strlen(s) > 253)
+        return 0;
+    size_t label = 0;
+    for (const char *p = s;; p++) {
+        if (*p == '.' || *p == '\0') {
+            if (label == 0 || label > 63 || p[-1] == '-')
+                return 0;
+            if (*p == '\0')
+                return 1;
+            label = 0;
+            continue;
+        }
+        if (!(isalnum((unsigned char)*p) || (*p == '-' && label > 0)))
+            return 0;
+        label++;
+    }
+}
+
+int godis_member_hosts(const char *pod_ip, const char *godis_name, const char *ns,
+                       const char *cluster_domain, char hosts[2][GODIS_HOST_MAX])
+{
+    if (!godis_name || !ns)
+        return -1;
+    int n = 0;
+    if (pod_ip && *pod_ip) {
+        if (strlen(pod_ip) >= GODIS_HOST_MAX)
+            return -1;
+        snprintf(hosts[n++], GODIS_HOST_MAX, "%s", pod_ip);
+    }
+    const char *dom = cluster_domain && *cluster_domain ? cluster_domain : GODIS_DEFAULT_CLUSTER_DOMAIN;
+    int w = snprintf(hosts[n], GODIS_HOST_MAX, "%s-endpoint.%s.svc.%s", godis_name, ns, dom);
+    if (w < 0 || w >= GODIS_HOST_MAX)
+        return -1;
+    return n + 1;
+}
+
+gd_err godis_client_resolve(godis_client *c, char *addr, size_t cap)
+{
+    if (!c || !addr || !cap)
+        return GD_ERR_ARG;
+    struct addrinfo *res = NULL;
+    gd_err e = resolve(c, &res);
+    if (e != GD_OK)
+        return e;
+    addr_text(res->ai_addr, res->ai_addrlen, addr, cap);
+    freeaddrinfo(res);
+    return GD_OK;
+}
+
+/* One address, with the connect timeout. */
+static gd_err connect_one(godis_client *c, const struct addrinfo *ai)
+{
+    addr_text(ai->ai_addr, ai->ai_addrlen, c->addr, sizeof(c->addr));
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        set_err(c, "connect %s (%s): socket: %s", c->addr, c->host, strerror(errno));
+        return GD_ERR_TRANSPORT;
+    }
+    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    gd_err e = GD_OK;
+    if (rc != 0 && errno == EINPROGRESS) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int pr;
+        do {
+            pr = poll(&pfd, 1, c->opts.connect_timeout_ms);
+        } while (pr < 0 && errno == EINTR);
+        int soerr = 0;
+        socklen_t sl = sizeof(soerr);
+        if (pr == 0) {
+            set_err(c, "connect %s (%s): timed out after %d ms", c->addr, c->host,
+                    c->opts.connect_timeout_ms);
+            e = GD_ERR_TIMEOUT;
+        } else if (pr < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr) {
+            set_err(c, "connect %s (%s): %s", c->addr, c->host, strerror(soerr ? soerr : errno));
+            e = GD_ERR_TRANSPORT;
+        }
+    } else if (rc != 0) {
+        set_err(c, "connect %s (%s): %s", c->addr, c->host, strerror(errno));
+        e = GD_ERR_TRANSPORT;
+    }
+    if (e != GD_OK) {
+        close(fd);
+        return e;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->fd = fd;
+    c->rlen = 0;
+    return GD_OK;
 }
 
 static gd_err client_connect(godis_client *c)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    char port[8], ip[256];
-    const char *target = c->host;
-    snprintf(port, sizeof(port), "%d", c->port);
-    if (!c->opts.allow_non_loopback) {
-        gd_err re = resolve_without_dns(c, ip, sizeof(ip));
-        if (re != GD_OK)
-            return re;
-        target = ip;
-        hints.ai_flags = AI_NUMERICHOST;
-    }
-    int grc = getaddrinfo(target, port, &hints, &res);
-    if (grc != 0) {
-        set_err(c, "resolve: %s", gai_strerror(grc));
-        return GD_ERR_TRANSPORT;
-    }
-    gd_err e = GD_ERR_TRANSPORT;
-    set_err(c, "connect: no usable address%s", "");
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        if (!c->opts.allow_non_loopback && !is_loopback(ai->ai_addr)) {
-            set_err(c, "refusing non-loopback address of %s", c->host);
-            e = GD_ERR_ARG;
-            continue;
-        }
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-            continue;
-        int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-        if (rc != 0 && errno == EINPROGRESS) {
-            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-            int pr;
-            do {
-                pr = poll(&pfd, 1, c->opts.connect_timeout_ms);
-            } while (pr < 0 && errno == EINTR);
-            int soerr = 0;
-            socklen_t sl = sizeof(soerr);
-            if (pr == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0)
-                rc = 0;
-            else {
-                set_err(c, "connect: %s", pr == 0 ? "timed out" : strerror(soerr ? soerr : errno));
-                e = pr == 0 ? GD_ERR_TIMEOUT : GD_ERR_TRANSPORT;
-            }
-        } else if (rc != 0) {
-            set_err(c, "connect: %s", strerror(errno));
-        }
-        if (rc == 0) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            c->fd = fd;
-            c->rlen = 0;
-            freeaddrinfo(res);
-            return GD_OK;
-        }
-        close(fd);
-    }
+    struct addrinfo *res = NULL;
+    gd_err e = resolve(c, &res);
+    if (e != GD_OK)
+        return e;
+    e = GD_ERR_TRANSPORT;
+    for (struct addrinfo *ai = res; ai && e != GD_OK; ai = ai->ai_next)
+        e = connect_one(c, ai);
     freeaddrinfo(res);
     return e;
 }
@@ -224,12 +327,12 @@ static gd_err write_all(godis_client *c, const char *p, size_t n, int64_t deadli
             int64_t left = deadline - now_ms();
             struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
             if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
-                set_err(c, "send: timed out%s", "");
+                set_err(c, "send to %s (%s): timed out", c->addr, c->host);
                 return GD_ERR_TIMEOUT;
             }
             continue;
         }
-        set_err(c, "send: %s", strerror(errno));
+        set_err(c, "send to %s (%s): %s", c->addr, c->host, strerror(errno));
         return GD_ERR_TRANSPORT;
     }
     return GD_OK;
@@ -241,7 +344,7 @@ static gd_err read_reply(godis_client *c, godis_reply **reply, int64_t deadline)
         size_t used = 0;
         gd_err e = godis_reply_parse(c->rbuf, c->rlen, reply, &used);
         if (e != GD_OK) {
-            set_err(c, "reply: %s", gd_strerror(e));
+            set_err(c, "reply from %s (%s): %s", c->addr, c->host, gd_strerror(e));
             return e == GD_ERR_NOMEM ? e : GD_ERR_PROTOCOL;
         }
         if (*reply) {
@@ -252,7 +355,7 @@ static gd_err read_reply(godis_client *c, godis_reply **reply, int64_t deadline)
         if (c->rcap - c->rlen < 4096) {
             size_t ncap = c->rcap ? c->rcap * 2 : 16384;
             if (ncap > GODIS_MAX_BULK + 2 * GODIS_MAX_LINE) {
-                set_err(c, "reply: too large%s", "");
+                set_err(c, "reply from %s (%s): too large", c->addr, c->host);
                 return GD_ERR_PROTOCOL;
             }
             char *nb = realloc(c->rbuf, ncap);
@@ -267,18 +370,19 @@ static gd_err read_reply(godis_client *c, godis_reply **reply, int64_t deadline)
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr == 0) {
-            set_err(c, "reply: timed out%s", "");
+            set_err(c, "reply from %s (%s): timed out after %d ms", c->addr, c->host,
+                    c->opts.reply_timeout_ms);
             return GD_ERR_TIMEOUT;
         }
         ssize_t r = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
         if (r == 0) {
-            set_err(c, "reply: connection closed by %s", c->host);
+            set_err(c, "reply from %s (%s): connection closed", c->addr, c->host);
             return GD_ERR_CLOSED;
         }
         if (r < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
                 continue;
-            set_err(c, "recv: %s", strerror(errno));
+            set_err(c, "recv from %s (%s): %s", c->addr, c->host, strerror(errno));
             return GD_ERR_TRANSPORT;
         }
         c->rlen += (size_t)r;
@@ -331,7 +435,7 @@ gd_err godis_hello(godis_client *c, godis_hello_info *info)
         return e;
     if (r->type != GODIS_REPLY_ARRAY || r->n % 2 != 0) {
         godis_reply_destroy(&r);
-        set_err(c, "hello: unexpected reply%s", "");
+        set_err(c, "hello: unexpected reply from %s", c->addr);
         return GD_ERR_PROTOCOL;
     }
     godis_hello_info tmp;
@@ -355,7 +459,7 @@ gd_err godis_hello(godis_client *c, godis_hello_info *info)
     }
     godis_reply_destroy(&r);
     if (!tmp.server[0]) {
-        set_err(c, "hello: no server field%s", "");
+        set_err(c, "hello: no server field in the reply from %s", c->addr);
         return GD_ERR_PROTOCOL;
     }
     if (info)

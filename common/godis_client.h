@@ -8,10 +8,15 @@
  *    complete arrays of bulk strings;
  *  - they retry on `-propose canceled by context` (which does not mean the change failed:
  *    both verbs are idempotent) and on transport errors, until `+OK` or their deadline;
- *  - by default it connects to loopback addresses only (this project's test environment)
- *    and never asks DNS: a host name must be in $GODIS_HOSTS_FILE or /etc/hosts (the node
- *    agent's hosts-file block); a manager running inside a real cluster turns both off
- *    with opts.allow_non_loopback.
+ *  - it dials what a real cluster offers: an IP, or a name resolved by the system resolver
+ *    (/etc/hosts, then the cluster's DNS) — see godis_member_hosts for the order the operator
+ *    tries a member's addresses in. $GODIS_HOSTS_FILE, when set, is read before the resolver
+ *    (the local control plane has no DNS; its node agent keeps Service names there);
+ *  - the loopback guard belongs to the test environment, not to the product: with
+ *    $GODIS_LOOPBACK_ONLY=1 (exported by `tools/devcluster env`, set by the test harnesses)
+ *    or opts.loopback_only, it refuses every address outside 127.0.0.0/8 and ::1 before
+ *    connecting, and never asks DNS (names come from hosts files only);
+ *  - every error names the host, the address dialled and the cause (godis_last_error).
  *
  * The RESP2 reply parser is exposed (godis_reply_parse) because the godis stand-in parses
  * requests with it too, and so the hostile-input tests can reach it without a socket.
@@ -71,9 +76,27 @@ long long godis_parse_id(const char *s);
 typedef struct {
     int connect_timeout_ms;     /* default 1000 */
     int reply_timeout_ms;       /* default 3000 (godis answers a stuck proposal after ~1 s) */
-    int allow_non_loopback;     /* default 0: refuse any address outside 127.0.0.0/8, ::1,
-                                   and resolve names from hosts files only, never DNS */
+    int loopback_only;          /* the test environment's guard (see above); default 0, and
+                                   on whatever this says when $GODIS_LOOPBACK_ONLY is 1 */
 } godis_opts;
+
+#define GODIS_LOOPBACK_ENV "GODIS_LOOPBACK_ONLY"
+#define GODIS_HOST_MAX 256
+#define GODIS_DEFAULT_CLUSTER_DOMAIN "cluster.local"
+
+/* A DNS name as a --cluster-domain: dot-separated labels of 1..63 letters, digits and '-'
+ * (not first or last), 253 characters at most. */
+int godis_valid_dns_name(const char *s);
+
+/* 1 when $GODIS_LOOPBACK_ONLY turns the guard on for this process ("1", "true", "yes"). */
+int godis_loopback_guard_env(void);
+
+/* The hosts the operator dials for a member, best first, into hosts[]: the member pod's IP
+ * from the Pod cache (skipped when pod_ip is NULL or ""), then the member's Service name
+ * <godis_name>-endpoint.<ns>.svc.<cluster_domain> (NULL or "": cluster.local), which the
+ * cluster's DNS resolves to the pod. Returns the count (1 or 2), -1 when a name is too long. */
+int godis_member_hosts(const char *pod_ip, const char *godis_name, const char *ns,
+                       const char *cluster_domain, char hosts[2][GODIS_HOST_MAX]);
 
 typedef struct godis_client godis_client;
 
@@ -89,8 +112,16 @@ void godis_client_destroy(godis_client **c);
  * the next call starts clean. */
 gd_err godis_command(godis_client *c, godis_reply **reply, int argc, const char *const *argv);
 
-/* The last error text (an `-ERR` line or a transport error), "" if none. */
+/* The last error text (an `-ERR` line, or a resolution/transport error naming the host, the
+ * address and the cause), "" if none. */
 const char *godis_last_error(const godis_client *c);
+
+/* Resolves the host as a connect would, guard included, without connecting: the first
+ * address into addr ("ip:port", "[ip6]:port"). GD_ERR_ARG when the guard refuses it,
+ * GD_ERR_TRANSPORT when it does not resolve (godis_last_error says why). */
+gd_err godis_client_resolve(godis_client *c, char *addr, size_t cap);
+/* 1 when the client runs under the loopback guard. */
+int godis_client_loopback_only(const godis_client *c);
 
 /* `hello`: checks it is a godis (or stand-in) and fills what it says. server/version are
  * NUL-terminated, truncated to their size. */

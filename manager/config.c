@@ -10,6 +10,7 @@
 #include <yaml.h>
 #include <arpa/inet.h>
 #include "gd_log.h"
+#include "godis_client.h"
 
 typedef enum { OPT_STR, OPT_BOOL, OPT_INT, OPT_DUR } opt_type;
 
@@ -45,6 +46,7 @@ static const opt_def OPTS[] = {
     S(informer_kinds, "informer-kinds", "comma-separated kinds to run informers for"),
     S(worker_args, "worker-arg", "extra flags for every worker, separated by spaces (e.g. \"--reconciler sleepy\"; for tests and benchmarks)"),
     S(runtime_dir, "runtime-dir", "private 0700 directory for the ZeroMQ ipc:// endpoints (default: $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)"),
+    S(cluster_domain, "cluster-domain", "the cluster's DNS domain: workers dial a godis member without a pod IP in the cache at <godis>-endpoint.<ns>.svc.<domain>"),
     S(health_addr, "health-probe-bind-address", "IPv4 host:port serving /healthz and /readyz (\":8081\" = every interface, as a pod needs for the kubelet's probes; \"0\" disables)"),
     S(metrics_addr, "metrics-bind-address", "IPv4 host:port serving /metrics (\"0\" disables)"),
     D(heartbeat_ms, "heartbeat", "interval of PING to workers; a worker silent for 5 intervals is killed"),
@@ -66,6 +68,7 @@ void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
     c->max_concurrent_reconciles = 4;
     snprintf(c->informer_kinds, sizeof c->informer_kinds,
              "GodisCluster,Godis,ConfigMap,ReplicaSet,Service,PersistentVolumeClaim,Pod,Node");
+    snprintf(c->cluster_domain, sizeof c->cluster_domain, "cluster.local");
     snprintf(c->health_addr, sizeof c->health_addr, "127.0.0.1:8081");
     snprintf(c->metrics_addr, sizeof c->metrics_addr, "127.0.0.1:8080");
     c->heartbeat_ms = 1000;
@@ -389,6 +392,11 @@ gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
     }
     if (!c->informer_kinds[0]) {
         snprintf(err, errlen, "--informer-kinds: must name at least one kind");
+        return GD_ERR_CONFIG;
+    }
+    if (!godis_valid_dns_name(c->cluster_domain)) {
+        snprintf(err, errlen, "--cluster-domain: expected a DNS name (letters, digits, '-', '.'), got \"%s\"",
+                 c->cluster_domain);
         return GD_ERR_CONFIG;
     }
     return GD_OK;

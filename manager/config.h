@@ -27,6 +27,7 @@ typedef struct {
     char informer_kinds[GD_MGR_STR];    /* comma list; default all eight */
     char worker_args[GD_MGR_STR];       /* extra worker flags, split on spaces (tests) */
     char runtime_dir[GD_MGR_STR];
+    char cluster_domain[254];           /* workers' --cluster-domain */
     char health_addr[128];
     char metrics_addr[128];
     int64_t heartbeat_ms;

@@ -222,6 +222,7 @@ static gd_proc *worker_slot(mgr_t *m, int i)
     a[n++] = "--runtime-dir"; a[n++] = m->rundir;
     a[n++] = "--max-concurrent-reconciles"; a[n++] = mcr;
     a[n++] = "--heartbeat-ms"; a[n++] = hb;
+    a[n++] = "--cluster-domain"; a[n++] = m->cfg.cluster_domain;
     n = common_args(m, a, n);
     if (m->identity[0]) { a[n++] = "--manager-identity"; a[n++] = m->identity; }
     char extra[GD_MGR_STR];

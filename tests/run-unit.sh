@@ -2,6 +2,8 @@
 # Runs every cmocka unit-test binary given, lets each print its own counts, and closes with
 # one "N passed, N failed" line over all of them. Exit status non-zero on any failure.
 set -u
+# The test environment's loopback guard: no unit test may dial outside 127.0.0.0/8.
+export GODIS_LOOPBACK_ONLY=1
 pass=0; fail=0; bad=()
 for t in "$@"; do
   out=$("$t" 2>&1); rc=$?

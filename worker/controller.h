@@ -86,6 +86,7 @@ typedef struct {
      * would never show it. */
     bool (*tracks_kind)(void *ud, const char *kind);
     void *tracks_kind_ud;
+    const char *cluster_domain;     /* --cluster-domain (NULL: cluster.local) */
 } gd_worker_env;
 
 /* ---- the reconcile context ---- */

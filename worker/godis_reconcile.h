@@ -30,6 +30,7 @@ struct godis_env {
     int64_t node_notready_grace_ms;   /* a NotReady node counts as bad after this long */
     int godis_timeout_ms;             /* one meet/forget, retries included */
     int godis_port;                   /* client port to dial (6379) */
+    const char *cluster_domain;       /* Service names: <svc>.<ns>.svc.<domain>; NULL: cluster.local */
     void *ud;
 };
 

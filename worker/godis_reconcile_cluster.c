@@ -213,29 +213,37 @@ static godis_result create_initial_godises(cluster_ctx *c, const godis_step *s)
     return r;
 }
 
-/* Runs meet/forget against member via_id: pod IP first, the Service name as a fallback. */
+/* Runs meet/forget against member via_id where a real cluster puts it: the pod IP from the
+ * Pod cache first, then the member's Service name through the cluster's DNS
+ * (godis_member_hosts). A failure is logged and reported as a Warning Event naming the
+ * member, every address tried and the cause; the step is retried with backoff. */
 static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
 {
     gd_err err = c->e->may_write ? c->e->may_write(c->e) : GD_OK;
     if (err) return err;
-    char url[300], svc[300];
+    char url[300], godis[300], hosts[2][GODIS_HOST_MAX], why[2][400] = {"", ""};
     godis_peer_url(url, sizeof url, c->ns, c->name, id);
-    snprintf(svc, sizeof svc, "%s-%lld-endpoint.%s.svc.cluster.local", c->name,
-             (long long)via_id, c->ns);
+    snprintf(godis, sizeof godis, "%s-%lld", c->name, (long long)via_id);
     int idx = observed_index(c, via_id);
-    const char *hosts[2] = {idx >= 0 && c->pod_ip[idx][0] ? c->pod_ip[idx] : NULL, svc};
+    int n = godis_member_hosts(idx >= 0 ? c->pod_ip[idx] : NULL, godis, c->ns,
+                               c->e->cluster_domain, hosts);
     err = GD_ERR_TRANSPORT;
-    for (int i = 0; i < 2 && err != GD_OK; i++) {
-        if (!hosts[i]) continue;
+    for (int i = 0; i < n && err != GD_OK; i++) {
         godis_client *gc = godis_client_new(hosts[i], c->e->godis_port, NULL);
-        if (!gc) continue;
+        if (!gc) { snprintf(why[i], sizeof why[i], "%s: no memory", hosts[i]); continue; }
         err = meet ? godis_meet(gc, id, url, c->e->godis_timeout_ms)
                    : godis_forget(gc, id, c->e->godis_timeout_ms);
-        if (err)
-            gd_log(GD_LOG_WARN, meet ? "cluster meet failed" : "cluster forget failed",
-                   "cluster", c->name, "via", hosts[i], "error", gd_strerror(err),
-                   "reply", godis_last_error(gc), NULL);
+        if (err) snprintf(why[i], sizeof why[i], "%s", godis_last_error(gc));
         godis_client_destroy(&gc);
+    }
+    if (err && err != GD_ERR_FENCED) {
+        char msg[1000];
+        snprintf(msg, sizeof msg, "cluster %s %lld through member %lld failed: %s%s%s",
+                 meet ? "meet" : "forget", (long long)id, (long long)via_id,
+                 n < 0 ? "member name too long" : why[0], why[1][0] ? "; then " : "", why[1]);
+        gd_log(GD_LOG_WARN, msg, "cluster", c->name, "namespace", c->ns, "error",
+               gd_strerror(err), NULL);
+        godis_emit_event(c->e, c->cluster, "Warning", meet ? "MeetFailed" : "ForgetFailed", msg);
     }
     return err;
 }

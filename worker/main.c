@@ -8,6 +8,7 @@
 #include "gd_err.h"
 #include "gd_hoptrace.h"
 #include "gd_log.h"
+#include "godis_client.h"
 #include "k8s_client.h"
 #include "reconciler.h"
 #include "worker.h"
@@ -49,6 +50,9 @@ static void usage(FILE *out)
         "                                worker; API requests then carry the User-Agent\n"
         "                                \"godis-operator (worker; manager=ID)\", so the API\n"
         "                                server's audit log names the manager of every write\n"
+        "  --cluster-domain DOMAIN       the cluster's DNS domain: a member without a pod IP in\n"
+        "                                the cache is dialled at\n"
+        "                                <godis>-endpoint.<ns>.svc.DOMAIN (default cluster.local)\n"
         "  --reconciler NAME             reconciler set (default godis):\n",
         out);
     for (const gd_reconciler_set *s = gd_reconciler_first(); s; s = s->next)
@@ -85,7 +89,7 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 enum {
     OPT_INDEX = 1000, OPT_CONTROL, OPT_RUNDIR, OPT_ENDPOINTS, OPT_SHARDS, OPT_MCR, OPT_HB,
     OPT_KUBECONFIG, OPT_CONTEXT, OPT_RECONCILER, OPT_RECARG, OPT_GRACE, OPT_LEVEL, OPT_FORMAT,
-    OPT_HELP, OPT_RATE, OPT_MGRID, OPT_QPS, OPT_BURST,
+    OPT_HELP, OPT_RATE, OPT_MGRID, OPT_QPS, OPT_BURST, OPT_DOMAIN,
 };
 
 int main(int argc, char **argv)
@@ -109,6 +113,7 @@ int main(int argc, char **argv)
         {"manager-identity", required_argument, NULL, OPT_MGRID},
         {"kube-api-qps", required_argument, NULL, OPT_QPS},
         {"kube-api-burst", required_argument, NULL, OPT_BURST},
+        {"cluster-domain", required_argument, NULL, OPT_DOMAIN},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -173,6 +178,11 @@ int main(int argc, char **argv)
             if (!parse_int(optarg, 1, 100000, &v))
                 return fatal("--kube-api-burst wants 1..100000", optarg);
             o.kube_api_burst = (int)v;
+            break;
+        case OPT_DOMAIN:
+            if (!godis_valid_dns_name(optarg))
+                return fatal("--cluster-domain wants a DNS name (letters, digits, '-', '.')", optarg);
+            o.cluster_domain = optarg;
             break;
         case OPT_LEVEL: level = optarg; break;
         case OPT_FORMAT: format = optarg; break;

@@ -48,6 +48,7 @@ static void env_init(godis_env *e, rec_ctx *ctx)
     e->node_notready_grace_ms = o->node_notready_grace_ms;
     e->godis_timeout_ms = o->godis_timeout_ms;
     e->godis_port = o->godis_port;
+    e->cluster_domain = ctx->env->cluster_domain;
     e->ud = ctx;
 }
 

@@ -195,6 +195,7 @@ int worker_run(const worker_opts *o)
     w->env.rv_lookup_ud = w->cache;
     w->env.tracks_kind = worker_tracks_kind;
     w->env.tracks_kind_ud = w;
+    w->env.cluster_domain = o->cluster_domain;
     int code = GD_EXIT_FATAL_CONFIG;
     if (!w->zctx || !w->cache) {
         code = GD_EXIT_FAILURE;

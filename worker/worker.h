@@ -48,6 +48,7 @@ typedef struct {
     const char *reconciler, *reconciler_arg;
     const char *manager_identity;       /* NULL, or the manager's Lease identity: in User-Agent */
     int64_t stop_grace_ms;              /* SIGTERM: how long in-flight reconciles may take */
+    const char *cluster_domain;         /* --cluster-domain: godis Service names' DNS suffix */
 } worker_opts;
 
 void worker_opts_default(worker_opts *o);

@@ -4,6 +4,7 @@
  * Kept apart from the running worker because it is pure: it touches no socket and no
  * thread, so main.c can reject a bad flag before anything starts. */
 #include "worker.h"
+#include "godis_client.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ void worker_opts_default(worker_opts *o)
     o->queue_burst = 100;
     o->kube_api_qps = 50;
     o->kube_api_burst = 100;
+    o->cluster_domain = GODIS_DEFAULT_CLUSTER_DOMAIN;
 }
 
 gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, size_t cap)

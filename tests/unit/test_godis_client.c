@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "godis_client.h"
@@ -331,6 +333,13 @@ static void fake_stop(fake *f, godis_client **c)
 
 static const godis_opts fast = {.connect_timeout_ms = 500, .reply_timeout_ms = 300};
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void test_meet_retries_propose_canceled(void **state)
 {
     (void)state;
@@ -405,16 +414,135 @@ static void test_invalid_meet_sends_nothing(void **state)
     assert_int_equal(f.requests, 0);
 }
 
-static void test_non_loopback_refused(void **state)
+/* The order the operator dials a member in: the pod IP from the Pod cache, then the
+ * member's Service name in the cluster's DNS domain (default cluster.local). */
+static void test_member_hosts_order(void **state)
 {
     (void)state;
-    godis_client *c = godis_client_new("192.0.2.1", 6379, &fast);   /* TEST-NET-1 */
-    assert_non_null(c);
+    char h[2][GODIS_HOST_MAX];
+    assert_int_equal(godis_member_hosts("10.244.1.7", "ex-3", "db", NULL, h), 2);
+    assert_string_equal(h[0], "10.244.1.7");
+    assert_string_equal(h[1], "ex-3-endpoint.db.svc.cluster.local");
+    assert_int_equal(godis_member_hosts("", "ex-3", "db", "corp.example", h), 1);
+    assert_string_equal(h[0], "ex-3-endpoint.db.svc.corp.example");
+    assert_int_equal(godis_member_hosts(NULL, "ex-3", "db", "", h), 1);
+    assert_string_equal(h[0], "ex-3-endpoint.db.svc.cluster.local");
+    char longname[300];
+    memset(longname, 'a', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    assert_int_equal(godis_member_hosts(NULL, longname, "db", NULL, h), -1);
+    assert_true(godis_valid_dns_name("cluster.local"));
+    assert_true(godis_valid_dns_name("k8s-1.corp.example"));
+    assert_false(godis_valid_dns_name(""));
+    assert_false(godis_valid_dns_name(".cluster.local"));
+    assert_false(godis_valid_dns_name("cluster..local"));
+    assert_false(godis_valid_dns_name("-x.local"));
+    assert_false(godis_valid_dns_name("x-.local"));
+    assert_false(godis_valid_dns_name("cluster.local."));
+    assert_false(godis_valid_dns_name("a_b.local"));
+    assert_false(godis_valid_dns_name("a b"));
+}
+
+/* Writes a hosts file for the resolution tests; the caller unlinks path. */
+static void hosts_file(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+/* The product's default (no guard): literal addresses and names anywhere are resolved — and
+ * only resolved here: godis_client_resolve never connects, so no test dials outside
+ * loopback. $GODIS_HOSTS_FILE comes before the system resolver. */
+static void test_default_resolves_real_cluster_addresses(void **state)
+{
+    (void)state;
+    char *saved = getenv(GODIS_LOOPBACK_ENV) ? strdup(getenv(GODIS_LOOPBACK_ENV)) : NULL;
+    unsetenv(GODIS_LOOPBACK_ENV);
+    char path[] = "/tmp/godis-hosts-XXXXXX", addr[300];
+    hosts_file(path, "10.1.2.3 ex-1-endpoint.db.svc.cluster.local\n");
+    setenv("GODIS_HOSTS_FILE", path, 1);
+    godis_client *c = godis_client_new("192.0.2.1", 6379, &fast);          /* TEST-NET-1 */
+    assert_int_equal(godis_client_loopback_only(c), 0);
+    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
+    assert_string_equal(addr, "192.0.2.1:6379");
+    godis_client_destroy(&c);
+    c = godis_client_new("fd00::7", 6379, &fast);
+    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
+    assert_string_equal(addr, "[fd00::7]:6379");
+    godis_client_destroy(&c);
+    c = godis_client_new("ex-1-endpoint.db.svc.cluster.local", 6379, &fast);
+    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
+    assert_string_equal(addr, "10.1.2.3:6379");
+    godis_client_destroy(&c);
+    unsetenv("GODIS_HOSTS_FILE");
+    /* Not in $GODIS_HOSTS_FILE: the system resolver (nsswitch: /etc/hosts, then DNS) answers.
+     * "localhost" is asked because /etc/hosts answers it without a DNS query. */
+    FILE *eh = fopen("/etc/hosts", "re");
+    char line[256];
+    bool has_localhost = false;
+    while (eh && fgets(line, sizeof(line), eh))
+        has_localhost |= strncmp(line, "127.0.0.1", 9) == 0 && strstr(line, "localhost") != NULL;
+    if (eh)
+        fclose(eh);
+    assert_true(has_localhost);        /* every Debian install lists it; so does fresh-check's root */
+    c = godis_client_new("localhost", 6379, &fast);
+    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
+    assert_true(!strcmp(addr, "127.0.0.1:6379") || !strcmp(addr, "[::1]:6379"));
+    godis_client_destroy(&c);
+    unlink(path);
+    if (saved) {
+        setenv(GODIS_LOOPBACK_ENV, saved, 1);
+        free(saved);
+    }
+}
+
+/* The test environment's guard: on from the environment or opts, it refuses any address
+ * outside 127.0.0.0/8 before connecting (no retry), and never asks DNS. */
+static void test_loopback_guard(void **state)
+{
+    (void)state;
+    char *saved = getenv(GODIS_LOOPBACK_ENV) ? strdup(getenv(GODIS_LOOPBACK_ENV)) : NULL;
+    setenv(GODIS_LOOPBACK_ENV, "1", 1);
+    assert_true(godis_loopback_guard_env());
+    godis_client *c = godis_client_new("192.0.2.1", 6379, &fast);   /* opts say nothing */
+    assert_int_equal(godis_client_loopback_only(c), 1);
     godis_reply *r = NULL;
     const char *argv[] = {"hello"};
     assert_int_equal(godis_command(c, &r, 1, argv), GD_ERR_ARG);
+    assert_non_null(strstr(godis_last_error(c), "192.0.2.1:6379"));
+    assert_non_null(strstr(godis_last_error(c), "loopback guard"));
+    int64_t t0 = now_ms();
     assert_int_equal(godis_meet(c, 4, "http://h:1", 2000), GD_ERR_ARG);   /* not retried */
+    assert_true(now_ms() - t0 < 500);
     godis_client_destroy(&c);
+
+    unsetenv(GODIS_LOOPBACK_ENV);
+    assert_false(godis_loopback_guard_env());
+    godis_opts guarded = fast;
+    guarded.loopback_only = 1;
+    char path[] = "/tmp/godis-hosts-XXXXXX", addr[300];
+    hosts_file(path, "10.1.2.3 far-away.db.svc.cluster.local\n");
+    setenv("GODIS_HOSTS_FILE", path, 1);
+    c = godis_client_new("far-away.db.svc.cluster.local", 6379, &guarded);
+    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_ERR_ARG);
+    assert_non_null(strstr(godis_last_error(c), "10.1.2.3"));
+    godis_client_destroy(&c);
+    c = godis_client_new("in-no-hosts-file.db.svc.cluster.local", 6379, &guarded);
+    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_ERR_TRANSPORT);
+    assert_non_null(strstr(godis_last_error(c), "does not ask DNS"));
+    godis_client_destroy(&c);
+    c = godis_client_new("127.0.0.9", 6379, &guarded);
+    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
+    assert_string_equal(addr, "127.0.0.9:6379");
+    godis_client_destroy(&c);
+    unsetenv("GODIS_HOSTS_FILE");
+    unlink(path);
+    if (saved) {
+        setenv(GODIS_LOOPBACK_ENV, saved, 1);
+        free(saved);
+    }
     assert_null(godis_client_new("", 6379, NULL));
     assert_null(godis_client_new("127.0.0.1", 0, NULL));
     assert_null(godis_client_new("127.0.0.1", 70000, NULL));
@@ -431,6 +559,11 @@ static void test_connection_refused_is_retried_until_deadline(void **state)
     c = godis_client_new("127.0.0.1", port, &fast);
     gd_err e = godis_forget(c, 3, 300);
     assert_true(e == GD_ERR_TRANSPORT || e == GD_ERR_TIMEOUT);
+    /* the error names the address dialled and the cause */
+    char want[64];
+    snprintf(want, sizeof(want), "connect 127.0.0.1:%d", port);
+    assert_non_null(strstr(godis_last_error(c), want));
+    assert_non_null(strstr(godis_last_error(c), "refused"));
     godis_client_destroy(&c);
 }
 
@@ -471,27 +604,25 @@ static void test_hello_and_get(void **state)
 }
 
 
-/* Loopback-only mode resolves names from hosts files, never from DNS. */
+/* Under the guard, names come from hosts files, never from DNS. */
 static void test_names_from_hosts_file_only(void **state)
 {
     (void)state;
     char path[] = "/tmp/godis-hosts-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    static const char hosts[] = "# node agent block\n10.1.2.3 far-away.default.svc.cluster.local\n"
-                                "127.0.0.1   ex-1-endpoint.default.svc.cluster.local ex-1 # member\n";
-    assert_int_equal(write(fd, hosts, sizeof(hosts) - 1), (ssize_t)(sizeof(hosts) - 1));
-    close(fd);
+    hosts_file(path, "# node agent block\n10.1.2.3 far-away.default.svc.cluster.local\n"
+                     "127.0.0.1   ex-1-endpoint.default.svc.cluster.local ex-1 # member\n");
     setenv("GODIS_HOSTS_FILE", path, 1);
+    godis_opts guarded = fast;
+    guarded.loopback_only = 1;
     fake f = {.script = {"+OK\r\n"}, .nscript = 1};
     fake_start(&f);
-    godis_client *c = godis_client_new("EX-1-endpoint.default.svc.cluster.local", f.port, &fast);
+    godis_client *c = godis_client_new("EX-1-endpoint.default.svc.cluster.local", f.port, &guarded);
     assert_int_equal(godis_forget(c, 3, 1000), GD_OK);
     godis_client_destroy(&c);
-    c = godis_client_new("far-away.default.svc.cluster.local", f.port, &fast);
+    c = godis_client_new("far-away.default.svc.cluster.local", f.port, &guarded);
     assert_int_equal(godis_forget(c, 3, 1000), GD_ERR_ARG);       /* maps outside loopback */
     godis_client_destroy(&c);
-    c = godis_client_new("not-in-any.hosts-file.invalid", f.port, &fast);
+    c = godis_client_new("not-in-any.hosts-file.invalid", f.port, &guarded);
     godis_reply *r = NULL;
     const char *argv[] = {"hello"};
     assert_int_equal(godis_command(c, &r, 1, argv), GD_ERR_TRANSPORT);
@@ -515,7 +646,9 @@ int main(void)
         cmocka_unit_test(test_forget_deadline),
         cmocka_unit_test(test_reply_timeout_then_reconnect),
         cmocka_unit_test(test_invalid_meet_sends_nothing),
-        cmocka_unit_test(test_non_loopback_refused),
+        cmocka_unit_test(test_member_hosts_order),
+        cmocka_unit_test(test_default_resolves_real_cluster_addresses),
+        cmocka_unit_test(test_loopback_guard),
         cmocka_unit_test(test_connection_refused_is_retried_until_deadline),
         cmocka_unit_test(test_hello_and_get),
         cmocka_unit_test(test_names_from_hosts_file_only),

@@ -124,7 +124,7 @@ trap cleanup EXIT
 
 log "a fresh control plane in $DEVCLUSTER_DIR"
 fresh_devcluster
-export KUBECONFIG GODIS_HOSTS_FILE=${GODIS_HOSTS_FILE:-$DEVCLUSTER_DIR/hosts}
+export KUBECONFIG GODIS_HOSTS_FILE=${GODIS_HOSTS_FILE:-$DEVCLUSTER_DIR/hosts} GODIS_LOOPBACK_ONLY=1
 
 log "CRDs from deploy/crds"
 bin/godisctl apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml >/dev/null

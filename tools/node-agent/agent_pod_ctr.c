@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "gd_log.h"
+#include "godis_client.h"
 
 void na_ctr_set_waiting(const na_pod *p, na_ctr *c, const char *reason, const char *msg)
 {
@@ -34,6 +35,8 @@ static bool container_command(na_agent *a, na_pod *p, na_ctr *c, const cJSON *ct
     /* Programs that resolve Service names through our hosts block without it being
      * /etc/hosts (the godis stand-in and common/godis_client read GODIS_HOSTS_FILE). */
     if (a->hosts_file) na_env_set(env, "GODIS_HOSTS_FILE", a->hosts_file);
+    /* ... and the test environment's loopback guard, when the agent runs under it. */
+    if (godis_loopback_guard_env()) na_env_set(env, GODIS_LOOPBACK_ENV, "1");
     na_env_ctx ctx = { .pod_ip = p->ip, .host_ip = "127.0.0.1", .node_name = p->node,
                        .cm_lookup = na_pod_cm_lookup, .ud = a };
     gd_err e = na_env_build(p->obj, ctr, c->image, &ctx, mounts, nm, env, err, errlen);
