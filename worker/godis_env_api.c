@@ -20,8 +20,8 @@ static cJSON *api_list(godis_env *e, const char *kind, const char *ns, const cha
 {
     const k8s_resource *r = k8s_resource_lookup(kind);
     char sel[512];
-    snprintf(sel, sizeof sel, "%s=%s", key, value);
-    k8s_list_opts o = {.label_selector = sel};
+    snprintf(sel, sizeof sel, "%s=%s", key ? key : "", value ? value : "");
+    k8s_list_opts o = {.label_selector = key ? sel : NULL};   /* no key: every object of ns */
     cJSON *list = NULL;
     if (!r || k8s_list(e->client, r, ns, &o, &list, NULL) != GD_OK) return cJSON_CreateArray();
     cJSON *items = cJSON_DetachItemFromObjectCaseSensitive(list, "items");

@@ -112,6 +112,51 @@ static void observe_godis(cluster_ctx *c, const cJSON *g)
     cJSON_Delete(pods);
 }
 
+static bool listed(const cluster_ctx *c, const char *name)
+{
+    const cJSON *g;
+    cJSON_ArrayForEach(g, c->godises)
+        if (strcmp(gd_meta_name(g), name) == 0) return true;
+    return false;
+}
+
+static void add_if_ours(cluster_ctx *c, const cJSON *g)
+{
+    if (g && gd_meta_owned_by(g, "GodisCluster", c->uid) && !listed(c, gd_meta_name(g)))
+        cJSON_AddItemToArray(c->godises, cJSON_Duplicate(g, 1));
+}
+
+/* Members are listed by their cluster-name label, but a Godis of ours can lack it: seed
+ * 000's Go controller made them without (the Godis controller adds it), or someone edited
+ * it away. Missing one would make a live member look lost — or, before status.members is
+ * recorded, make an adopted cluster look empty and be initialised anew over its data. So:
+ * before members are recorded, every Godis of the namespace that this cluster controls
+ * (a scan, once per adoption); after, each recorded member not listed is looked up by name. */
+static void add_unlabelled_godises(cluster_ctx *c)
+{
+    const godis_view *v = &c->v;
+    if (!v->members_recorded) {
+        cJSON *all = c->e->list(c->e, "Godis", c->ns, NULL, NULL);
+        const cJSON *g;
+        cJSON_ArrayForEach(g, all) add_if_ours(c, g);
+        cJSON_Delete(all);
+        return;
+    }
+    int64_t ids[GODIS_MAX_MEMBERS + 2];
+    int n = 0;
+    for (int i = 0; i < v->nmembers; i++) ids[n++] = v->members[i];
+    if (v->scale_out_id > 0) ids[n++] = v->scale_out_id;
+    if (v->scale_in_id > 0) ids[n++] = v->scale_in_id;
+    for (int i = 0; i < n; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "%s-%lld", c->name, (long long)ids[i]);
+        if (listed(c, name)) continue;
+        cJSON *g = c->e->get(c->e, "Godis", c->ns, name);
+        add_if_ours(c, g);
+        cJSON_Delete(g);
+    }
+}
+
 static void read_status(cluster_ctx *c)
 {
     godis_view *v = &c->v;
@@ -146,6 +191,7 @@ static void observe(cluster_ctx *c)
         v->cm_n = n > 0 ? n : 0;
     }
     c->godises = c->e->list(c->e, "Godis", c->ns, "cluster-name", c->name);
+    add_unlabelled_godises(c);
     const cJSON *g;
     cJSON_ArrayForEach(g, c->godises) observe_godis(c, g);
 }
@@ -169,8 +215,12 @@ static godis_result ensure_configmap(cluster_ctx *c)
     cJSON *want = godis_build_configmap(c->ns, c->name, c->uid, value);
     gd_err err;
     if (!c->configmap) {
-        err = gw_create(c->e, &K8S_RES_CONFIGMAPS, want);
-        if (!err && strcmp(c->phase, "Running") == 0)
+        bool adopted = false;
+        err = gw_create_or_adopt(c->e, &K8S_RES_CONFIGMAPS, want, c->cluster, &adopted);
+        if (!err && adopted)
+            godis_emit_event(c->e, c->cluster, "Normal", "ConfigMapAdopted",
+                             "ConfigMap made without this operator's labels: adopted");
+        else if (!err && strcmp(c->phase, "Running") == 0)
             godis_emit_event(c->e, c->cluster, "Warning", "ConfigMapRebuilt",
                              "ConfigMap was missing: rebuilt from status.members");
     } else {

@@ -24,9 +24,16 @@ static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, boo
     *wrote = false;
     if (!have) {
         /* No Event for a routine create: it doubled the writes of every new member.
-         * Membership changes and repairs of drift do get one. */
-        err = gw_create(g->e, r, want);
+         * Membership changes, adoptions and repairs of drift do get one. */
+        bool adopted = false;
+        err = gw_create_or_adopt(g->e, r, want, g->godis, &adopted);
         *wrote = true;
+        if (adopted) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s %s adopted (made without this operator's labels)",
+                     r->kind, gd_meta_name(want));
+            godis_emit_event(g->e, g->godis, "Normal", "ChildAdopted", msg);
+        }
     } else if (!gd_meta_deleting(have) && godis_child_drifted(r->kind, want, have)) {
         cJSON *fixed = godis_child_repair(r->kind, want, have);
         err = gw_update(g->e, r, fixed);
@@ -102,6 +109,27 @@ static godis_result update_state(godis_ctx *g)
     return r;
 }
 
+/* The label the cluster controller lists its members by (and the cache indexes): Godis
+ * objects made without it (seed 000's controller) or with it edited get it back. */
+static godis_result label_godis(godis_ctx *g, const char *cluster)
+{
+    cJSON *fixed = cJSON_Duplicate(g->godis, 1);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(fixed, "metadata");
+    cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+    if (!cJSON_IsObject(labels)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
+        labels = cJSON_AddObjectToObject(meta, "labels");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(labels, "cluster-name");
+    cJSON_AddStringToObject(labels, "cluster-name", cluster);
+    gd_err err = gw_update(g->e, &K8S_RES_GODISES, fixed);
+    cJSON_Delete(fixed);
+    if (!err)
+        gd_log(GD_LOG_INFO, "Godis labelled cluster-name", "godis", gd_meta_name(g->godis),
+               "cluster", cluster, NULL);
+    return gw_result(err);
+}
+
 static godis_result reconcile_godis_ctx(godis_ctx *g)
 {
     cJSON *(*build[3])(const godis_child_spec *) = {godis_build_service, godis_build_pvc,
@@ -132,12 +160,19 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
     g.godis = e->get(e, "Godis", ns, name);
     godis_result r = {.kind = GODIS_DONE};
     if (!g.godis || gd_meta_deleting(g.godis)) goto out;
-    const char *cluster = gd_meta_label(g.godis, "cluster-name");
     const cJSON *owner = gd_meta_controller_owner(g.godis);
-    if (!cluster || !owner || strcmp(gd_json_str_or(owner, "kind", ""), "GodisCluster") != 0)
+    if (!owner || strcmp(gd_json_str_or(owner, "kind", ""), "GodisCluster") != 0)
         goto out;                                  /* not one of ours: leave it alone */
+    const char *cluster = gd_json_str_or(owner, "name", "");
     g.cluster = e->get(e, "GodisCluster", ns, cluster);
     if (!g.cluster || gd_meta_deleting(g.cluster)) goto out;   /* GC removes us */
+    if (strcmp(gd_meta_uid(g.cluster), gd_json_str_or(owner, "uid", "")) != 0)
+        goto out;             /* owned by an earlier cluster of that name: GC removes it */
+    const char *label = gd_meta_label(g.godis, "cluster-name");
+    if (!label || strcmp(label, cluster) != 0) {
+        r = label_godis(&g, cluster);              /* adopted: the Go controller's, or edited */
+        goto out;
+    }
     int64_t id = godis_id_from_name(cluster, name);
     if (id <= 0) {
         gd_log(GD_LOG_WARN, "Godis name does not end in a member id: ignored", "godis", name, NULL);

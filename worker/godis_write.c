@@ -34,6 +34,80 @@ gd_err gw_create(godis_env *e, const k8s_resource *r, const cJSON *obj)
     return err;
 }
 
+static bool has_labels(const cJSON *obj, const cJSON *want)
+{
+    const cJSON *l;
+    cJSON_ArrayForEach(l, gd_json_path(want, "metadata.labels")) {
+        const char *have = gd_meta_label(obj, l->string);
+        if (!have || !cJSON_IsString(l) || strcmp(have, l->valuestring) != 0) return false;
+    }
+    return true;
+}
+
+/* The existing object, labelled as want is: the body of the adopting update. */
+static cJSON *with_labels(const cJSON *have, const cJSON *want)
+{
+    cJSON *fixed = cJSON_Duplicate(have, 1);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(fixed, "metadata");
+    cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+    if (!cJSON_IsObject(labels)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "labels");
+        labels = cJSON_AddObjectToObject(meta, "labels");
+    }
+    const cJSON *l;
+    cJSON_ArrayForEach(l, gd_json_path(want, "metadata.labels")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(labels, l->string);
+        cJSON_AddItemToObject(labels, l->string, cJSON_Duplicate(l, 1));
+    }
+    return fixed;
+}
+
+static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool status,
+                  cJSON **written);
+
+gd_err gw_create_or_adopt(godis_env *e, const k8s_resource *r, const cJSON *obj,
+                          const cJSON *about, bool *adopted)
+{
+    if (adopted) *adopted = false;
+    gd_err err = gw_create(e, r, obj);
+    if (err != GD_ERR_ALREADY_EXISTS) return err;
+    cJSON *have = NULL;
+    k8s_status st = {0};
+    const char *ns = gd_meta_namespace(obj), *name = gd_meta_name(obj);
+    err = k8s_get(e->client, r, ns, name, &have, &st);
+    if (err == GD_ERR_NOT_FOUND) err = GD_ERR_ALREADY_EXISTS;   /* gone meanwhile: create again */
+    if (err) {
+        cJSON_Delete(have);
+        return err;
+    }
+    const cJSON *want_owner = gd_meta_controller_owner(obj);
+    const cJSON *owner = gd_meta_controller_owner(have);
+    const char *uid = gd_json_str_or(want_owner, "uid", "");
+    bool ours = owner && *uid && strcmp(gd_json_str_or(owner, "uid", ""), uid) == 0 &&
+                strcmp(gd_json_str_or(owner, "kind", ""), gd_json_str_or(want_owner, "kind", "")) == 0;
+    if (!ours) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s %s exists and is not controlled by %s %s: left alone",
+                 r->kind, name, gd_json_str_or(want_owner, "kind", "?"),
+                 gd_json_str_or(want_owner, "name", "?"));
+        if (about) godis_emit_event(e, about, "Warning", "ChildNotOwned", msg);
+        err = GD_ERR_ALREADY_EXISTS;
+    } else if (has_labels(have, obj) || gd_meta_deleting(have)) {
+        err = GD_ERR_ALREADY_EXISTS;    /* ours already: the cache is behind */
+    } else {
+        cJSON *fixed = with_labels(have, obj);
+        err = put(e, r, fixed, false, NULL);
+        cJSON_Delete(fixed);
+        if (err == GD_OK) {
+            if (adopted) *adopted = true;
+            gd_log(GD_LOG_INFO, "adopted an unlabelled child", "kind", r->kind, "namespace", ns,
+                   "name", name, NULL);
+        }
+    }
+    cJSON_Delete(have);
+    return err;
+}
+
 static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool status,
                   cJSON **written)
 {

@@ -7,6 +7,17 @@
 /* GD_ERR_ALREADY_EXISTS when it exists (idempotent: callers treat it as done but wait
  * for the cache before the next step). */
 gd_err gw_create(godis_env *e, const k8s_resource *r, const cJSON *obj);
+/* Creates obj, or adopts the object of that name when it exists already without our labels
+ * but is controlled by obj's controller owner (same uid): a child the original Go controller
+ * made. Its labels are what the informers select on, so the cache never showed it and a
+ * plain create would answer AlreadyExists forever. Adopting adds obj's labels and nothing
+ * else (one optimistic-concurrency update); the caller's next reconcile sees it in the
+ * cache and repairs what else differs. Returns GD_OK when created or adopted (*adopted
+ * says which; may be NULL); GD_ERR_ALREADY_EXISTS when it is ours and labelled (the cache
+ * is behind) or when it is not ours to take — then a Warning Event on `about` says so, and
+ * the caller retries with backoff. */
+gd_err gw_create_or_adopt(godis_env *e, const k8s_resource *r, const cJSON *obj,
+                          const cJSON *about, bool *adopted);
 /* PUT with obj's resourceVersion; GD_ERR_CONFLICT when the cache was stale. */
 gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj);
 gd_err gw_update_status(godis_env *e, const k8s_resource *r, const cJSON *obj);
