@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "godis_client.h"
 #include "gd_json.h"
@@ -330,26 +331,55 @@ static void history_record(e2e_history *h, const cJSON *obj)
     h->nlast = n;
 }
 
+static void history_scale_out(e2e_history *h, const cJSON *obj)
+{
+    int64_t id = gd_json_int_or(obj, "status.scaleOutID", 0);
+    if (id > 0 && (h->nscale_out == 0 || h->scale_out_ids[h->nscale_out - 1] != id) &&
+        h->nscale_out < (int)(sizeof h->scale_out_ids / sizeof *h->scale_out_ids))
+        h->scale_out_ids[h->nscale_out++] = id;
+}
+
 static int history_event(void *ud, const char *type, cJSON *obj)
 {
     e2e_history *h = ud;
-    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) history_record(h, obj);
+    pthread_mutex_lock(&h->mu);
+    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+        history_record(h, obj);
+        history_scale_out(h, obj);
+        h->synced = true;
+    }
+    if (strcmp(type, "ERROR") != 0 && *gd_meta_rv(obj))
+        snprintf(h->rv, sizeof h->rv, "%s", gd_meta_rv(obj));
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
     return h->stop;
 }
 
 static void *history_main(void *arg)
 {
     e2e_history *h = arg;
-    char sel[200];
+    char sel[200], rv[64];
     snprintf(sel, sizeof sel, "metadata.name=%s", h->name);
     while (!h->stop) {
+        pthread_mutex_lock(&h->mu);
+        snprintf(rv, sizeof rv, "%s", h->rv);
+        pthread_mutex_unlock(&h->mu);
         k8s_watch_opts o = {0};
         o.list.field_selector = sel;
         o.list.timeout_seconds = 30;
+        o.list.resource_version = rv[0] ? rv : NULL;   /* resume: no state in between is lost */
         o.stop = &h->stop;
-        k8s_watch(h->c, &K8S_RES_GODISCLUSTERS, h->ns, &o, history_event, h, NULL);
-        /* A restarted watch without a resourceVersion replays the current state as ADDED:
-         * harmless for these checks (the same set again is no transition). */
+        gd_err e = k8s_watch(h->c, &K8S_RES_GODISCLUSTERS, h->ns, &o, history_event, h, NULL);
+        if (e == GD_ERR_GONE) {
+            /* Too old to resume: start over from the current state, and say states may
+             * have been missed (the checks above cannot vouch for them). */
+            pthread_mutex_lock(&h->mu);
+            h->rv[0] = '\0';
+            h->gaps++;
+            pthread_mutex_unlock(&h->mu);
+        } else if (e != GD_OK && e != GD_ERR_CLOSED && !h->stop) {
+            gd_sleep_ms(100);   /* transient: retry (the API server may be busy) */
+        }
     }
     return NULL;
 }
@@ -360,7 +390,34 @@ bool e2e_history_start(e2e_history *h, k8s_client *c, const char *ns, const char
     h->c = c;
     snprintf(h->ns, sizeof h->ns, "%s", ns);
     snprintf(h->name, sizeof h->name, "%s", name);
-    return pthread_create(&h->thread, NULL, history_main, h) == 0;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    if (pthread_create(&h->thread, NULL, history_main, h) != 0) return false;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    pthread_mutex_lock(&h->mu);
+    while (!h->synced && pthread_cond_timedwait(&h->cv, &h->mu, &until) == 0) {
+    }
+    bool ok = h->synced;
+    pthread_mutex_unlock(&h->mu);
+    if (!ok) fprintf(stderr, "e2e: no watch event for %s/%s within 30 s\n", ns, name);
+    return ok;
+}
+
+int64_t e2e_history_wait_scale_out(e2e_history *h, int n, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) { until.tv_sec++; until.tv_nsec -= 1000000000; }
+    pthread_mutex_lock(&h->mu);
+    while (h->nscale_out < n && pthread_cond_timedwait(&h->cv, &h->mu, &until) == 0) {
+    }
+    int64_t id = h->nscale_out >= n ? h->scale_out_ids[n - 1] : 0;
+    pthread_mutex_unlock(&h->mu);
+    return id;
 }
 
 bool e2e_history_stop(e2e_history *h)
@@ -368,7 +425,10 @@ bool e2e_history_stop(e2e_history *h)
     h->stop = 1;
     pthread_join(h->thread, NULL);
     if (h->violation[0]) fprintf(stderr, "e2e: history of %s/%s: %s\n", h->ns, h->name, h->violation);
-    return h->violation[0] == '\0';
+    if (h->gaps) fprintf(stderr, "e2e: history of %s/%s: %d watch gaps\n", h->ns, h->name, h->gaps);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    return h->violation[0] == '\0' && h->gaps == 0;
 }
 
 int e2e_count(k8s_client *c, const k8s_resource *r, const char *ns, const char *selector)

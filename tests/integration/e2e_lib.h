@@ -37,20 +37,35 @@ int  e2e_status_members(const cJSON *cluster, int64_t *ids, int cap);
 
 /* Watches a GodisCluster's status in a thread and checks every recorded transition:
  * status.members changes by at most one id at a time, a new id is always larger than any
- * id seen before (never reused), and nextID never decreases. */
+ * id seen before (never reused), and nextID never decreases. It sees every state the API
+ * server stored, in order (a watch resumed from the last resourceVersion, never a poll), so
+ * tests read intermediate states from it: a poll can miss a state the operator has already
+ * left (issue 15.5). */
 typedef struct {
     pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     k8s_client *c;
     char ns[128], name[128];
     volatile int stop;
+    char rv[64];           /* last resourceVersion seen: where a new watch resumes */
+    bool synced;           /* the watch delivered the object's state at least once */
+    int gaps;              /* watches that could not resume (410 Gone): states may be missed */
     int64_t max_id_seen, last_next_id;
     int64_t last[64];
     int nlast;
     int transitions;
+    int64_t scale_out_ids[32];   /* every distinct non-zero status.scaleOutID, in order */
+    int nscale_out;
     char violation[256];   /* "" while all is well */
 } e2e_history;
+/* Starts the watch and returns once it has delivered the current state (false when it did
+ * not within 30 s): a change made after this returns is seen. */
 bool e2e_history_start(e2e_history *h, k8s_client *c, const char *ns, const char *name);
-/* Stops the watch; returns true when no violation was seen. */
+/* Waits until the watch has seen at least n distinct scale-out intents (status.scaleOutID);
+ * returns the n-th (1-based), 0 on timeout. */
+int64_t e2e_history_wait_scale_out(e2e_history *h, int n, int timeout_ms);
+/* Stops the watch; returns true when no violation was seen and no state was missed. */
 bool e2e_history_stop(e2e_history *h);
 
 /* Label selector helpers */

@@ -280,6 +280,21 @@ static int teardown(void **st)
 
 /* ------------------------------------------------------------------ tests */
 
+/* Waits until the node's Lease carries a renewTime other than `since`. */
+static bool wait_lease_renewed(const char *node, const char *since, int timeout_ms)
+{
+    int64_t deadline = gd_mono_ms() + timeout_ms;
+    do {
+        cJSON *lease = get(&K8S_RES_LEASES, "kube-node-lease", node);
+        bool renewed = lease && strcmp(gd_json_str_or(lease, "spec.renewTime", since), since) != 0;
+        cJSON_Delete(lease);
+        if (renewed) return true;
+        gd_sleep_ms(200);
+    } while (gd_mono_ms() < deadline);
+    fprintf(stderr, "node %s: Lease not renewed since %s within %d ms\n", node, since, timeout_ms);
+    return false;
+}
+
 static void test_nodes_ready(void **st)
 {
     (void)st;
@@ -304,11 +319,9 @@ static void test_nodes_ready(void **st)
         char renew1[64];
         snprintf(renew1, sizeof renew1, "%s", gd_json_str_or(lease, "spec.renewTime", ""));
         cJSON_Delete(lease);
-        gd_sleep_ms(2500);                       /* --heartbeat-seconds 2: renewed by now */
-        lease = get(&K8S_RES_LEASES, "kube-node-lease", nodes[i]);
-        assert_non_null(lease);
-        assert_string_not_equal(gd_json_str_or(lease, "spec.renewTime", ""), renew1);
-        cJSON_Delete(lease);
+        /* --heartbeat-seconds 2: renewed again (a condition with a deadline, not a sleep
+         * that assumes the agent is on time on a loaded machine) */
+        assert_true(wait_lease_renewed(nodes[i], renew1, 30000));
     }
 }
 
@@ -529,12 +542,22 @@ static void test_set_ready(void **st)
     NEED_CLUSTER();
     char *off[] = { "set-ready", NODE2, "false", NULL };
     run_agent_cmd(off);
-    wait_node_ready(NODE2, "False", 2);
-    gd_sleep_ms(4500);                                   /* two heartbeats later: still False */
-    wait_node_ready(NODE2, "False", 1);
+    wait_node_ready(NODE2, "False", 30);
+    /* Two heartbeats later (two Lease renewals observed, not a guess of how long they
+     * take), the agent still reports it NotReady: the setting sticks. */
+    for (int beat = 0; beat < 2; beat++) {
+        cJSON *lease = get(&K8S_RES_LEASES, "kube-node-lease", NODE2);
+        char renew[64];
+        snprintf(renew, sizeof renew, "%s", gd_json_str_or(lease, "spec.renewTime", ""));
+        cJSON_Delete(lease);
+        assert_true(wait_lease_renewed(NODE2, renew, 30000));
+    }
+    cJSON *n = get(&K8S_RES_NODES, NULL, NODE2);
+    assert_string_equal(condition(n, "Ready"), "False");
+    cJSON_Delete(n);
     char *on[] = { "set-ready", NODE2, "true", NULL };
     run_agent_cmd(on);
-    wait_node_ready(NODE2, "True", 5);
+    wait_node_ready(NODE2, "True", 30);
 }
 
 static void test_grace_then_kill(void **st)
