@@ -115,7 +115,31 @@ delete_crds() {
   echo "CRDs still there after 60 s"
 }
 
+# free_port: a loopback port nothing listens on (bash's /dev/tcp connect fails)
+free_port() {
+  local p; for _ in $(seq 1 50); do
+    p=$((20000 + RANDOM % 20000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+  done
+  return 1
+}
+
 # The ServiceAccount's identity, as the API server sees a request with its token.
 SA_NS=godis-system
 SA_NAME=godis-operator
 SA_USER="system:serviceaccount:$SA_NS:$SA_NAME"
+
+# The serviceaccount-token controller adds the token Secret's name to the SA, then fills it.
+sa_token() {
+  local i secret tok
+  for ((i = 0; i < 60; i++)); do
+    "$CTL" -n "$SA_NS" get serviceaccount "$SA_NAME" >"$DV_TMP/sa" 2>/dev/null
+    secret=$(jlines "$DV_TMP/sa" | sed -n "s/^\"name\": \"\($SA_NAME-token-[a-z0-9]*\)\".*/\1/p" | head -n1)
+    if [ -n "$secret" ] && "$CTL" -n "$SA_NS" get secret "$secret" >"$DV_TMP/secret" 2>/dev/null; then
+      tok=$(body_field token "$DV_TMP/secret")
+      [ -z "$tok" ] || { echo "$tok" | base64 -d; return; }
+    fi
+    sleep 0.5
+  done
+  return 1
+}

@@ -24,12 +24,24 @@ NS=deploy-verify-$$
 
 # ------------------------------------------------------------------ static checks
 resources=$(sed -n '/^resources:/,/^[a-z]/s/^  - *//p' deploy/kustomization.yaml)
-files=$(cd deploy && find . -name '*.yaml' ! -name kustomization.yaml ! -path './samples/*' | sed 's|^\./||' | sort)
+files=$(cd deploy && find . -name '*.yaml' ! -name kustomization.yaml ! -path './samples/*' ! -path './overlays/*' | sed 's|^\./||' | sort)
 check "kustomization lists every manifest under deploy/ (samples aside)" \
   diff <(echo "$resources" | sort) <(echo "$files")
 # A rule line with "*" (comments stripped) would be a wildcard verb, resource or group.
 refused "no wildcard in any RBAC rule" grep -n '^[^#]*\*' deploy/rbac/*.yaml
 refused "nothing binds cluster-admin" grep -rn --include='*.yaml' '^[^#]*cluster-admin' deploy/
+# PodDisruptionBudgets ship as policy/v1 (Kubernetes 1.25+ serves nothing else); the 1.20
+# overlay rewrites exactly that apiVersion to policy/v1beta1 and takes everything else as is.
+OVERLAY=deploy/overlays/k8s-1.20/kustomization.yaml
+check "the PodDisruptionBudget ships as policy/v1" grep -qx 'apiVersion: policy/v1' deploy/manager/pdb.yaml
+refused "no manifest uses policy/v1beta1" grep -rln --include='*.yaml' --exclude-dir=overlays '^apiVersion: policy/v1beta1' deploy/
+overlay_ok() {
+  grep -qx '  - \.\./\.\.' "$OVERLAY" && grep -q 'group: policy' "$OVERLAY" &&
+    grep -q 'version: v1$' "$OVERLAY" && grep -q 'kind: PodDisruptionBudget' "$OVERLAY" &&
+    grep -q 'path: /apiVersion' "$OVERLAY" && [ "$(overlay_pdb_api)" = policy/v1beta1 ]
+}
+overlay_pdb_api() { sed -n 's/^ *value: *//p' "$OVERLAY"; }
+check "the k8s-1.20 overlay is deploy/ with the PDB patched to policy/v1beta1" overlay_ok
 
 # ------------------------------------------------------------------ apply everything
 had_ns=0; ns_exists godis-system && had_ns=1
@@ -47,9 +59,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The shipped manifests where the API server serves policy/v1; on 1.20 (this machine's local
+# control plane) the PDB as deploy/overlays/k8s-1.20 makes it.
+pdb_served_as=policy/v1
+[ "$(api GET /apis/policy/v1)" = 200 ] || pdb_served_as=$(overlay_pdb_api)
+sed "s|^apiVersion: policy/v1\$|apiVersion: $pdb_served_as|" deploy/manager/pdb.yaml >"$DV_TMP/pdb.yaml"
 for r in $resources; do
-  check "$r applies" "$CTL" apply -f "deploy/$r"   # CRDs: godisctl waits for Established
+  f=deploy/$r as=""
+  [ "$r" != manager/pdb.yaml ] || { f=$DV_TMP/pdb.yaml; as=" (as $pdb_served_as)"; }
+  check "$r applies$as" "$CTL" apply -f "$f"   # CRDs: godisctl waits for Established
 done
+check "the PDB is stored as $pdb_served_as" expect_code 200 GET "/apis/$pdb_served_as/namespaces/godis-system/poddisruptionbudgets/godis-operator"
 check "Deployment godis-system/godis-operator stored with 2 replicas" \
   sh -c "'$CTL' -n godis-system get deployment godis-operator | grep -qP '^\\t\\t\"replicas\":\\t2,'"
 "$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \

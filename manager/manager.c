@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zmq.h>
 #include "control.h"
@@ -30,6 +29,7 @@
 #include "leaderelection.h"
 #include "leaselock.h"
 #include "promtext.h"
+#include "rundir.h"
 #include "shards.h"
 #include "statsclient.h"
 #include "supervisor.h"
@@ -103,53 +103,6 @@ static int64_t fence_grace_ms(const mgr_t *m)
     int64_t g = m->cfg.shutdown_grace_ms;
     int64_t room = (m->cfg.lease_duration_ms - m->cfg.renew_deadline_ms) * 4 / 5;
     return m->cfg.leader_elect && room < g ? room : g;
-}
-
-static bool make_rundir(mgr_t *m)
-{
-    if (m->cfg.runtime_dir[0]) {
-        if (strlen(m->cfg.runtime_dir) >= sizeof m->rundir) {
-            GD_ERROR("--runtime-dir too long", "dir", m->cfg.runtime_dir);
-            return false;
-        }
-        snprintf(m->rundir, sizeof m->rundir, "%.199s", m->cfg.runtime_dir);
-    } else {
-        const char *x = getenv("XDG_RUNTIME_DIR");
-        if (x && *x && strlen(x) < 120)
-            snprintf(m->rundir, sizeof m->rundir, "%s/godis-operator-%d", x, (int)getpid());
-        else
-            snprintf(m->rundir, sizeof m->rundir, "/tmp/godis-operator-%d-%d", (int)getuid(), (int)getpid());
-    }
-    if (strlen(m->rundir) > 80) {
-        GD_ERROR("runtime directory path too long for ipc:// endpoints (max 80)", "dir", m->rundir);
-        return false;
-    }
-    if (mkdir(m->rundir, 0700) == 0) m->rundir_made = true;
-    else if (errno != EEXIST) {
-        GD_ERROR("cannot create the runtime directory", "dir", m->rundir, "error", strerror(errno));
-        return false;
-    }
-    struct stat st;
-    if (stat(m->rundir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
-        GD_ERROR("runtime directory must be a directory owned by us", "dir", m->rundir);
-        return false;
-    }
-    /* an emptyDir volume arrives 0777: ours, so make it private */
-    if ((st.st_mode & 077) && chmod(m->rundir, 0700) != 0) {
-        GD_ERROR("cannot make the runtime directory private (0700)", "dir", m->rundir,
-                 "error", strerror(errno));
-        return false;
-    }
-    return true;
-}
-
-static void remove_rundir(mgr_t *m)
-{
-    if (!m->rundir_made) return;
-    char p[300];
-    snprintf(p, sizeof p, "%s/control", m->rundir);
-    unlink(p);
-    rmdir(m->rundir);   /* fails harmlessly if children left files behind */
 }
 
 static bool kind_filtered(const char *kind)
@@ -726,7 +679,7 @@ static void teardown(mgr_t *m)
     for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) free(m->w[i].metrics);
     free(m->pub_metrics);
     if (m->zctx) zmq_ctx_term(m->zctx);
-    remove_rundir(m);
+    gd_rundir_remove(m->rundir, m->rundir_made);
     if (m->wake_fd >= 0) close(m->wake_fd);
     pthread_mutex_destroy(&m->pub_mu);
 }
@@ -788,7 +741,7 @@ int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
     so.term_after_ms = so.kill_after_ms = fence_grace_ms(m) / 2 > 50 ? fence_grace_ms(m) / 2 : 50;
     char ctl[300];
     gd_control_handlers h = {on_hello, on_revoked, on_pong};
-    if (!(m->zctx = zmq_ctx_new()) || !make_rundir(m)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
+    if (!(m->zctx = zmq_ctx_new()) || !gd_rundir_make(m->cfg.runtime_dir, m->rundir, sizeof m->rundir, &m->rundir_made)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
     snprintf(ctl, sizeof ctl, "ipc://%s/control", m->rundir);
     if (!(m->sup = gd_sup_new(&so, on_child_exit, m)) || !(m->ctl = gd_control_new(m->zctx, ctl, &h, m))) {
         code = GD_EXIT_FAILURE;

@@ -117,6 +117,17 @@ static void add_env(cJSON *env, const char *name, const char *value)
     cJSON_AddItemToArray(env, e);
 }
 
+static cJSON *container_resources(const godis_child_spec *s)
+{
+    if (cJSON_IsObject(s->resources)) return cJSON_Duplicate(s->resources, 1);
+    cJSON *r = cJSON_CreateObject();
+    cJSON *req = cJSON_AddObjectToObject(r, "requests");
+    cJSON_AddStringToObject(req, "cpu", GODIS_DEFAULT_CPU_REQUEST);
+    cJSON_AddStringToObject(req, "memory", GODIS_DEFAULT_MEMORY_REQUEST);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(r, "limits"), "memory", GODIS_DEFAULT_MEMORY_LIMIT);
+    return r;
+}
+
 static cJSON *godis_container(const godis_child_spec *s)
 {
     cJSON *c = cJSON_CreateObject();
@@ -156,6 +167,28 @@ static cJSON *godis_container(const godis_child_spec *s)
     cJSON *probe = cJSON_AddObjectToObject(c, "readinessProbe");
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(probe, "tcpSocket"), "port", GODIS_CLIENT_PORT);
     cJSON_AddNumberToObject(probe, "periodSeconds", 1);
+    /* Liveness on the same port, patient: a member replaying a long WAL must not be killed
+     * into a restart loop; one whose client port stays dead for a minute is restarted (it
+     * recovers from its WAL). */
+    cJSON *live = cJSON_AddObjectToObject(c, "livenessProbe");
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(live, "tcpSocket"), "port", GODIS_CLIENT_PORT);
+    cJSON_AddNumberToObject(live, "initialDelaySeconds", 30);
+    cJSON_AddNumberToObject(live, "periodSeconds", 10);
+    cJSON_AddNumberToObject(live, "timeoutSeconds", 3);
+    cJSON_AddNumberToObject(live, "failureThreshold", 6);
+    cJSON_AddItemToObject(c, "resources", container_resources(s));
+    /* godis is a static binary that writes only its WAL and snapshots (on the volume) and
+     * listens above 1024: it needs no capability, no privilege escalation and no writable
+     * root filesystem. It stays the image's user (root, no USER in the image): the volumes
+     * of existing members, the Go controller's included, hold WAL files that user wrote, and
+     * hostPath/local volumes ignore fsGroup. Without capabilities that root cannot override
+     * file permissions, so it only writes what it owns. */
+    cJSON *sc = cJSON_AddObjectToObject(c, "securityContext");
+    cJSON_AddBoolToObject(sc, "allowPrivilegeEscalation", 0);
+    cJSON_AddBoolToObject(sc, "privileged", 0);
+    cJSON_AddBoolToObject(sc, "readOnlyRootFilesystem", 1);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(sc, "capabilities"), "drop"),
+                         cJSON_CreateString("ALL"));
     return c;
 }
 
@@ -176,6 +209,8 @@ cJSON *godis_build_replicaset(const godis_child_spec *s)
     cJSON_AddStringToObject(cJSON_AddObjectToObject(vol, "persistentVolumeClaim"), "claimName", claim);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "volumes"), vol);
     cJSON_AddNumberToObject(pspec, "terminationGracePeriodSeconds", 10);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(pspec, "securityContext"),
+                                                    "seccompProfile"), "type", "RuntimeDefault");
     return o;
 }
 
@@ -217,14 +252,60 @@ static bool path_differs(const cJSON *a, const cJSON *b, const char *path)
     return !cJSON_Compare(x, y, 1);
 }
 
+/* Quantities: <number><suffix> with the suffixes of Kubernetes' resource.Quantity. */
+static bool quantity_value(const cJSON *q, long double *out)
+{
+    if (cJSON_IsNumber(q)) { *out = q->valuedouble; return true; }
+    if (!cJSON_IsString(q) || !*q->valuestring) return false;
+    char *end;
+    errno = 0;
+    long double v = strtold(q->valuestring, &end);
+    if (errno || end == q->valuestring) return false;
+    static const struct { const char *sfx; long double mul; } units[] = {
+        {"Ki", 1024.0L}, {"Mi", 1048576.0L}, {"Gi", 1073741824.0L}, {"Ti", 1099511627776.0L},
+        {"Pi", 1125899906842624.0L}, {"Ei", 1152921504606846976.0L}, {"n", 1e-9L},
+        {"u", 1e-6L}, {"m", 1e-3L}, {"", 1.0L}, {"k", 1e3L}, {"M", 1e6L}, {"G", 1e9L},
+        {"T", 1e12L}, {"P", 1e15L}, {"E", 1e18L}};
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (strcmp(end, units[i].sfx) == 0) { *out = v * units[i].mul; return true; }
+    return false;      /* strtold took an exponent ("1e3") already; anything else is not ours */
+}
+
+bool godis_quantity_equal(const cJSON *a, const cJSON *b)
+{
+    long double x, y;
+    if (!quantity_value(a, &x) || !quantity_value(b, &y)) return cJSON_Compare(a, b, 1);
+    long double d = x > y ? x - y : y - x, m = x > y ? x : y;
+    return d <= m * 1e-12L;
+}
+
+/* {requests, limits}: the same keys with equal quantities (absent and empty alike). */
+static bool resources_equal(const cJSON *want, const cJSON *have)
+{
+    static const char *parts[] = {"requests", "limits"};
+    for (int p = 0; p < 2; p++) {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(want, parts[p]);
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(have, parts[p]);
+        if (cJSON_GetArraySize(w) != cJSON_GetArraySize(h)) return false;
+        const cJSON *q;
+        cJSON_ArrayForEach(q, w)
+            if (!godis_quantity_equal(q, cJSON_GetObjectItemCaseSensitive(h, q->string))) return false;
+    }
+    return true;
+}
+
 /* Containers are compared by the fields we set; the API server adds defaults
  * (terminationMessagePath, imagePullPolicy, probe thresholds...) that are not drift. */
 static bool container_differs(const cJSON *want, const cJSON *have)
 {
     static const char *owned[] = {"name", "image", "args", "env", "volumeMounts",
-                                  "readinessProbe.tcpSocket"};
+                                  "readinessProbe.tcpSocket", "livenessProbe.tcpSocket",
+                                  "securityContext"};
     for (size_t i = 0; i < sizeof owned / sizeof *owned; i++)
         if (path_differs(want, have, owned[i])) return true;
+    if (!resources_equal(cJSON_GetObjectItemCaseSensitive(want, "resources"),
+                         cJSON_GetObjectItemCaseSensitive(have, "resources")))
+        return true;
     const cJSON *wp = cJSON_GetObjectItemCaseSensitive(want, "ports");
     const cJSON *hp = cJSON_GetObjectItemCaseSensitive(have, "ports");
     if (cJSON_GetArraySize(wp) != cJSON_GetArraySize(hp)) return true;
@@ -260,6 +341,8 @@ bool godis_child_drifted(const char *kind, const cJSON *desired, const cJSON *ac
     }
     if (strcmp(kind, "ReplicaSet") == 0) {
         if (path_differs(desired, actual, "spec.replicas")) return true;
+        if (path_differs(desired, actual, "spec.template.spec.securityContext.seccompProfile"))
+            return true;
         if (path_differs(desired, actual, "spec.template.spec.volumes")) {
             /* the API server defaults nothing inside persistentVolumeClaim volumes */
             return true;

@@ -23,7 +23,20 @@ typedef struct {
     const char *image;          /* NULL: default */
     const char *storage_size;   /* NULL: default */
     const char *storage_class;  /* NULL: the cluster's default StorageClass */
+    const cJSON *resources;     /* spec.resources ({requests, limits}); NULL: the defaults */
 } godis_child_spec;
+
+/* Member containers' resources when spec.resources is not given: a request the scheduler can
+ * plan with, a memory limit that protects the node (godis keeps its data in memory; an
+ * OOM-killed member recovers from its WAL), and no CPU limit (throttling delays Raft
+ * heartbeats into needless elections). */
+#define GODIS_DEFAULT_CPU_REQUEST    "100m"
+#define GODIS_DEFAULT_MEMORY_REQUEST "128Mi"
+#define GODIS_DEFAULT_MEMORY_LIMIT   "512Mi"
+
+/* Two Kubernetes quantities (JSON strings or numbers) denote the same amount: the API server
+ * stores them canonicalised ("1024Mi" comes back as "1Gi", "0.5" as "500m"). */
+bool godis_quantity_equal(const cJSON *a, const cJSON *b);
 
 /* Parses the id from "<cluster>-<id>"; 0 when the name does not end in -<positive int>. */
 int64_t godis_id_from_name(const char *cluster, const char *godis_name);

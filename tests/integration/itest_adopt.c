@@ -274,6 +274,49 @@ static void assert_adopted(const go_cluster *g)
     cJSON_Delete(gc);
 }
 
+/* The member's ReplicaSet as the API server stores it: the pod template this operator
+ * writes (adopted ones repaired to it): resources, liveness and readiness on the client
+ * port, the hardened securityContext. */
+static bool template_has(const char *godis, const char *cpu_req, const char *mem_limit)
+{
+    cJSON *rs = NULL;
+    if (k8s_get(kc, &K8S_RES_REPLICASETS, ns, godis, &rs, NULL) != GD_OK) return false;
+    const cJSON *c = cJSON_GetArrayItem(gd_json_path(rs, "spec.template.spec.containers"), 0);
+    bool ok = !strcmp(gd_json_str_or(c, "resources.requests.cpu", ""), cpu_req) &&
+              !strcmp(gd_json_str_or(c, "resources.limits.memory", ""), mem_limit) &&
+              gd_json_path(c, "livenessProbe") != NULL;
+    cJSON_Delete(rs);
+    return ok;
+}
+
+/* Waits (the repair follows the adoption; a new member's template follows the cache's
+ * view of spec.resources) until the template has them, then checks it all. */
+static void assert_member_template(const char *godis, const char *cpu_req, const char *mem_limit)
+{
+    int64_t deadline = gd_mono_ms() + TIMEOUT_MS;
+    while (!template_has(godis, cpu_req, mem_limit) && gd_mono_ms() < deadline) gd_sleep_ms(200);
+    cJSON *rs = NULL;
+    assert_int_equal(k8s_get(kc, &K8S_RES_REPLICASETS, ns, godis, &rs, NULL), GD_OK);
+    const cJSON *c = cJSON_GetArrayItem(gd_json_path(rs, "spec.template.spec.containers"), 0);
+    if (strcmp(gd_json_str_or(c, "resources.requests.cpu", ""), cpu_req) ||
+        strcmp(gd_json_str_or(c, "resources.limits.memory", ""), mem_limit)) {
+        char *s = cJSON_PrintUnformatted(gd_json_path(c, "resources"));
+        fprintf(stderr, "adopt: %s resources %s\n", godis, s ? s : "-");
+        free(s);
+    }
+    assert_string_equal(gd_json_str_or(c, "resources.requests.cpu", ""), cpu_req);
+    assert_string_equal(gd_json_str_or(c, "resources.limits.memory", ""), mem_limit);
+    assert_int_equal(gd_json_int_or(c, "livenessProbe.tcpSocket.port", 0), 6379);
+    assert_int_equal(gd_json_int_or(c, "readinessProbe.tcpSocket.port", 0), 6379);
+    bool ro = false, esc = true;
+    assert_int_equal(gd_json_bool(c, "securityContext.readOnlyRootFilesystem", &ro), GD_OK);
+    assert_int_equal(gd_json_bool(c, "securityContext.allowPrivilegeEscalation", &esc), GD_OK);
+    assert_true(ro && !esc);
+    assert_string_equal(gd_json_str_or(rs, "spec.template.spec.securityContext.seccompProfile.type", ""),
+                        "RuntimeDefault");
+    cJSON_Delete(rs);
+}
+
 /* No AlreadyExists loop: the operator's refused creates, per object, from the API server's
  * own record. An adoption costs one (the create that finds the unlabelled object). */
 static void assert_no_create_loop(void)
@@ -331,6 +374,14 @@ static void test_adopt_go_controller_clusters(void **state)
         assert_true(e2e_wait_consistent(kc, ns, clusters[i].name, TIMEOUT_MS));
     }
     for (int i = 0; i < 2; i++) assert_adopted(&clusters[i]);
+    /* the adopted ReplicaSets were repaired to this operator's pod template (the pods stay:
+     * a ReplicaSet does not replace running pods when its template changes) */
+    assert_member_template("go-bare-1", "100m", "512Mi");
+    /* spec.resources overrides the defaults for go-exact's members, new ones included */
+    assert_int_equal(k8s_patch(kc, &K8S_RES_GODISCLUSTERS, ns, "go-exact", K8S_PATCH_MERGE,
+                               "{\"spec\":{\"resources\":{\"requests\":{\"cpu\":\"0.25\","
+                               "\"memory\":\"256Mi\"},\"limits\":{\"memory\":\"1024Mi\"}}}}",
+                               NULL, NULL, NULL), GD_OK);
     /* scale 3 -> 4 -> 3, both clusters at once */
     int steps[] = {4, 3};
     for (int s = 0; s < 2; s++) {
@@ -338,6 +389,10 @@ static void test_adopt_go_controller_clusters(void **state)
         for (int i = 0; i < 2; i++) {
             assert_true(e2e_wait_converged(kc, ns, clusters[i].name, steps[s], TIMEOUT_MS));
             assert_true(e2e_wait_consistent(kc, ns, clusters[i].name, TIMEOUT_MS));
+        }
+        if (s == 0) {   /* the quantities as the API server stores them */
+            assert_member_template("go-exact-4", "250m", "1Gi");
+            assert_member_template("go-bare-4", "100m", "512Mi");
         }
     }
     for (int i = 0; i < 2; i++) {

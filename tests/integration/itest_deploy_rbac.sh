@@ -67,20 +67,6 @@ wait_ns_gone "$SA_NS" 90 >/dev/null || true   # a Terminating one from an earlie
 check "namespace, ServiceAccount, Roles and bindings apply" "$CTL" apply -f deploy/namespace.yaml \
   -f deploy/rbac/service_account.yaml -f deploy/rbac/leader_election_role.yaml -f deploy/rbac/manager_role.yaml
 
-# The serviceaccount-token controller adds the token Secret's name to the SA, then fills it.
-sa_token() {
-  local i secret tok
-  for ((i = 0; i < 60; i++)); do
-    "$CTL" -n "$SA_NS" get serviceaccount "$SA_NAME" >"$DV_TMP/sa" 2>/dev/null
-    secret=$(jlines "$DV_TMP/sa" | sed -n "s/^\"name\": \"\($SA_NAME-token-[a-z0-9]*\)\".*/\1/p" | head -n1)
-    if [ -n "$secret" ] && "$CTL" -n "$SA_NS" get secret "$secret" >"$DV_TMP/secret" 2>/dev/null; then
-      tok=$(body_field token "$DV_TMP/secret")
-      [ -z "$tok" ] || { echo "$tok" | base64 -d; return; }
-    fi
-    sleep 0.5
-  done
-  return 1
-}
 TOKEN=$(sa_token) || true
 [ -n "$TOKEN" ] || die "no token Secret for ServiceAccount $SA_NS/$SA_NAME after 30 s (is the serviceaccount-token controller running?)"
 ok "ServiceAccount token read from its token Secret"
@@ -135,13 +121,6 @@ imp=$(curl -sS --max-time 20 --cacert "$PKI/ca.crt" -H "Authorization: Bearer $T
 [ "$imp" = 403 ] && ok "SA refused: impersonate admin (403)" || bad "SA refused: impersonate admin: HTTP $imp"
 
 # ------------------------------------------------------------------ 3. the manager, its own token
-free_port() {  # a loopback port nothing listens on (bash's /dev/tcp connect fails)
-  local p; for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 20000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-  done
-  return 1
-}
 start_manager() {  # start_manager ID: a manager with the SA's kubeconfig, identity itest-ID
   local id=$1 hp mp
   hp=$(free_port) && mp=$(free_port) || return 1

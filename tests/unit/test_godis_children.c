@@ -125,6 +125,77 @@ static void test_drift(void **st)
     cJSON_Delete(have);
 }
 
+/* Resources (defaults, spec.resources), probes and the securityContext of a member pod. */
+static void test_member_pod_runtime(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(true);
+    cJSON *rs = godis_build_replicaset(&s);
+    const cJSON *c = cJSON_GetArrayItem(gd_json_path(rs, "spec.template.spec.containers"), 0);
+    assert_string_equal(gd_json_str_or(c, "resources.requests.cpu", ""), GODIS_DEFAULT_CPU_REQUEST);
+    assert_string_equal(gd_json_str_or(c, "resources.requests.memory", ""), GODIS_DEFAULT_MEMORY_REQUEST);
+    assert_string_equal(gd_json_str_or(c, "resources.limits.memory", ""), GODIS_DEFAULT_MEMORY_LIMIT);
+    assert_null(gd_json_path(c, "resources.limits.cpu"));           /* no CPU throttling */
+    assert_int_equal(gd_json_int_or(c, "livenessProbe.tcpSocket.port", 0), 6379);
+    assert_true(gd_json_int_or(c, "livenessProbe.initialDelaySeconds", 0) >= 10);
+    bool b = true;
+    assert_int_equal(gd_json_bool(c, "securityContext.allowPrivilegeEscalation", &b), GD_OK);
+    assert_false(b);
+    assert_int_equal(gd_json_bool(c, "securityContext.readOnlyRootFilesystem", &b), GD_OK);
+    assert_true(b);
+    assert_string_equal(cJSON_GetArrayItem(gd_json_path(c, "securityContext.capabilities.drop"), 0)->valuestring, "ALL");
+    assert_string_equal(gd_json_str_or(rs, "spec.template.spec.securityContext.seccompProfile.type", ""),
+                        "RuntimeDefault");
+    /* spec.resources replaces the defaults as a whole, as a container's resources do */
+    cJSON *res = cJSON_Parse("{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"},\"limits\":{\"memory\":\"2Gi\"}}");
+    s.resources = res;
+    cJSON *rs2 = godis_build_replicaset(&s);
+    c = cJSON_GetArrayItem(gd_json_path(rs2, "spec.template.spec.containers"), 0);
+    assert_true(cJSON_Compare(gd_json_path(c, "resources"), res, 1));
+    /* the stored form of the same amounts ("1Gi" sent as "1024Mi", "2" as "2000m") is no
+     * drift; a different amount is, and so is the default against spec.resources */
+    cJSON *stored = cJSON_Duplicate(rs2, 1);
+    cJSON *sc = cJSON_GetArrayItem(gd_json_path(stored, "spec.template.spec.containers"), 0);
+    gd_json_set(sc, "resources.requests.memory", cJSON_CreateString("1024Mi"));
+    gd_json_set(sc, "resources.requests.cpu", cJSON_CreateString("2000m"));
+    assert_false(godis_child_drifted("ReplicaSet", rs2, stored));
+    gd_json_set(sc, "resources.limits.memory", cJSON_CreateString("3Gi"));
+    assert_true(godis_child_drifted("ReplicaSet", rs2, stored));
+    assert_true(godis_child_drifted("ReplicaSet", rs2, rs));
+    cJSON *repaired = godis_child_repair("ReplicaSet", rs2, stored);
+    assert_false(godis_child_drifted("ReplicaSet", rs2, repaired));
+    /* a template without the hardening (the Go controller's) is drift, repaired in place */
+    cJSON *old = cJSON_Duplicate(rs, 1);
+    cJSON *oc = cJSON_GetArrayItem(gd_json_path(old, "spec.template.spec.containers"), 0);
+    cJSON_DeleteItemFromObjectCaseSensitive(oc, "securityContext");
+    assert_true(godis_child_drifted("ReplicaSet", rs, old));
+    cJSON_Delete(old);
+    cJSON_Delete(repaired);
+    cJSON_Delete(stored);
+    cJSON_Delete(rs2);
+    cJSON_Delete(res);
+    cJSON_Delete(rs);
+}
+
+static void test_quantities(void **st)
+{
+    (void)st;
+    struct { const char *a, *b; bool eq; } t[] = {
+        {"1Gi", "1024Mi", true}, {"0.5", "500m", true}, {"2", "2000m", true}, {"1k", "1000", true},
+        {"1e3", "1k", true}, {"128Mi", "134217728", true}, {"1G", "1Gi", false},
+        {"100m", "0.1", true}, {"1", "2", false}, {"1Mi", "x", false}};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        cJSON *a = cJSON_CreateString(t[i].a), *b = cJSON_CreateString(t[i].b);
+        if (godis_quantity_equal(a, b) != t[i].eq) fail_msg("%s vs %s", t[i].a, t[i].b);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    cJSON *n = cJSON_CreateNumber(2), *q = cJSON_CreateString("2");
+    assert_true(godis_quantity_equal(n, q));
+    cJSON_Delete(n);
+    cJSON_Delete(q);
+}
+
 static void test_configmap_and_godis(void **st)
 {
     (void)st;
@@ -151,6 +222,8 @@ int main(void)
         cmocka_unit_test(test_service_and_pvc),
         cmocka_unit_test(test_drift),
         cmocka_unit_test(test_configmap_and_godis),
+        cmocka_unit_test(test_member_pod_runtime),
+        cmocka_unit_test(test_quantities),
     };
     return cmocka_run_group_tests_name("godis_children", tests, NULL, NULL);
 }

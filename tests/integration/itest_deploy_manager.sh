@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# The shipped manager Deployment starts (issue 15.4): bin/godis-manager run the way the
+# kubelet runs deploy/manager/deployment.yaml's container, as far as one machine without a
+# container runtime can:
+#  - its uid/gid 65532 (runAsUser/runAsGroup, no fsGroup), no capabilities, no privilege
+#    escalation (setpriv --no-new-privs, empty bounding and inheritable sets);
+#  - a read-only root filesystem (a private mount namespace whose root is a read-only bind
+#    of this machine's), writable only where the Deployment mounts its emptyDirs:
+#    /run/godis-operator (medium Memory: a tmpfs, root-owned, mode 0777, as the kubelet
+#    makes it) and /tmp;
+#  - its ServiceAccount token, CA and namespace at /var/run/secrets/kubernetes.io/
+#    serviceaccount (read-only) and KUBERNETES_SERVICE_HOST/PORT: in-cluster
+#    configuration, no --kubeconfig;
+#  - the container's args from deployment.yaml, with what the kubelet substitutes
+#    ($(POD_NAME), $(POD_NAMESPACE)) and, for this machine's rule that tests bind only
+#    loopback, the two 0.0.0.0 listen addresses moved to free 127.0.0.1 ports.
+# Then: it runs as 65532, becomes ready, leads (the Lease), made its private 0700 runtime
+# subdirectory inside the root-owned emptyDir, takes a GodisCluster to Running (its
+# informers and workers talk over that directory), and stops cleanly on SIGTERM.
+# Needs root (mount namespace, setpriv), as `make test` runs. No kubectl: bin/godisctl and
+# curl (deploy/verify-lib.sh). Prints one line per check, cmocka-style counts and
+# "deploy-manager: N passed, N failed".
+set -u
+source "$(dirname "${BASH_SOURCE[0]}")/../../deploy/verify-lib.sh"
+DV_NAME=deploy-manager
+dv_init
+cd "$DV_ROOT" || exit 1
+for b in godis-manager godis-informer godis-worker; do [ -x "bin/$b" ] || die "bin/$b not built (run make)"; done
+[ "$(id -u)" = 0 ] || die "needs root: a mount namespace and setpriv, to run the manager as the kubelet would"
+for t in unshare setpriv chroot; do command -v "$t" >/dev/null || die "$t not found (util-linux, coreutils)"; done
+WAIT=${DEPLOY_MANAGER_TIMEOUT:-180}
+NS=deploy-mgr-$$
+GC=example-godis
+POD_NAME=godis-operator-itest-$$
+UID_=$(sed -n 's/^ *runAsUser: *//p' deploy/manager/deployment.yaml | head -n1)
+GID_=$(sed -n 's/^ *runAsGroup: *//p' deploy/manager/deployment.yaml | head -n1)
+RUNDIR=$(sed -n 's/^ *- --runtime-dir=//p' deploy/manager/deployment.yaml)
+API_PORT=${SERVER##*:}
+MGR=""
+t_start=$(date +%s)
+
+had_ns=0; ns_exists "$SA_NS" && had_ns=1
+had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
+had_crds=0; crds_exist && had_crds=1
+stop_manager() {  # TERM (it releases the Lease), then KILL its process group
+  [ -n "$MGR" ] || return 0
+  kill -TERM "$MGR" 2>/dev/null
+  local i; for ((i = 0; i < 150; i++)); do kill -0 "$MGR" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$MGR" 2>/dev/null
+  wait "$MGR" 2>/dev/null
+  MGR=""
+}
+cleanup() {
+  stop_manager
+  delete_ns "$NS"
+  wait_ns_gone "$NS" 90 || echo "deploy-manager: namespace $NS still Terminating"
+  [ $had_rbac = 1 ] || "$CTL" delete $(printf -- '-f %s ' deploy/rbac/*.yaml) >/dev/null 2>&1
+  if [ $had_ns = 0 ]; then
+    delete_ns "$SA_NS"; wait_ns_gone "$SA_NS" 90 || echo "deploy-manager: namespace $SA_NS still Terminating"
+  fi
+  [ $had_crds = 1 ] || delete_crds
+  [ -z "${DEPLOY_MANAGER_LOG:-}" ] || cp "$DV_TMP/manager.log" "$DEPLOY_MANAGER_LOG" 2>/dev/null
+  rm -rf "$DV_TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+check "deployment.yaml: uid $UID_, gid $GID_, --runtime-dir $RUNDIR on an emptyDir, no fsGroup" \
+  sh -c "[ -n '$UID_' ] && [ -n '$GID_' ] && [ -n '$RUNDIR' ] && ! grep -q '^ *fsGroup:' deploy/manager/deployment.yaml"
+check "CRDs apply" "$CTL" apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml
+wait_ns_gone "$SA_NS" 90 >/dev/null || true
+check "namespace, ServiceAccount, Roles and bindings apply" "$CTL" apply -f deploy/namespace.yaml \
+  -f deploy/rbac/service_account.yaml -f deploy/rbac/leader_election_role.yaml -f deploy/rbac/manager_role.yaml
+TOKEN=$(sa_token) || true
+[ -n "$TOKEN" ] || die "no token Secret for ServiceAccount $SA_NS/$SA_NAME after 30 s"
+ok "ServiceAccount token read from its token Secret"
+check "test namespace $NS created (admin)" create_ns "$NS"
+
+# ------------------------------------------------------------------ the container
+SA_FILES=$DV_TMP/serviceaccount
+mkdir -p "$SA_FILES"
+printf '%s' "$TOKEN" >"$SA_FILES/token"
+cp "$PKI/ca.crt" "$SA_FILES/ca.crt"
+printf '%s' "$SA_NS" >"$SA_FILES/namespace"
+chmod 0644 "$SA_FILES"/*        # the projected volume's defaultMode
+HP=$(free_port) && MP=$(free_port) || die "no free loopback port"
+args=()
+while IFS= read -r a; do
+  a=${a//\$(POD_NAMESPACE)/$SA_NS}; a=${a//\$(POD_NAME)/$POD_NAME}
+  a=${a/--health-probe-bind-address=0.0.0.0:8081/--health-probe-bind-address=127.0.0.1:$HP}
+  a=${a/--metrics-bind-address=0.0.0.0:8080/--metrics-bind-address=127.0.0.1:$MP}
+  args+=("$a")
+done < <(sed -n '/^ *args:/,/^ *[a-zA-Z]*:$/s/^ *- *//p' deploy/manager/deployment.yaml)
+echo "args: ${args[*]}"
+ROOT=$DV_TMP/root
+mkdir -p "$ROOT"
+# Inside a private mount namespace (nothing of it is seen outside; it goes when the manager
+# exits): the container's filesystem, then the manager under setpriv.
+inner() {
+  set -e
+  mount --rbind / "$ROOT"
+  mount -o remount,bind,ro "$ROOT"                              # readOnlyRootFilesystem
+  mount -t tmpfs -o mode=0755 tmpfs "$ROOT/run"                  # the container's own /run
+  mkdir -p "$ROOT$RUNDIR" "$ROOT/run/secrets/kubernetes.io/serviceaccount"
+  mount -t tmpfs -o mode=0777,size=16m tmpfs "$ROOT$RUNDIR"      # emptyDir {medium: Memory}
+  mount -t tmpfs -o mode=0777,size=64m tmpfs "$ROOT/tmp"         # emptyDir tmp
+  cp "$SA_FILES"/* "$ROOT/run/secrets/kubernetes.io/serviceaccount/"
+  mount --bind "$ROOT/run/secrets/kubernetes.io/serviceaccount" "$ROOT/run/secrets/kubernetes.io/serviceaccount"
+  mount -o remount,bind,ro "$ROOT/run/secrets/kubernetes.io/serviceaccount"
+  exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOSTNAME="$POD_NAME" POD_NAME="$POD_NAME" POD_NAMESPACE="$SA_NS" \
+    KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" \
+    GODIS_LOOPBACK_ONLY=1 GODIS_HOSTS_FILE="${GODIS_HOSTS_FILE:-}" \
+    setpriv --reuid="$UID_" --regid="$GID_" --clear-groups --no-new-privs \
+      --inh-caps=-all --bounding-set=-all \
+      "$DV_ROOT/bin/godis-manager" "${args[@]}"
+}
+export -f inner
+export ROOT RUNDIR SA_FILES POD_NAME SA_NS API_PORT UID_ GID_ DV_ROOT
+ARGS_FILE=$DV_TMP/args; printf '%s\n' "${args[@]}" >"$ARGS_FILE"
+setsid unshare --mount --propagation private bash -c 'mapfile -t args <"$0"; inner' "$ARGS_FILE" \
+  </dev/null >"$DV_TMP/manager.log" 2>&1 &
+MGR=$!
+echo "manager: pid $MGR, health 127.0.0.1:$HP, log $DV_TMP/manager.log"
+
+http_ok() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HP/$1")" = 200 ]; }
+holder_is() {
+  "$CTL" -n "$SA_NS" get lease godis-operator-leader 2>/dev/null | jlines /dev/stdin |
+    grep -q "^\"holderIdentity\": \"$1\""
+}
+is_manager() { [ "$(cat "/proc/$MGR/comm" 2>/dev/null)" = godis-manager ]; }
+wait_for() {  # wait_for SECONDS CMD...: until CMD holds, the manager alive, a deadline
+  local end=$(( $(date +%s) + $1 )); shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    kill -0 "$MGR" 2>/dev/null || { echo "the manager exited"; tail -5 "$DV_TMP/manager.log"; return 1; }
+    sleep 0.5
+  done
+}
+t0=$(date +%s)
+check "the container's process is godis-manager" wait_for 30 is_manager
+uid_is() { grep -Eq "^Uid:[[:space:]]+$UID_[[:space:]]+$UID_[[:space:]]+$UID_[[:space:]]+$UID_$" "/proc/$MGR/status" &&
+           grep -Eq "^Gid:[[:space:]]+$GID_[[:space:]]+$GID_[[:space:]]+$GID_[[:space:]]+$GID_$" "/proc/$MGR/status"; }
+check "it runs as uid/gid $UID_ (runAsUser/runAsGroup)" uid_is
+check "with no capabilities and no_new_privs" sh -c \
+  "grep -q '^CapEff:[[:space:]]*0000000000000000' /proc/$MGR/status && grep -q '^CapBnd:[[:space:]]*0000000000000000' /proc/$MGR/status && grep -q '^NoNewPrivs:[[:space:]]*1' /proc/$MGR/status"
+root_ro() { awk '$5 == "/" { split($6, o, ","); if (o[1] == "ro") ok = 1 } END { exit !ok }' "/proc/$MGR/mountinfo"; }
+check "on a read-only root filesystem" root_ro
+check "/readyz 200 (the kubelet's readiness probe, on the health port)" wait_for 60 http_ok readyz
+echo "ready $(( $(date +%s) - t0 )) s after start"
+check "it holds the Lease as $POD_NAME" wait_for 60 holder_is "$POD_NAME"
+# Its view of the emptyDir, through /proc/PID/root: the volume stays root's 0777, the
+# manager's endpoints live in its own 0700 subdirectory.
+VOL=/proc/$MGR/root$RUNDIR
+SUB=$VOL/godis-operator-$UID_
+check "the emptyDir $RUNDIR is root-owned, mode 777 (as the kubelet makes it)" \
+  sh -c "[ \"\$(stat -c '%u %a' '$VOL')\" = '0 777' ]"
+check "the manager made $RUNDIR/godis-operator-$UID_: owner $UID_, mode 700" \
+  sh -c "[ \"\$(stat -c '%u %a' '$SUB')\" = '$UID_ 700' ]"
+check "its ipc endpoints are there (control, informer sockets)" \
+  sh -c "[ -S '$SUB/control' ] && [ -S '$SUB/GodisCluster.pub' ]"
+check "the log names the private subdirectory" grep -q 'using a private subdirectory' "$DV_TMP/manager.log"
+
+t0=$(date +%s)
+check "admin creates GodisCluster $GC (replicas 1)" sh -c \
+  "sed 's/replicas: [0-9]*/replicas: 1/' deploy/samples/godiscluster.yaml >'$DV_TMP/gc.yaml' && '$CTL' -n '$NS' apply -f '$DV_TMP/gc.yaml'"
+if "$CTL" -n "$NS" follow "$GC" 1 "$WAIT" >"$DV_TMP/follow" 2>&1; then
+  ok "the manager took it to Running with 1 Ready member in $(( $(date +%s) - t0 )) s"
+else
+  bad "Running with 1 Ready member: $(tail -3 "$DV_TMP/follow" | tr '\n' ' ')"
+fi
+refused "its log has no refused request (403 / forbidden)" grep -Eiw '403|forbidden' "$DV_TMP/manager.log"
+
+kill -TERM "$MGR"
+rc=0; for ((i = 0; i < 300; i++)); do kill -0 "$MGR" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$MGR" 2>/dev/null; then rc=timeout; else wait "$MGR"; rc=$?; MGR=""; fi
+check "SIGTERM: it stops with exit code 0 (got $rc)" test "$rc" = 0
+check "and releases the Lease" sh -c "! '$CTL' -n '$SA_NS' get lease godis-operator-leader 2>/dev/null | grep -q '\"holderIdentity\": \"$POD_NAME\"'"
+if [ "$fail" -gt 0 ]; then echo "--- the manager's log, last 15 lines"; tail -15 "$DV_TMP/manager.log"; fi
+echo "deploy-manager: total $(( $(date +%s) - t_start )) s"
+dv_summary deploy-manager
+[ "$fail" -eq 0 ]
