@@ -47,8 +47,20 @@ ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 ITEST_BINS := $(ITEST_SRC:tests/integration/%.c=bin/tests/%)
 STAMP_DEPS := build/.deps-ok
 
+# --version and godis_operator_build_info, injected with -D into common/gd_version.c only.
+# The build date is the commit's, so a rebuild of one commit is the same binary
+# (SOURCE_DATE_EPOCH overrides); all three can be given on make's command line (the image
+# build has no .git). The stamp changes only when they do: nothing else recompiles.
+GD_VERSION    ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo v0.1.0-dev)
+GD_GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GD_BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)} +%Y-%m-%dT%H:%M:%SZ)
+GD_VERSION    := $(GD_VERSION)
+GD_GIT_COMMIT := $(GD_GIT_COMMIT)
+GD_BUILD_DATE := $(GD_BUILD_DATE)
+VERSION_STAMP := build/.version
+
 .PHONY: FORCE all deps test unit-test asan-test clang-build integration-test bench demo clean fresh-check
-all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS)
+all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS) bin/kubectl-godis
 
 # Installs every Debian package the build, the tests and the demo need. Idempotent: it only
 # calls apt-get when something is missing, so every other target can depend on it.
@@ -60,6 +72,13 @@ $(STAMP_DEPS): tools/deps.sh
 $(B)/%.o: %.c | $(STAMP_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(VERSION_STAMP): FORCE
+	@mkdir -p build; echo '$(GD_VERSION) $(GD_GIT_COMMIT) $(GD_BUILD_DATE)' | cmp -s - $@ || \
+	  echo '$(GD_VERSION) $(GD_GIT_COMMIT) $(GD_BUILD_DATE)' >$@
+$(B)/common/gd_version.o: $(VERSION_STAMP)
+$(B)/common/gd_version.o: ALL_CFLAGS += -DGD_VERSION='"$(GD_VERSION)"' \
+  -DGD_GIT_COMMIT='"$(GD_GIT_COMMIT)"' -DGD_BUILD_DATE='"$(GD_BUILD_DATE)"'
 
 $(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@; ar rcs $@ $^
@@ -85,6 +104,10 @@ $(PROG_BINS): bin/godis-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$
 $(TOOL_BINS): bin/%: $$(foreach f,$$(wildcard tools/$$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
+
+# The kubectl plugin (`kubectl godis …`) is godisctl under the name kubectl looks for.
+bin/kubectl-godis: bin/godisctl
+	ln -sf godisctl $@
 
 bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integration/[!i]*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin/tests

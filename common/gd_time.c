@@ -4,9 +4,12 @@
  * and check backoff and rate limits without sleeping. */
 #include "gd_time.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +75,136 @@ void gd_format_rfc3339_micro(int64_t wall_us, char out[32])
     if (strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
         snprintf(date, sizeof date, "1970-01-01T00:00:00");
     snprintf(out, 32, "%.23s.%06dZ", date, (int)us);
+}
+
+/* Kubernetes writes metav1.Time as "2006-01-02T15:04:05Z" and MicroTime with six fraction
+ * digits; other writers (exec plugins) may use an offset instead of Z. */
+gd_err gd_parse_rfc3339_ms(const char *s, int64_t *wall_ms)
+{
+    if (!s || !wall_ms)
+        return GD_ERR_ARG;
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int n = 0;
+    if (sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 19)
+        return GD_ERR_PARSE;
+    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+        return GD_ERR_PARSE;
+    const char *p = s + n;
+    int64_t frac_ms = 0;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; isdigit((unsigned char)*p); p++, digits++)
+            if (digits < 3)
+                frac_ms = frac_ms * 10 + (*p - '0');
+        if (digits == 0)
+            return GD_ERR_PARSE;
+        for (; digits < 3; digits++)
+            frac_ms *= 10;
+    }
+    int64_t offset_s = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om, m = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5 || oh > 23 || om > 59)
+            return GD_ERR_PARSE;
+        offset_s = (*p == '-' ? -1 : 1) * (int64_t)(oh * 3600 + om * 60);
+        p += 6;
+    } else {
+        return GD_ERR_PARSE;
+    }
+    if (*p)
+        return GD_ERR_PARSE;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    time_t t = timegm(&tm);
+    *wall_ms = ((int64_t)t - offset_s) * 1000 + frac_ms;
+    return GD_OK;
+}
+
+/* ---- durations (Go's time.ParseDuration / Duration.String) ---- */
+
+static int64_t unit_ns(const char **p)
+{
+    static const struct { const char *name; int64_t ns; } units[] = {
+        {"ns", 1}, {"us", 1000}, {"\xc2\xb5s", 1000}, {"\xce\xbcs", 1000}, {"ms", 1000000},
+        {"s", 1000000000LL}, {"m", 60000000000LL}, {"h", 3600000000000LL}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        size_t len = strlen(units[i].name);
+        /* "m" must not take the "m" of "ms": the table lists ms first */
+        if (strncmp(*p, units[i].name, len) == 0) {
+            *p += len;
+            return units[i].ns;
+        }
+    }
+    return 0;
+}
+
+gd_err gd_parse_duration_ms(const char *s, int64_t *out_ms)
+{
+    if (!s || !*s || !out_ms)
+        return GD_ERR_PARSE;
+    if (strcmp(s, "0") == 0) {
+        *out_ms = 0;
+        return GD_OK;
+    }
+    const double cap_ns = 1e12 * 1e6;
+    double total_ns = 0;
+    const char *p = s;
+    while (*p) {
+        if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1])))
+            return GD_ERR_PARSE;
+        double v = 0, scale = 1;
+        bool frac = false;
+        for (; isdigit((unsigned char)*p) || (*p == '.' && !frac); p++) {
+            if (*p == '.') { frac = true; continue; }
+            if (frac) scale /= 10;
+            v = v * 10 + (*p - '0');
+            if (v > cap_ns)
+                return GD_ERR_PARSE;
+        }
+        int64_t u = unit_ns(&p);
+        if (u == 0)
+            return GD_ERR_PARSE;           /* a unit is required, as in Go */
+        total_ns += v * scale * (double)u;
+        if (total_ns > cap_ns)
+            return GD_ERR_PARSE;
+    }
+    *out_ms = (int64_t)(total_ns / 1e6);
+    return GD_OK;
+}
+
+void gd_format_duration_ms(int64_t ms, char *out, size_t cap)
+{
+    if (ms == 0) {
+        snprintf(out, cap, "0s");
+        return;
+    }
+    const char *sign = ms < 0 ? "-" : "";
+    uint64_t a = ms < 0 ? (uint64_t)(-(ms + 1)) + 1 : (uint64_t)ms;
+    if (a < 1000) {
+        snprintf(out, cap, "%s%llums", sign, (unsigned long long)a);
+        return;
+    }
+    char secs[32];
+    uint64_t s = a / 1000 % 60, frac = a % 1000;
+    if (frac) {
+        snprintf(secs, sizeof secs, "%llu.%03llu", (unsigned long long)s, (unsigned long long)frac);
+        char *end = secs + strlen(secs);
+        while (end[-1] == '0') *--end = '\0';
+    } else {
+        snprintf(secs, sizeof secs, "%llu", (unsigned long long)s);
+    }
+    uint64_t h = a / 3600000, m = a / 60000 % 60;
+    if (h)
+        snprintf(out, cap, "%s%lluh%llum%ss", sign, (unsigned long long)h, (unsigned long long)m, secs);
+    else if (m)
+        snprintf(out, cap, "%s%llum%ss", sign, (unsigned long long)m, secs);
+    else
+        snprintf(out, cap, "%s%ss", sign, secs);
 }
 
 /* xorshift64* per thread: no lock, no shared state, seeded lazily. */

@@ -5,6 +5,8 @@
 #define GD_TIME_H
 #include <stdint.h>
 #include <pthread.h>
+#include <stddef.h>
+#include "gd_err.h"
 
 int64_t gd_mono_ns(void);          /* CLOCK_MONOTONIC, or the injected clock */
 int64_t gd_mono_ms(void);
@@ -14,6 +16,19 @@ void    gd_sleep_ms(int64_t ms);   /* restarts on EINTR until the time has passe
 void    gd_clock_set(int64_t (*now_ns)(void));
 /* RFC 3339 UTC with microseconds, as Kubernetes MicroTime: 2026-11-22T11:02:03.123456Z */
 void    gd_format_rfc3339_micro(int64_t wall_us, char out[32]);
+/* RFC 3339 (Kubernetes Time and MicroTime, "2026-11-22T11:02:03Z", fraction and offset
+ * optional) → wall ms. GD_ERR_PARSE unless the whole string is one. */
+gd_err  gd_parse_rfc3339_ms(const char *s, int64_t *wall_ms);
+
+/* Durations, the one syntax of every flag and file: Go's time.ParseDuration — a sequence of
+ * decimal numbers each with a unit (ns, us, µs, ms, s, m, h), e.g. "15s", "1m30s", "1.5h",
+ * "250ms". A bare number has no unit and is refused ("15" is not 15 s), except "0", as in
+ * Go. No sign: nothing we configure is negative. Result in ms (sub-ms parts truncated);
+ * GD_ERR_PARSE on anything else or beyond 10^12 ms. */
+gd_err  gd_parse_duration_ms(const char *s, int64_t *out_ms);
+/* The way Go prints a time.Duration: "0s", "250ms", "1.5s", "15s", "5m0s", "1h0m0s". */
+void    gd_format_duration_ms(int64_t ms, char *out, size_t cap);
+
 /* Thread-safe xorshift PRNG in [0,1); seeded per thread from time and pid. */
 double  gd_rand01(void);
 

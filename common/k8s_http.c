@@ -17,6 +17,7 @@
 #include "k8s_internal.h"
 #include "gd_log.h"
 #include "gd_time.h"
+#include "gd_version.h"
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -205,7 +206,9 @@ k8s_client *k8s_client_new(k8s_config **cfgp, const k8s_client_opts *opts)
         c->opts.request_timeout_ms = 30000;
     if (c->opts.max_retries_429 < 0)
         c->opts.max_retries_429 = 0;
-    c->user_agent = strdup(c->opts.user_agent ? c->opts.user_agent : "godis-operator/0.1.0");
+    char ua[160];
+    snprintf(ua, sizeof ua, "godis-operator/%s", gd_version());
+    c->user_agent = strdup(c->opts.user_agent ? c->opts.user_agent : ua);
     c->opts.user_agent = c->user_agent;
     pthread_mutex_init(&c->pool_mu, NULL);
     pthread_mutex_init(&c->tok_mu, NULL);

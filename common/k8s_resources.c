@@ -54,8 +54,8 @@ static const struct {
     {&K8S_RES_REPLICASETS, "rs"},
     {&K8S_RES_DEPLOYMENTS, "deploy"},
     {&K8S_RES_LEASES, ""},
-    {&K8S_RES_GODISCLUSTERS, ""},
-    {&K8S_RES_GODISES, ""},
+    {&K8S_RES_GODISCLUSTERS, "gc gdc"},   /* the CRDs' shortNames */
+    {&K8S_RES_GODISES, "gd"},
     {&K8S_RES_STORAGECLASSES, "sc"},
     {&K8S_RES_CRDS, "crd crds"},
     {&K8S_RES_ROLES, ""},

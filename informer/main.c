@@ -2,7 +2,6 @@
  * (list/watch thread) and publisher.c (store + ZeroMQ thread); see informer.h. */
 #include "informer.h"
 #include <errno.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,59 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
+#include "gd_flags.h"
 #include "gd_hoptrace.h"
 #include "gd_log.h"
 #include "gd_time.h"
 #include "k8s_config.h"
 
 #define MAX_DROP 32
-
-static const char usage[] =
-"Usage: godis-informer --kind KIND [options]\n"
-"\n"
-"Lists and watches one kind of Kubernetes object, caches it and publishes every change over\n"
-"ZeroMQ (protocol GDI1, docs/PROTOCOL.md): a PUB socket with one topic per shard, and a\n"
-"ROUTER socket serving snapshots and STATS. Normally started by godis-manager.\n"
-"\n"
-"What to watch:\n"
-"  --kind KIND              GodisCluster, Godis, ConfigMap, ReplicaSet, Service,\n"
-"                           PersistentVolumeClaim, Pod or Node (plural and short names work)\n"
-"  --resource G/V/R         any other resource: group/version/resource, or version/resource\n"
-"                           for the core group (e.g. apps/v1/deployments, v1/secrets)\n"
-"  --namespace NS           watch one namespace (default: all namespaces)\n"
-"  --label-selector SEL     only objects matching SEL (e.g. cluster-name)\n"
-"  --field-selector SEL     only objects matching SEL (e.g. spec.nodeName=n1)\n"
-"  --drop-field PATH        also drop PATH (dot path) before caching; repeatable (up to 32).\n"
-"                           metadata.managedFields is always dropped\n"
-"\n"
-"Where the API server is:\n"
-"  --kubeconfig PATH        kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)\n"
-"  --context NAME           kubeconfig context (default: current-context)\n"
-"\n"
-"Where to publish:\n"
-"  --runtime-dir DIR        private 0700 directory for ipc:// endpoints (created if missing;\n"
-"                           default $XDG_RUNTIME_DIR/godis-operator-<pid> or\n"
-"                           /tmp/godis-operator-<uid>-<pid>)\n"
-"  --pub-endpoint EP        PUB endpoint (default ipc://DIR/<kind>.pub)\n"
-"  --snap-endpoint EP       ROUTER endpoint (default ipc://DIR/<kind>.snap)\n"
-"  --pub-hwm N              PUB send high-water mark per subscriber (default 100000)\n"
-"\n"
-"Timing:\n"
-"  --page-size N            list page size (limit), 0 = unpaginated (default 500)\n"
-"  --initial-list-from-cache  first list with resourceVersion=0 as client-go does: served\n"
-"                           from the API server's watch cache (no etcd read) but unpaginated;\n"
-"                           default: a consistent, paginated read from etcd\n"
-"  --heartbeat-ms MS        HEARTBEAT period (default 1000)\n"
-"  --resync-period DUR      republish every object as MODIFIED each DUR; 0 = off (default 0)\n"
-"  --min-watch-timeout DUR  watch timeout is random in [DUR, 2*DUR) (default 5m)\n"
-"                           DUR: a number with unit ms, s, m or h (bare number = seconds)\n"
-"\n"
-"Logging:\n"
-"  --log-level LEVEL        debug, info, warn or error (default info)\n"
-"  --log-format FORMAT      text or json (default text)\n"
-"  --help                   this text\n"
-"\n"
-"Exit status: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a configuration error.\n";
 
 static volatile int g_stop;
 static inf_queue *g_queue;
@@ -86,45 +39,8 @@ static void die_config(const char *fmt, const char *arg)
 {
     fprintf(stderr, "godis-informer: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see --help)\n");
+    fprintf(stderr, " (see godis-informer --help)\n");
     exit(GD_EXIT_FATAL_CONFIG);
-}
-
-/* Duration: "250ms", "30s", "5m", "1h", or a bare number of seconds. -1 when invalid. */
-static int64_t parse_duration_ms(const char *s)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    double mult = 1000;
-    if (strcmp(end, "ms") == 0)
-        mult = 1;
-    else if (strcmp(end, "s") == 0 || *end == '\0')
-        mult = 1000;
-    else if (strcmp(end, "m") == 0)
-        mult = 60000;
-    else if (strcmp(end, "h") == 0)
-        mult = 3600000;
-    else
-        return -1;
-    double ms = v * mult;
-    return ms > 1e15 ? -1 : (int64_t)ms;
-}
-
-static long parse_long(const char *s, const char *flag, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s: expected an integer in [%ld, %ld], got '%%s'", flag,
-                 min, max);
-        die_config(msg, s);
-    }
-    return v;
 }
 
 typedef struct {
@@ -132,36 +48,34 @@ typedef struct {
     const char *runtime_dir, *pub_ep, *snap_ep, *log_level, *log_format;
     const char *drop[MAX_DROP];
     size_t ndrop;
-    long page_size, heartbeat_ms, pub_hwm;
+    int page_size, pub_hwm;
     bool list_from_cache;
-    int64_t resync_ms, min_watch_ms;
+    int64_t heartbeat_ms, resync_ms, min_watch_ms;
 } flags;
 
-static void parse_flags(int argc, char **argv, flags *f)
+static gd_err add_drop(void *ud, const char *v, char *why, size_t cap)
 {
-    enum { F_KIND = 256, F_RESOURCE, F_NS, F_LSEL, F_FSEL, F_KUBECONFIG, F_CONTEXT, F_RUNDIR,
-           F_PUB, F_SNAP, F_PAGE, F_HB, F_RESYNC, F_DROP, F_LOGLEVEL, F_LOGFORMAT, F_HELP,
-           F_MINWATCH, F_HWM, F_LISTCACHE };
-    static const struct option opts[] = {
-        {"kind", required_argument, 0, F_KIND}, {"resource", required_argument, 0, F_RESOURCE},
-        {"namespace", required_argument, 0, F_NS},
-        {"label-selector", required_argument, 0, F_LSEL},
-        {"field-selector", required_argument, 0, F_FSEL},
-        {"kubeconfig", required_argument, 0, F_KUBECONFIG},
-        {"context", required_argument, 0, F_CONTEXT},
-        {"runtime-dir", required_argument, 0, F_RUNDIR},
-        {"pub-endpoint", required_argument, 0, F_PUB},
-        {"snap-endpoint", required_argument, 0, F_SNAP},
-        {"page-size", required_argument, 0, F_PAGE},
-        {"heartbeat-ms", required_argument, 0, F_HB},
-        {"resync-period", required_argument, 0, F_RESYNC},
-        {"min-watch-timeout", required_argument, 0, F_MINWATCH},
-        {"pub-hwm", required_argument, 0, F_HWM},
-        {"initial-list-from-cache", no_argument, 0, F_LISTCACHE},
-        {"drop-field", required_argument, 0, F_DROP},
-        {"log-level", required_argument, 0, F_LOGLEVEL},
-        {"log-format", required_argument, 0, F_LOGFORMAT},
-        {"help", no_argument, 0, F_HELP}, {0, 0, 0, 0}};
+    flags *f = ud;
+    if (f->ndrop >= MAX_DROP) {
+        snprintf(why, cap, "more than %d given (at \"%.60s\")", MAX_DROP, v);
+        return GD_ERR_CONFIG;
+    }
+    f->drop[f->ndrop++] = v;
+    return GD_OK;
+}
+
+static const char ABOUT[] =
+    "Lists and watches one kind of Kubernetes object, caches it and publishes every change "
+    "over ZeroMQ (protocol GDI1, docs/PROTOCOL.md): a PUB socket with one topic per shard, "
+    "and a ROUTER socket serving snapshots and STATS. Normally started by godis-manager.";
+static const char FOOTER[] =
+    "Durations are Go durations: 250ms, 30s, 5m, 1h30m (a bare number needs a unit).\n\n"
+    "Exit codes: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a configuration error.";
+
+#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define SECTION(title) {.type = GD_FLAG_SECTION, .name = title}
+static int parse_flags(int argc, char **argv, flags *f)
+{
     memset(f, 0, sizeof *f);
     f->page_size = 500;
     f->heartbeat_ms = 1000;
@@ -169,56 +83,47 @@ static void parse_flags(int argc, char **argv, flags *f)
     f->min_watch_ms = 300000;
     f->log_level = "info";
     f->log_format = "text";
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case F_KIND: f->kind = optarg; break;
-        case F_RESOURCE: f->resource = optarg; break;
-        case F_NS: f->ns = *optarg ? optarg : NULL; break;
-        case F_LSEL: f->label_selector = optarg; break;
-        case F_FSEL: f->field_selector = optarg; break;
-        case F_KUBECONFIG: f->kubeconfig = optarg; break;
-        case F_CONTEXT: f->context = optarg; break;
-        case F_RUNDIR: f->runtime_dir = optarg; break;
-        case F_PUB: f->pub_ep = optarg; break;
-        case F_SNAP: f->snap_ep = optarg; break;
-        case F_PAGE: f->page_size = parse_long(optarg, "--page-size", 0, 100000); break;
-        case F_HB: f->heartbeat_ms = parse_long(optarg, "--heartbeat-ms", 10, 3600000); break;
-        case F_HWM: f->pub_hwm = parse_long(optarg, "--pub-hwm", 1, 100000000); break;
-        case F_LISTCACHE: f->list_from_cache = true; break;
-        case F_RESYNC:
-            if ((f->resync_ms = parse_duration_ms(optarg)) < 0)
-                die_config("--resync-period: bad duration '%s'", optarg);
-            break;
-        case F_MINWATCH:
-            if ((f->min_watch_ms = parse_duration_ms(optarg)) < 1000)
-                die_config("--min-watch-timeout: bad duration '%s' (at least 1s)", optarg);
-            break;
-        case F_DROP:
-            if (f->ndrop >= MAX_DROP)
-                die_config("--drop-field: more than 32 given (at '%s')", optarg);
-            f->drop[f->ndrop++] = optarg;
-            break;
-        case F_LOGLEVEL:
-            if (gd_log_level_parse(optarg) < 0)
-                die_config("--log-level: unknown level '%s'", optarg);
-            f->log_level = optarg;
-            break;
-        case F_LOGFORMAT:
-            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
-                die_config("--log-format: expected text or json, got '%s'", optarg);
-            f->log_format = optarg;
-            break;
-        case F_HELP: fputs(usage, stdout); exit(GD_EXIT_OK);
-        default:
-            die_config("unknown flag or missing value: '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        die_config("unexpected argument '%s'", argv[optind]);
+    gd_flag defs[] = {
+        SECTION("What to watch"),
+        FLAG(GD_FLAG_STRING, "kind", &f->kind, "GodisCluster, Godis, ConfigMap, ReplicaSet, Service, PersistentVolumeClaim, Pod or Node (plural and short names work)", .metavar = "KIND"),
+        FLAG(GD_FLAG_STRING, "resource", &f->resource, "any other resource: group/version/resource, or version/resource for the core group (e.g. apps/v1/deployments, v1/secrets)", .metavar = "G/V/R"),
+        FLAG(GD_FLAG_STRING, "namespace", &f->ns, "watch one namespace (default: all namespaces)", .metavar = "NS"),
+        FLAG(GD_FLAG_STRING, "label-selector", &f->label_selector, "only objects matching SEL (e.g. cluster-name)", .metavar = "SEL"),
+        FLAG(GD_FLAG_STRING, "field-selector", &f->field_selector, "only objects matching SEL (e.g. spec.nodeName=n1)", .metavar = "SEL"),
+        FLAG(GD_FLAG_FUNC, "drop-field", NULL, "also drop PATH (dot path) before caching; repeatable (up to 32). metadata.managedFields is always dropped", .metavar = "PATH", .fn = add_drop, .ud = f),
+        SECTION("Where the API server is"),
+        FLAG(GD_FLAG_STRING, "kubeconfig", &f->kubeconfig, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)", .metavar = "PATH"),
+        FLAG(GD_FLAG_STRING, "context", &f->context, "kubeconfig context (default: current-context)", .metavar = "NAME"),
+        SECTION("Where to publish"),
+        FLAG(GD_FLAG_STRING, "runtime-dir", &f->runtime_dir, "private 0700 directory for ipc:// endpoints, created if missing (default $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)", .metavar = "DIR"),
+        FLAG(GD_FLAG_STRING, "pub-endpoint", &f->pub_ep, "PUB endpoint (default ipc://DIR/<kind>.pub)", .metavar = "EP"),
+        FLAG(GD_FLAG_STRING, "snap-endpoint", &f->snap_ep, "ROUTER endpoint (default ipc://DIR/<kind>.snap)", .metavar = "EP"),
+        FLAG(GD_FLAG_INT, "pub-hwm", &f->pub_hwm, "PUB send high-water mark per subscriber (1..100000000)", .metavar = "N", .min = 1, .max = 100000000),
+        SECTION("Timing"),
+        FLAG(GD_FLAG_INT, "page-size", &f->page_size, "list page size (limit), 0 = unpaginated (0..100000)", .metavar = "N", .min = 0, .max = 100000),
+        FLAG(GD_FLAG_BOOL, "initial-list-from-cache", &f->list_from_cache, "first list with resourceVersion=0 as client-go does: served from the API server's watch cache (no etcd read) but unpaginated; default: a consistent, paginated read from etcd"),
+        FLAG(GD_FLAG_DURATION, "heartbeat", &f->heartbeat_ms, "HEARTBEAT period (10ms..1h)", .min = 10, .max = 3600000),
+        FLAG(GD_FLAG_MILLIS, "heartbeat-ms", &f->heartbeat_ms, "", .min = 10, .max = 3600000, .deprecated = "use --heartbeat DURATION"),
+        FLAG(GD_FLAG_DURATION, "resync-period", &f->resync_ms, "republish every object as MODIFIED each period; 0 = off"),
+        FLAG(GD_FLAG_DURATION, "min-watch-timeout", &f->min_watch_ms, "watch timeout is random in [D, 2*D) (1s..24h)", .min = 1000, .max = 86400000),
+        SECTION("Logging"),
+        FLAG(GD_FLAG_FUNC, "log-level", NULL, "debug, info, warn or error", .metavar = "LEVEL", .fn = gd_flags_log_level, .ud = &f->log_level, .def = "info"),
+        FLAG(GD_FLAG_FUNC, "log-format", NULL, "text or json", .metavar = "FORMAT", .fn = gd_flags_log_format, .ud = &f->log_format, .def = "text"),
+    };
+    gd_flagset fs = {.prog = "godis-informer", .usage = "godis-informer --kind KIND [flags]",
+                     .about = ABOUT, .footer = FOOTER, .flags = defs,
+                     .nflags = sizeof defs / sizeof defs[0]};
+    int rc = gd_flags_main(&fs, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (f->ns && !*f->ns)
+        f->ns = NULL;
     if (!f->kind && !f->resource)
-        die_config("%s", "one of --kind or --resource is required");
+        return gd_flags_fail(&fs, "one of --kind or --resource is required");
+    gd_log_init("informer", (gd_log_level)gd_log_level_parse(f->log_level),
+                strcmp(f->log_format, "json") == 0, 2);
+    gd_flags_warn_deprecated(&fs);
+    return -1;
 }
 
 /* Fills res from --kind or --resource; kind_name is what goes on the wire. */
@@ -289,9 +194,9 @@ int main(int argc, char **argv)
      * which thread won the allocation (bench rss: 0.94-0.99 MB vs 1.06-1.29 MB per 1k). */
     mallopt(M_ARENA_MAX, 1);
     flags f;
-    parse_flags(argc, argv, &f);
-    gd_log_init("informer", (gd_log_level)gd_log_level_parse(f.log_level),
-                strcmp(f.log_format, "json") == 0, 2);
+    int code = parse_flags(argc, argv, &f);
+    if (code >= 0)
+        return code;
     gd_hoptrace_init("informer");
 
     k8s_resource res;

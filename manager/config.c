@@ -11,50 +11,66 @@
 #include <arpa/inet.h>
 #include "gd_log.h"
 #include "godis_client.h"
+#include "k8s_client.h"
 
-typedef enum { OPT_STR, OPT_BOOL, OPT_INT, OPT_DUR } opt_type;
+/* The flags, bound to one configuration: the parser writes straight into c. */
+#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define STR(n, field, h, ...) FLAG(GD_FLAG_STRING, n, c->field, h, .cap = sizeof c->field, __VA_ARGS__)
+static size_t bind_flags(gd_mgr_config *c, gd_flag *out)
+{
+    const gd_flag defs[] = {
+        STR("config", config, "YAML file whose keys are these flag names (without --); flags given on the command line win", .metavar = "FILE"),
+        STR("kubeconfig", kubeconfig, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)", .metavar = "PATH"),
+        STR("context", context, "kubeconfig context to use (default: current-context)", .metavar = "NAME"),
+        STR("namespace", namespace_, "namespace of the Lease when --leader-elect-resource-namespace is not set (default: the kubeconfig context's)", .metavar = "NS"),
+        FLAG(GD_FLAG_BOOL, "leader-elect", &c->leader_elect, "elect one leader among the replicas with a coordination.k8s.io/v1 Lease; without it this manager always leads"),
+        FLAG(GD_FLAG_DURATION, "leader-elect-lease-duration", &c->lease_duration_ms, "how long standbys wait after the last observed renewal before taking the lease"),
+        FLAG(GD_FLAG_DURATION, "leader-elect-renew-deadline", &c->renew_deadline_ms, "how long the leader keeps trying to renew before it steps down and stops its workers"),
+        FLAG(GD_FLAG_DURATION, "leader-elect-retry-period", &c->retry_period_ms, "interval between acquire/renew attempts"),
+        STR("leader-elect-resource-name", lease_name, "name of the Lease object", .metavar = "NAME"),
+        STR("leader-elect-resource-namespace", lease_namespace, "namespace of the Lease object", .metavar = "NS"),
+        STR("leader-elect-identity", identity, "holder identity written into the Lease (default: <hostname>_<random>)", .metavar = "ID"),
+        FLAG(GD_FLAG_INT, "workers", &c->workers, "number of worker processes (1..64); shards are spread over them", .metavar = "N", .min = 1, .max = 64),
+        FLAG(GD_FLAG_INT, "max-concurrent-reconciles", &c->max_concurrent_reconciles, "reconciler threads per controller in each worker (1..1024)", .metavar = "N", .min = 1, .max = 1024),
+        STR("informer-bin", informer_bin, "path of the informer program (default: godis-informer beside this program)", .metavar = "PATH", .no_default = true),
+        STR("worker-bin", worker_bin, "path of the worker program (default: godis-worker beside this program)", .metavar = "PATH", .no_default = true),
+        STR("informer-kinds", informer_kinds, "comma-separated kinds to run one informer each for (Kind, plural or short name; each kind once)", .metavar = "KINDS"),
+        STR("worker-arg", worker_args, "extra flags for every worker, separated by spaces (e.g. \"--reconciler sleepy\"; for tests and benchmarks)", .metavar = "ARGS"),
+        STR("runtime-dir", runtime_dir, "private 0700 directory for the ZeroMQ ipc:// endpoints (default: $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)", .metavar = "DIR"),
+        STR("cluster-domain", cluster_domain, "the cluster's DNS domain: workers dial a godis member without a pod IP in the cache at <godis>-endpoint.<ns>.svc.<domain>", .metavar = "DOMAIN"),
+        STR("health-probe-bind-address", health_addr, "IPv4 host:port serving /healthz and /readyz (\":8081\" = every interface, as a pod needs for the kubelet's probes; \"0\" disables)", .metavar = "ADDR"),
+        STR("metrics-bind-address", metrics_addr, "IPv4 host:port serving /metrics (\"0\" disables)", .metavar = "ADDR"),
+        FLAG(GD_FLAG_DURATION, "heartbeat", &c->heartbeat_ms, "interval of PING to workers (10ms..1m); a worker silent for 5 intervals is killed", .min = 10, .max = 60000),
+        FLAG(GD_FLAG_DURATION, "shutdown-grace", &c->shutdown_grace_ms, "on shutdown or fencing: time from STOP to SIGKILL of a worker, SIGTERM at half (0s..10m)", .min = 0, .max = 600000),
+        STR("log-level", log_level, "debug, info, warn or error", .metavar = "LEVEL"),
+        STR("log-format", log_format, "text (key=value) or json", .metavar = "FORMAT"),
+    };
+    memcpy(out, defs, sizeof defs);
+    return sizeof defs / sizeof defs[0];
+}
+#define MAX_FLAGS 32
 
-typedef struct {
-    const char *name;
-    opt_type type;
-    size_t off, cap;                    /* cap: string capacity */
-    const char *help;
-} opt_def;
+static const char ABOUT[] =
+    "Runs the godis operator: elects a leader among the replicas on a Lease, supervises one "
+    "informer process per watched kind and the worker processes, spreads the 256 shards of "
+    "reconcile keys over the workers, and serves /healthz, /readyz and /metrics.\n\n"
+    "Every flag can also be set in the --config YAML file under the same name.";
+static const char FOOTER[] =
+    "Signals: SIGTERM/SIGINT stop gracefully (workers, then the lease is released, then the "
+    "informers); SIGHUP re-reads the configuration and applies a changed --workers.\n\n"
+    "Exit codes: 0 clean stop, 1 failure, 2 fatal configuration error (also when a child "
+    "exits 2).";
 
-#define S(field, name, help) {name, OPT_STR, offsetof(gd_mgr_config, field), \
-                              sizeof(((gd_mgr_config *)0)->field), help}
-#define B(field, name, help) {name, OPT_BOOL, offsetof(gd_mgr_config, field), 0, help}
-#define I(field, name, help) {name, OPT_INT, offsetof(gd_mgr_config, field), 0, help}
-#define D(field, name, help) {name, OPT_DUR, offsetof(gd_mgr_config, field), 0, help}
-
-static const opt_def OPTS[] = {
-    S(config, "config", "YAML file whose keys are these flag names (without --); flags given on the command line win"),
-    S(kubeconfig, "kubeconfig", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)"),
-    S(context, "context", "kubeconfig context to use (default: current-context)"),
-    S(namespace_, "namespace", "namespace of the Lease when --leader-elect-resource-namespace is not set (default: the kubeconfig context's)"),
-    B(leader_elect, "leader-elect", "elect one leader among the replicas with a coordination.k8s.io/v1 Lease; without it this manager always leads"),
-    D(lease_duration_ms, "leader-elect-lease-duration", "how long standbys wait after the last observed renewal before taking the lease"),
-    D(renew_deadline_ms, "leader-elect-renew-deadline", "how long the leader keeps trying to renew before it steps down and stops its workers"),
-    D(retry_period_ms, "leader-elect-retry-period", "interval between acquire/renew attempts"),
-    S(lease_name, "leader-elect-resource-name", "name of the Lease object"),
-    S(lease_namespace, "leader-elect-resource-namespace", "namespace of the Lease object"),
-    S(identity, "leader-elect-identity", "holder identity written into the Lease (default: <hostname>_<random>)"),
-    I(workers, "workers", "number of worker processes (1..64); shards are spread over them"),
-    I(max_concurrent_reconciles, "max-concurrent-reconciles", "reconciler threads per controller in each worker (1..1024)"),
-    S(informer_bin, "informer-bin", "path of the informer program (default: godis-informer beside this program)"),
-    S(worker_bin, "worker-bin", "path of the worker program (default: godis-worker beside this program)"),
-    S(informer_kinds, "informer-kinds", "comma-separated kinds to run informers for"),
-    S(worker_args, "worker-arg", "extra flags for every worker, separated by spaces (e.g. \"--reconciler sleepy\"; for tests and benchmarks)"),
-    S(runtime_dir, "runtime-dir", "private 0700 directory for the ZeroMQ ipc:// endpoints (default: $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)"),
-    S(cluster_domain, "cluster-domain", "the cluster's DNS domain: workers dial a godis member without a pod IP in the cache at <godis>-endpoint.<ns>.svc.<domain>"),
-    S(health_addr, "health-probe-bind-address", "IPv4 host:port serving /healthz and /readyz (\":8081\" = every interface, as a pod needs for the kubelet's probes; \"0\" disables)"),
-    S(metrics_addr, "metrics-bind-address", "IPv4 host:port serving /metrics (\"0\" disables)"),
-    D(heartbeat_ms, "heartbeat", "interval of PING to workers; a worker silent for 5 intervals is killed"),
-    D(shutdown_grace_ms, "shutdown-grace", "on shutdown or fencing: time from STOP to SIGKILL of a worker (SIGTERM at half)"),
-    S(log_level, "log-level", "debug, info, warn or error"),
-    S(log_format, "log-format", "text (key=value) or json"),
-};
-#define NOPTS (sizeof OPTS / sizeof OPTS[0])
+static void make_set(gd_flagset *fs, gd_flag *flags, gd_mgr_config *c)
+{
+    memset(fs, 0, sizeof *fs);
+    fs->prog = "godis-manager";
+    fs->usage = "godis-manager [flags]";
+    fs->about = ABOUT;
+    fs->footer = FOOTER;
+    fs->flags = flags;
+    fs->nflags = bind_flags(c, flags);
+}
 
 void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
 {
@@ -88,32 +104,6 @@ void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
     }
     snprintf(c->informer_bin, sizeof c->informer_bin, "%.490s/godis-informer", dir);
     snprintf(c->worker_bin, sizeof c->worker_bin, "%.490s/godis-worker", dir);
-}
-
-gd_err gd_parse_duration_ms(const char *s, int64_t *out)
-{
-    if (!s || !*s) return GD_ERR_PARSE;
-    int64_t total = 0;
-    const char *p = s;
-    while (*p) {
-        if (!isdigit((unsigned char)*p)) return GD_ERR_PARSE;
-        char *end;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (errno || end == p) return GD_ERR_PARSE;
-        p = end;
-        double mult;
-        if (strncmp(p, "ms", 2) == 0) { mult = 1; p += 2; }
-        else if (*p == 's') { mult = 1000; p++; }
-        else if (*p == 'm') { mult = 60000; p++; }
-        else if (*p == 'h') { mult = 3600000; p++; }
-        else return GD_ERR_PARSE;       /* a unit is required, as in Go */
-        double ms = v * mult;
-        if (ms > 1e12 || total + (int64_t)ms > (int64_t)1e12) return GD_ERR_PARSE;
-        total += (int64_t)ms;
-    }
-    *out = total;
-    return GD_OK;
 }
 
 gd_err gd_parse_bind_addr(const char *s, char *host, size_t hostcap, int *port,
@@ -156,52 +146,6 @@ gd_err gd_parse_bind_addr(const char *s, char *host, size_t hostcap, int *port,
     return GD_OK;
 }
 
-static const opt_def *find_opt(const char *name, size_t len)
-{
-    for (size_t i = 0; i < NOPTS; i++)
-        if (strlen(OPTS[i].name) == len && strncmp(OPTS[i].name, name, len) == 0) return &OPTS[i];
-    return NULL;
-}
-
-/* Sets one option from text. where: "--workers" or "file.yaml: workers". */
-static gd_err set_opt(gd_mgr_config *c, const opt_def *o, const char *val, const char *where,
-                      char *err, size_t errlen)
-{
-    char *base = (char *)c + o->off;
-    switch (o->type) {
-    case OPT_STR:
-        if (strlen(val) >= o->cap) {
-            snprintf(err, errlen, "%s: value too long (max %zu bytes)", where, o->cap - 1);
-            return GD_ERR_CONFIG;
-        }
-        snprintf(base, o->cap, "%s", val);
-        return GD_OK;
-    case OPT_BOOL:
-        if (!strcmp(val, "true") || !strcmp(val, "1")) { *(bool *)base = true; return GD_OK; }
-        if (!strcmp(val, "false") || !strcmp(val, "0")) { *(bool *)base = false; return GD_OK; }
-        snprintf(err, errlen, "%s: expected true or false, got \"%s\"", where, val);
-        return GD_ERR_CONFIG;
-    case OPT_INT: {
-        char *end;
-        errno = 0;
-        long v = strtol(val, &end, 10);
-        if (errno || end == val || *end || v < INT_MIN || v > INT_MAX) {
-            snprintf(err, errlen, "%s: expected an integer, got \"%s\"", where, val);
-            return GD_ERR_CONFIG;
-        }
-        *(int *)base = (int)v;
-        return GD_OK;
-    }
-    case OPT_DUR:
-        if (gd_parse_duration_ms(val, (int64_t *)base) != GD_OK) {
-            snprintf(err, errlen, "%s: expected a duration like 15s or 500ms, got \"%s\"", where, val);
-            return GD_ERR_CONFIG;
-        }
-        return GD_OK;
-    }
-    return GD_ERR_CONFIG;
-}
-
 static gd_err load_file(gd_mgr_config *c, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -226,6 +170,9 @@ static gd_err load_file(gd_mgr_config *c, const char *path, char *err, size_t er
 gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const char *source,
                           char *err, size_t errlen)
 {
+    gd_flagset fs;
+    gd_flag flags[MAX_FLAGS];
+    make_set(&fs, flags, c);
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         snprintf(err, errlen, "%s: cannot initialise the YAML parser", source);
@@ -266,8 +213,7 @@ gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const 
                 rc = GD_ERR_CONFIG;
             } else if (want_key) {
                 snprintf(key, sizeof key, "%s", v);
-                const opt_def *o = find_opt(v, strlen(v));
-                if (!o || !strcmp(v, "config")) {
+                if (!gd_flags_find(&fs, v) || !strcmp(v, "config")) {
                     snprintf(err, errlen, "%s: unknown key \"%.100s\" (keys are the flag names, see --help)",
                              source, v);
                     rc = GD_ERR_CONFIG;
@@ -276,7 +222,7 @@ gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const 
             } else {
                 char where[700];
                 snprintf(where, sizeof where, "%s: %s", source, key);
-                rc = set_opt(c, find_opt(key, strlen(key)), v, where, err, errlen);
+                rc = gd_flags_set(&fs, key, v, where, err, errlen);
                 want_key = true;
             }
             break;
@@ -293,42 +239,29 @@ gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const 
     return rc;
 }
 
+/* The file applies under the flags: parse the command line once to find --config (and
+ * --help, --version and every bad flag), then start again from the defaults, apply the
+ * file, and parse the command line over it. */
 gd_err gd_mgr_config_parse(gd_mgr_config *c, int argc, char **argv, char *err, size_t errlen)
 {
-    /* pass 1: --config (and --help), so the file applies before the other flags */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 1; i < argc; i++) {
-            const char *a = argv[i];
-            if (!strcmp(a, "--help") || !strcmp(a, "-h")) { c->help = true; return GD_OK; }
-            if (strncmp(a, "--", 2) != 0) {
-                snprintf(err, errlen, "unexpected argument \"%.200s\" (flags start with --)", a);
-                return GD_ERR_CONFIG;
-            }
-            const char *name = a + 2, *eq = strchr(name, '=');
-            size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-            const opt_def *o = find_opt(name, nlen);
-            if (!o) {
-                snprintf(err, errlen, "unknown flag --%.*s (see --help)", (int)(nlen > 100 ? 100 : nlen), name);
-                return GD_ERR_CONFIG;
-            }
-            const char *val = eq ? eq + 1 : NULL;
-            if (!val && o->type == OPT_BOOL) val = "true";
-            if (!val) {
-                if (i + 1 >= argc) {
-                    snprintf(err, errlen, "--%s needs a value", o->name);
-                    return GD_ERR_CONFIG;
-                }
-                val = argv[++i];
-            }
-            bool is_config = !strcmp(o->name, "config");
-            if (pass == 0 && !is_config) continue;
-            if (pass == 1 && is_config) continue;
-            char where[128];
-            snprintf(where, sizeof where, "--%s", o->name);
-            gd_err e = set_opt(c, o, val, where, err, errlen);
-            if (e != GD_OK) return e;
-            if (is_config && (e = load_file(c, c->config, err, errlen)) != GD_OK) return e;
-        }
+    gd_flagset fs;
+    gd_flag flags[MAX_FLAGS];
+    gd_mgr_config defaults = *c;
+    make_set(&fs, flags, c);
+    switch (gd_flags_parse(&fs, argc, argv, err, errlen)) {
+    case GD_FLAGS_HELP: c->help = true; return GD_OK;
+    case GD_FLAGS_VERSION: c->version = true; return GD_OK;
+    case GD_FLAGS_ERROR: return GD_ERR_CONFIG;
+    case GD_FLAGS_OK: break;
+    }
+    if (c->config[0]) {
+        char path[GD_MGR_STR];
+        snprintf(path, sizeof path, "%s", c->config);
+        *c = defaults;
+        snprintf(c->config, sizeof c->config, "%s", path);
+        gd_err e = load_file(c, path, err, errlen);
+        if (e != GD_OK) return e;
+        if (gd_flags_parse(&fs, argc, argv, err, errlen) != GD_FLAGS_OK) return GD_ERR_CONFIG;
     }
     return gd_mgr_config_validate(c, err, errlen);
 }
@@ -337,15 +270,6 @@ gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
 {
     char why[200], host[128];
     int port;
-    if (c->workers < 1 || c->workers > 64) {
-        snprintf(err, errlen, "--workers: must be between 1 and 64 (got %d)", c->workers);
-        return GD_ERR_CONFIG;
-    }
-    if (c->max_concurrent_reconciles < 1 || c->max_concurrent_reconciles > 1024) {
-        snprintf(err, errlen, "--max-concurrent-reconciles: must be between 1 and 1024 (got %d)",
-                 c->max_concurrent_reconciles);
-        return GD_ERR_CONFIG;
-    }
     if (c->lease_duration_ms < 1000 || c->lease_duration_ms % 1000) {
         snprintf(err, errlen, "--leader-elect-lease-duration: must be a whole number of seconds, at least 1s");
         return GD_ERR_CONFIG;
@@ -374,14 +298,6 @@ gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "--metrics-bind-address: %s", why);
         return GD_ERR_CONFIG;
     }
-    if (c->heartbeat_ms < 10 || c->heartbeat_ms > 60000) {
-        snprintf(err, errlen, "--heartbeat: must be between 10ms and 60s");
-        return GD_ERR_CONFIG;
-    }
-    if (c->shutdown_grace_ms < 0 || c->shutdown_grace_ms > 600000) {
-        snprintf(err, errlen, "--shutdown-grace: must be between 0s and 10m");
-        return GD_ERR_CONFIG;
-    }
     if (gd_log_level_parse(c->log_level) < 0) {
         snprintf(err, errlen, "--log-level: expected debug, info, warn or error, got \"%s\"", c->log_level);
         return GD_ERR_CONFIG;
@@ -390,14 +306,49 @@ gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "--log-format: expected text or json, got \"%s\"", c->log_format);
         return GD_ERR_CONFIG;
     }
-    if (!c->informer_kinds[0]) {
-        snprintf(err, errlen, "--informer-kinds: must name at least one kind");
-        return GD_ERR_CONFIG;
-    }
     if (!godis_valid_dns_name(c->cluster_domain)) {
         snprintf(err, errlen, "--cluster-domain: expected a DNS name (letters, digits, '-', '.'), got \"%s\"",
                  c->cluster_domain);
         return GD_ERR_CONFIG;
+    }
+    return gd_mgr_informer_kinds(c->informer_kinds, NULL, err, errlen);
+}
+
+/* Each kind once: two informers for one kind would bind the same endpoints. Kinds may be
+ * given as the kind, the plural or a short name ("Pod", "pods", "po"); out gets the kinds
+ * as the endpoints and the workers name them. */
+gd_err gd_mgr_informer_kinds(const char *list, char (*out)[64], char *err, size_t errlen)
+{
+    char copy[GD_MGR_STR];
+    const char *seen[GD_MGR_MAX_KINDS];
+    int n = 0;
+    snprintf(copy, sizeof copy, "%s", list);
+    if (!copy[0]) {
+        snprintf(err, errlen, "--informer-kinds: must name at least one kind");
+        return GD_ERR_CONFIG;
+    }
+    for (char *p = copy, *k; (k = strsep(&p, ",")) != NULL;) {
+        const k8s_resource *r = *k ? k8s_resource_lookup(k) : NULL;
+        if (!*k) {
+            snprintf(err, errlen, "--informer-kinds: empty entry in \"%.200s\"", list);
+            return GD_ERR_CONFIG;
+        }
+        if (!r) {
+            snprintf(err, errlen, "--informer-kinds: unknown kind \"%.60s\"", k);
+            return GD_ERR_CONFIG;
+        }
+        for (int i = 0; i < n; i++) {
+            if (strcmp(seen[i], r->kind) == 0) {
+                snprintf(err, errlen, "--informer-kinds: %s is listed twice (\"%.60s\")", r->kind, k);
+                return GD_ERR_CONFIG;
+            }
+        }
+        if (n == GD_MGR_MAX_KINDS) {
+            snprintf(err, errlen, "--informer-kinds: more than %d kinds", GD_MGR_MAX_KINDS);
+            return GD_ERR_CONFIG;
+        }
+        if (out) snprintf(out[n], 64, "%s", r->kind);
+        seen[n++] = r->kind;
     }
     return GD_OK;
 }
@@ -405,38 +356,9 @@ gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
 void gd_mgr_config_usage(FILE *out)
 {
     gd_mgr_config d;
+    gd_flagset fs;
+    gd_flag flags[MAX_FLAGS];
     gd_mgr_config_default(&d, NULL);
-    fprintf(out,
-            "Usage: godis-manager [flags]\n\n"
-            "Runs the godis operator: elects a leader among the replicas on a Lease, supervises one\n"
-            "informer process per watched kind and the worker processes, spreads the %d shards of\n"
-            "reconcile keys over the workers, and serves /healthz, /readyz and /metrics.\n\n"
-            "Every flag can also be set in the --config YAML file under the same name.\n"
-            "Signals: SIGTERM/SIGINT stop gracefully (workers, then the lease is released, then the\n"
-            "informers); SIGHUP re-reads the configuration and applies a changed --workers.\n"
-            "Exit codes: 0 clean stop, 1 failure, 2 fatal configuration error (also when a child\n"
-            "exits 2).\n\nFlags:\n", 256);
-    for (size_t i = 0; i < NOPTS; i++) {
-        const opt_def *o = &OPTS[i];
-        const char *base = (const char *)&d + o->off;
-        char def[GD_MGR_STR + 8] = "";
-        switch (o->type) {
-        case OPT_STR: if (*base) snprintf(def, sizeof def, "%s", base); break;
-        case OPT_BOOL: snprintf(def, sizeof def, "%s", *(const bool *)base ? "true" : "false"); break;
-        case OPT_INT: snprintf(def, sizeof def, "%d", *(const int *)base); break;
-        case OPT_DUR: {
-            int64_t ms = *(const int64_t *)base;
-            if (ms % 1000) snprintf(def, sizeof def, "%lldms", (long long)ms);
-            else snprintf(def, sizeof def, "%llds", (long long)(ms / 1000));
-            break;
-        }
-        }
-        const char *arg = o->type == OPT_BOOL ? "" : o->type == OPT_INT ? " int"
-                        : o->type == OPT_DUR ? " duration" : " string";
-        fprintf(out, "  --%s%s\n      %s", o->name, arg, o->help);
-        if (def[0] && strcmp(o->name, "informer-bin") && strcmp(o->name, "worker-bin"))
-            fprintf(out, " (default %s)", def);
-        fputc('\n', out);
-    }
-    fprintf(out, "  --help\n      print this help and exit\n");
+    make_set(&fs, flags, &d);
+    gd_flags_usage(&fs, out);
 }

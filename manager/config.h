@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "gd_err.h"
+#include "gd_flags.h"
+
+#define GD_MGR_MAX_KINDS 16
 
 #define GD_MGR_STR 512
 
@@ -34,22 +37,25 @@ typedef struct {
     int64_t shutdown_grace_ms;
     char log_level[16];
     char log_format[16];
-    bool help;
+    bool help;                          /* --help or -h was given */
+    bool version;                       /* --version was given */
 } gd_mgr_config;
 
 void gd_mgr_config_default(gd_mgr_config *c, const char *argv0);
 /* Parses argv (and the --config file it names). On error returns GD_ERR_CONFIG with one
- * line in err. --help sets c->help (the caller prints gd_mgr_config_usage). */
+ * line in err. --help sets c->help (the caller prints gd_mgr_config_usage), --version
+ * c->version. Flags follow gd_flags.h. */
 gd_err gd_mgr_config_parse(gd_mgr_config *c, int argc, char **argv, char *err, size_t errlen);
 /* Applies a YAML text (a mapping of flag names to scalars). source names it in errors. */
 gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const char *source,
                           char *err, size_t errlen);
+/* Checks a --informer-kinds list (known kinds, each once); with out (GD_MGR_MAX_KINDS
+ * entries) also writes each entry's canonical kind ("pods" → "Pod"). */
+gd_err gd_mgr_informer_kinds(const char *list, char (*out)[64], char *err, size_t errlen);
 /* Cross-field checks (lease timings, bind addresses, counts). */
 gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen);
 void   gd_mgr_config_usage(FILE *out);
 
-/* "15s", "1500ms", "2m", "1m30s", "1h" → ms; GD_ERR_PARSE otherwise. */
-gd_err gd_parse_duration_ms(const char *s, int64_t *out);
 /* "127.0.0.1:8080" → host/port (IPv4 literal or "localhost"; ":8080" = 0.0.0.0); "0"
  * means disabled (port 0). The defaults are loopback; anything wider must be asked for.
  * GD_ERR_CONFIG with a reason. */

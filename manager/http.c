@@ -4,6 +4,10 @@
  * only routes three GET paths. Anything else is 404, any other method 405. */
 #include "http.h"
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,32 +85,69 @@ static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
     return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", false);
 }
 
-gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handlers *h, void *ud)
+/* libmicrohttpd's own complaints go to our log, not raw to stderr. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    gd_http *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    s->h = *h;
-    s->ud = ud;
-    s->what = what;
+    (void)cls;
+    char msg[300];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = '\0';
+    GD_WARN("HTTP server", "error", msg);
+}
+
+/* Our own listening socket, so a bind failure comes back as an errno we can name. */
+static int listen_on(const struct sockaddr_in *sa, int *err)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (const struct sockaddr *)sa, sizeof *sa) != 0 || listen(fd, 64) != 0) {
+        *err = errno;
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handlers *h, void *ud,
+                       const char *flag)
+{
+    char addr[160];
+    snprintf(addr, sizeof addr, "%s:%d", host, port);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-        free(s);
+        GD_ERROR("cannot listen for HTTP", "flag", flag, "address", addr,
+                 "error", "not an IPv4 address");
         return NULL;
     }
+    int err = 0, fd = listen_on(&sa, &err);
+    if (fd < 0) {
+        GD_ERROR("cannot listen for HTTP", "flag", flag, "address", addr, "error", strerror(err));
+        return NULL;
+    }
+    gd_http *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(fd);
+        return NULL;
+    }
+    s->h = *h;
+    s->ud = ud;
+    s->what = what;
     s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
                             NULL, NULL, on_request, s,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_LISTEN_SOCKET, fd,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
                             MHD_OPTION_END);
     if (!s->d) {
-        char addr[160];
-        snprintf(addr, sizeof addr, "%s:%d", host, port);
-        GD_ERROR("cannot listen for HTTP", "address", addr);
+        GD_ERROR("cannot start the HTTP server", "flag", flag, "address", addr);
+        close(fd);
         free(s);
         return NULL;
     }

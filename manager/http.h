@@ -20,8 +20,10 @@ typedef struct gd_http gd_http;
 
 /* Listens on host:port (an IPv4 literal, validated by config.c) serving the paths of `what`
  * (GD_HTTP_HEALTH and/or GD_HTTP_METRICS); port 0 picks a free port (gd_http_port).
- * NULL on failure (logged). */
-gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handlers *h, void *ud);
+ * NULL on failure, logged as one structured line naming flag (the flag that chose the
+ * address), the address and the reason ("Address already in use"). */
+gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handlers *h, void *ud,
+                       const char *flag);
 int      gd_http_port(const gd_http *s);
 void     gd_http_stop(gd_http **s);
 

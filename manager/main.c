@@ -5,6 +5,7 @@
 #include "config.h"
 #include "gd_err.h"
 #include "gd_log.h"
+#include "gd_version.h"
 #include "manager.h"
 
 /* Handlers only set flags; the main loop does the work (nginx's ngx_signal_handler). */
@@ -28,11 +29,17 @@ int main(int argc, char **argv)
     char err[512];
     gd_mgr_config_default(&cfg, argv[0]);
     if (gd_mgr_config_parse(&cfg, argc, argv, err, sizeof err) != GD_OK) {
-        fprintf(stderr, "godis-manager: %s\n", err);
+        fprintf(stderr, "godis-manager: %s (see godis-manager --help)\n", err);
         return GD_EXIT_FATAL_CONFIG;
     }
     if (cfg.help) {
         gd_mgr_config_usage(stdout);
+        return GD_EXIT_OK;
+    }
+    if (cfg.version) {
+        char line[512];
+        gd_version_line("godis-manager", line, sizeof line);
+        fputs(line, stdout);
         return GD_EXIT_OK;
     }
     gd_log_init("manager", (gd_log_level)gd_log_level_parse(cfg.log_level),

@@ -24,6 +24,7 @@
 #include "control.h"
 #include "gd_log.h"
 #include "gd_time.h"
+#include "gd_version.h"
 #include "http.h"
 #include "k8s_client.h"
 #include "leaderelection.h"
@@ -36,7 +37,7 @@
 
 volatile sig_atomic_t gd_mgr_sig_term, gd_mgr_sig_hup, gd_mgr_sig_chld;
 
-#define MAX_KINDS 16
+#define MAX_KINDS GD_MGR_MAX_KINDS
 #define MISSED_PINGS 5
 
 typedef struct {
@@ -95,7 +96,6 @@ typedef struct {
 
 /* ---- small helpers ---- */
 
-static void itoa_(int64_t v, char *buf, size_t cap) { snprintf(buf, cap, "%lld", (long long)v); }
 
 static int64_t fence_grace_ms(const mgr_t *m)
 {
@@ -126,15 +126,15 @@ static int common_args(mgr_t *m, const char **a, int n)
 
 static bool add_informers(mgr_t *m)
 {
-    char kinds[GD_MGR_STR];
-    snprintf(kinds, sizeof kinds, "%s", m->cfg.informer_kinds);
-    for (char *save = NULL, *k = strtok_r(kinds, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-        if (m->ninf >= MAX_KINDS || strlen(k) >= sizeof m->inf[0].kind) {
-            GD_ERROR("too many or too long informer kinds", "kind", k);
-            return false;
-        }
+    char kinds[GD_MGR_MAX_KINDS][64] = {{0}}, err[256];
+    if (gd_mgr_informer_kinds(m->cfg.informer_kinds, kinds, err, sizeof err) != GD_OK) {
+        GD_ERROR("bad --informer-kinds", "error", err);
+        return false;
+    }
+    for (int ki = 0; ki < GD_MGR_MAX_KINDS && kinds[ki][0]; ki++) {
         informer_t *in = &m->inf[m->ninf];
-        snprintf(in->kind, sizeof in->kind, "%s", k);
+        snprintf(in->kind, sizeof in->kind, "%.63s", kinds[ki]);
+        const char *k = in->kind;
         char pub[300], snap[300], name[96];
         snprintf(pub, sizeof pub, "ipc://%s/%s.pub", m->rundir, k);
         snprintf(snap, sizeof snap, "ipc://%s/%s.snap", m->rundir, k);
@@ -165,7 +165,7 @@ static gd_proc *worker_slot(mgr_t *m, int i)
     snprintf(idx, sizeof idx, "%d", i);
     snprintf(ctl, sizeof ctl, "ipc://%s/control", m->rundir);
     snprintf(mcr, sizeof mcr, "%d", m->cfg.max_concurrent_reconciles);
-    itoa_(m->cfg.heartbeat_ms, hb, sizeof hb);
+    snprintf(hb, sizeof hb, "%lldms", (long long)m->cfg.heartbeat_ms);
     snprintf(name, sizeof name, "worker/%d", i);
     const char *a[48];
     int n = 0;
@@ -174,7 +174,7 @@ static gd_proc *worker_slot(mgr_t *m, int i)
     a[n++] = "--control-endpoint"; a[n++] = ctl;
     a[n++] = "--runtime-dir"; a[n++] = m->rundir;
     a[n++] = "--max-concurrent-reconciles"; a[n++] = mcr;
-    a[n++] = "--heartbeat-ms"; a[n++] = hb;
+    a[n++] = "--heartbeat"; a[n++] = hb;
     a[n++] = "--cluster-domain"; a[n++] = m->cfg.cluster_domain;
     n = common_args(m, a, n);
     if (m->identity[0]) { a[n++] = "--manager-identity"; a[n++] = m->identity; }
@@ -478,6 +478,9 @@ static void publish(mgr_t *m, int64_t now)
     char *text = NULL;
     if (pt) {
         gd_promtext_add(pt, own, strlen(own), NULL, NULL);
+        char build[600];
+        gd_build_info_metric(build, sizeof build);
+        gd_promtext_add(pt, build, strlen(build), NULL, NULL);
         for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
             if (!m->w[i].metrics) continue;
             char idx[12];
@@ -634,9 +637,11 @@ static gd_err setup_http(mgr_t *m)
     gd_parse_bind_addr(m->cfg.health_addr, hh, sizeof hh, &hp, why, sizeof why);
     gd_parse_bind_addr(m->cfg.metrics_addr, mh, sizeof mh, &mp, why, sizeof why);
     bool same = hp && mp && hp == mp && !strcmp(hh, mh);
-    if (hp && !(m->http_health = gd_http_start(hh, hp, GD_HTTP_HEALTH | (same ? GD_HTTP_METRICS : 0), &h, m)))
+    if (hp && !(m->http_health = gd_http_start(hh, hp, GD_HTTP_HEALTH | (same ? GD_HTTP_METRICS : 0), &h, m,
+                                               "--health-probe-bind-address")))
         return GD_ERR_IO;
-    if (mp && !same && !(m->http_metrics = gd_http_start(mh, mp, GD_HTTP_METRICS, &h, m)))
+    if (mp && !same && !(m->http_metrics = gd_http_start(mh, mp, GD_HTTP_METRICS, &h, m,
+                                                         "--metrics-bind-address")))
         return GD_ERR_IO;
     return GD_OK;
 }
@@ -646,6 +651,7 @@ static void begin_shutdown(mgr_t *m, int code, const char *why)
     if (m->phase > 0) return;
     m->phase = 1;
     m->exit_code = code;
+    gd_sup_shutdown(m->sup);        /* from here on nothing is (re)started */
     GD_INFO("shutting down: workers first, then the lease, then the informers", "reason", why);
     stop_all_workers(m, why);
 }

@@ -21,6 +21,7 @@ struct gd_supervisor {
     gd_proc **procs;            /* pointers stay valid when the table grows */
     int n, cap;
     bool fatal;
+    bool shutting_down;         /* never spawn again (gd_sup_shutdown) */
     uint64_t restarts[2];
     gd_sup_exit_fn on_exit;
     void *ud;
@@ -171,7 +172,7 @@ static void spawn(gd_supervisor *s, gd_proc *p)
 
 void gd_sup_want(gd_supervisor *s, gd_proc *p)
 {
-    (void)s;
+    if (s->shutting_down) return;
     p->wanted = true;
     if (p->state == GD_PROC_IDLE) p->next_start_ms = 0;
 }
@@ -204,7 +205,8 @@ int64_t gd_sup_tick(gd_supervisor *s)
     for (int i = 0; i < s->n; i++) {
         gd_proc *p = s->procs[i];
         int64_t due = -1;
-        if (p->wanted && (p->state == GD_PROC_IDLE || p->state == GD_PROC_BACKOFF)) {
+        if (p->wanted && !s->shutting_down &&
+            (p->state == GD_PROC_IDLE || p->state == GD_PROC_BACKOFF)) {
             if (now >= p->next_start_ms) spawn(s, p);
             else due = p->next_start_ms;
         } else if (p->state == GD_PROC_STOPPING) {
@@ -248,7 +250,7 @@ static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
         s->fatal = true;
         GD_ERROR("child exited with a fatal configuration error: not restarting",
                  "child", p->name, "status", how);
-    } else if (p->wanted) {
+    } else if (p->wanted && !s->shutting_down) {
         if (now - p->last_start_ms >= s->o.healthy_after_ms) gd_backoff_reset(&p->backoff);
         int64_t d = gd_backoff_next(&p->backoff);
         p->state = GD_PROC_BACKOFF;
@@ -259,6 +261,7 @@ static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
                 "backoff_ms", ds);
     } else {
         p->state = GD_PROC_IDLE;
+        p->wanted = false;
         GD_INFO("child stopped", "child", p->name, "status", how);
     }
     if (s->on_exit) s->on_exit(s->ud, p, status);
@@ -280,6 +283,17 @@ int gd_sup_reap(gd_supervisor *s)
 }
 
 bool gd_sup_fatal(const gd_supervisor *s) { return s->fatal; }
+
+void gd_sup_shutdown(gd_supervisor *s)
+{
+    s->shutting_down = true;
+    for (int i = 0; i < s->n; i++) {
+        gd_proc *p = s->procs[i];
+        if (p->state == GD_PROC_BACKOFF) p->state = GD_PROC_IDLE;   /* its restart is off */
+    }
+}
+
+bool gd_sup_shutting_down(const gd_supervisor *s) { return s->shutting_down; }
 
 int gd_sup_alive(const gd_supervisor *s, gd_role role)
 {

@@ -80,6 +80,11 @@ void gd_sup_stop(gd_supervisor *s, gd_proc *p, bool soft);
 int64_t gd_sup_tick(gd_supervisor *s);
 /* Reaps every exited child (waitpid WNOHANG). Returns how many. */
 int  gd_sup_reap(gd_supervisor *s);
+/* The manager is stopping: from now on nothing is started or restarted, whatever is
+ * wanted, and a child that exits (on its own, or from the terminal's Ctrl-C, which reaches
+ * every process of the foreground group) is only logged as stopped. Irreversible. */
+void gd_sup_shutdown(gd_supervisor *s);
+bool gd_sup_shutting_down(const gd_supervisor *s);
 /* Some child exited with the fatal configuration code. */
 bool gd_sup_fatal(const gd_supervisor *s);
 /* Number of children of a role with a live process (RUNNING or STOPPING). */

@@ -284,8 +284,8 @@ static void bench_fini(void *ud)
 
 static gd_reconciler_set bench_set = {
     .name = "bench",
-    .help = "benchmark: event -> reconcile-start latency from the replay source's\n"
-            "                                           bench.godis/sent-ns (out=<file>,warmup_ms=<n>)",
+    .help = "benchmark: event -> reconcile-start latency from the replay source's "
+            "bench.godis/sent-ns (out=<file>,warmup_ms=<n>)",
     .ncontrollers = 1,
     .controllers = {{"bench", "ConfigMap", bench_reconcile, NULL}},
     .init = bench_init,

@@ -1,11 +1,11 @@
-/* main.c — godis-worker: flags → worker_run (worker.c). */
-#include <getopt.h>
+/* main.c — godis-worker: flags (gd_flags.h) → worker_run (worker.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "control.h"
 #include "gd_err.h"
+#include "gd_flags.h"
 #include "gd_hoptrace.h"
 #include "gd_log.h"
 #include "godis_client.h"
@@ -13,226 +13,126 @@
 #include "reconciler.h"
 #include "worker.h"
 
-static void usage(FILE *out)
+static const char ABOUT[] =
+    "Runs reconcilers for the shards it owns: subscribes to the informers' streams, keeps a "
+    "cache replica of its shards, maps events to reconcile keys, and serves them from "
+    "client-go style workqueues with MaxConcurrentReconciles threads per controller.\n\n"
+    "Started by godis-manager (managed mode: shards and the write lease come over GDW1), or "
+    "alone for tests (standalone mode: --shards, never fenced).";
+static const char FOOTER[] =
+    "Durations are Go durations: 250ms, 30s, 5m (a bare number needs a unit).\n\n"
+    "Exit codes: 0 stopped, 1 failure (restart me), 2 fatal configuration (a bad flag, or a "
+    "kubeconfig that was asked for or is needed and cannot be used).";
+
+static gd_err rate_limits(void *ud, const char *v, char *why, size_t cap)
 {
-    fputs(
-        "Usage: godis-worker [flags]\n"
-        "\n"
-        "Runs reconcilers for the shards it owns: subscribes to the informers' streams,\n"
-        "keeps a cache replica of its shards, maps events to reconcile keys, and serves them\n"
-        "from client-go style workqueues with MaxConcurrentReconciles threads per controller.\n"
-        "Started by godis-manager (managed mode: shards and the write lease come over GDW1),\n"
-        "or alone for tests (standalone mode: --shards, never fenced).\n"
-        "\n"
-        "Flags:\n"
-        "  --index N                     worker index given by the manager (default -1)\n"
-        "  --control-endpoint EP         the manager's GDW1 ROUTER, e.g. ipc:///run/x/control;\n"
-        "                                without it the worker runs standalone\n"
-        "  --runtime-dir DIR             informers at ipc://DIR/<Kind>.pub and .snap\n"
-        "  --informer-endpoints SPEC     instead of --runtime-dir, only these kinds:\n"
-        "                                \"Kind=PUB,SNAP;Kind=PUB,SNAP\" (ipc:// only)\n"
-        "  --shards LIST                 standalone: shards to own, e.g. \"0-255\" (default),\n"
-        "                                \"3,17\" or \"all\"\n"
-        "  --max-concurrent-reconciles N reconcile threads per controller (default 1)\n"
-        "  --queue-rate-limits SPEC      per-controller workqueue rate limiter, client-go's\n"
-        "                                MaxOf(per-key exponential, overall token bucket):\n"
-        "                                \"base-ms=5,max-ms=1000000,qps=10,burst=100\" (defaults;\n"
-        "                                any subset; qps=0 disables the bucket)\n"
-        "  --heartbeat-ms MS             manager heartbeat; silent 3x: HELLO again, 5x: exit 1\n"
-        "                                (default 1000)\n"
-        "  --kube-api-qps N              the API client's rate limit, requests/s (default 50;\n"
-        "                                -1: none, the API server's priority and fairness\n"
-        "                                then being the only limit)\n"
-        "  --kube-api-burst N            ... and its burst (default 100)\n"
-        "  --kubeconfig PATH             kubeconfig for API writes (else in-cluster/$KUBECONFIG)\n"
-        "  --context NAME                kubeconfig context\n"
-        "  --manager-identity ID         the Lease identity of the manager that runs this\n"
-        "                                worker; API requests then carry the User-Agent\n"
-        "                                \"godis-operator (worker; manager=ID)\", so the API\n"
-        "                                server's audit log names the manager of every write\n"
-        "  --cluster-domain DOMAIN       the cluster's DNS domain: a member without a pod IP in\n"
-        "                                the cache is dialled at\n"
-        "                                <godis>-endpoint.<ns>.svc.DOMAIN (default cluster.local)\n"
-        "  --reconciler NAME             reconciler set (default godis):\n",
-        out);
-    for (const gd_reconciler_set *s = gd_reconciler_first(); s; s = s->next)
-        fprintf(out, "                                  %-8s %s\n", s->name, s->help);
-    fputs(
-        "  --reconciler-arg STRING       options for the reconciler set (test sets:\n"
-        "                                \"record=<file>,sleep_ms=<n>\")\n"
-        "  --stop-grace-ms MS            on SIGTERM, how long in-flight reconciles may run\n"
-        "                                (default 4000)\n"
-        "  --log-level LEVEL             debug|info|warn|error (default info)\n"
-        "  --log-format FORMAT           text|json (default text)\n"
-        "  --help                        this text\n"
-        "\n"
-        "Exit codes: 0 stopped, 1 failure (restart me), 2 fatal configuration.\n",
-        out);
+    return worker_rate_limits_parse(ud, v, why, cap);
 }
 
-static int fatal(const char *msg, const char *detail)
+static gd_err api_qps(void *ud, const char *v, char *why, size_t cap)
 {
-    fprintf(stderr, "godis-worker: %s%s%s\n", msg, detail ? ": " : "", detail ? detail : "");
-    return GD_EXIT_FATAL_CONFIG;
+    int64_t n;
+    if (gd_parse_int(v, -1, 100000, &n) != GD_OK || n == 0) {
+        snprintf(why, cap, "expected 1..100000, or -1 for no client-side limit, got \"%.40s\"", v);
+        return GD_ERR_CONFIG;
+    }
+    *(double *)ud = (double)n;
+    return GD_OK;
 }
 
-static bool parse_int(const char *s, long lo, long hi, long *out)
+static gd_err cluster_domain(void *ud, const char *v, char *why, size_t cap)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
+    if (!godis_valid_dns_name(v)) {
+        snprintf(why, cap, "expected a DNS name (letters, digits, '-', '.'), got \"%.60s\"", v);
+        return GD_ERR_CONFIG;
+    }
+    *(const char **)ud = v;
+    return GD_OK;
 }
 
-enum {
-    OPT_INDEX = 1000, OPT_CONTROL, OPT_RUNDIR, OPT_ENDPOINTS, OPT_SHARDS, OPT_MCR, OPT_HB,
-    OPT_KUBECONFIG, OPT_CONTEXT, OPT_RECONCILER, OPT_RECARG, OPT_GRACE, OPT_LEVEL, OPT_FORMAT,
-    OPT_HELP, OPT_RATE, OPT_MGRID, OPT_QPS, OPT_BURST, OPT_DOMAIN,
-};
+static gd_err manager_identity(void *ud, const char *v, char *why, size_t cap)
+{
+    if (!k8s_user_agent_word_ok(v)) {
+        snprintf(why, cap, "expected 1..253 visible ASCII characters without ( ) ; \\, got \"%.60s\"", v);
+        return GD_ERR_CONFIG;
+    }
+    *(const char **)ud = v;
+    return GD_OK;
+}
+
+/* "--reconciler NAME: reconciler set (default godis): godis (…), noop (…), …" */
+static void reconciler_help(char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "reconciler set:");
+    for (const gd_reconciler_set *s = gd_reconciler_first(); s && n < cap; s = s->next)
+        n += (size_t)snprintf(out + n, cap - n, "%s %s (%s)", s == gd_reconciler_first() ? "" : ";",
+                              s->name, s->help);
+}
+
+#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"index", required_argument, NULL, OPT_INDEX},
-        {"control-endpoint", required_argument, NULL, OPT_CONTROL},
-        {"runtime-dir", required_argument, NULL, OPT_RUNDIR},
-        {"informer-endpoints", required_argument, NULL, OPT_ENDPOINTS},
-        {"shards", required_argument, NULL, OPT_SHARDS},
-        {"max-concurrent-reconciles", required_argument, NULL, OPT_MCR},
-        {"heartbeat-ms", required_argument, NULL, OPT_HB},
-        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
-        {"context", required_argument, NULL, OPT_CONTEXT},
-        {"reconciler", required_argument, NULL, OPT_RECONCILER},
-        {"reconciler-arg", required_argument, NULL, OPT_RECARG},
-        {"stop-grace-ms", required_argument, NULL, OPT_GRACE},
-        {"log-level", required_argument, NULL, OPT_LEVEL},
-        {"log-format", required_argument, NULL, OPT_FORMAT},
-        {"queue-rate-limits", required_argument, NULL, OPT_RATE},
-        {"manager-identity", required_argument, NULL, OPT_MGRID},
-        {"kube-api-qps", required_argument, NULL, OPT_QPS},
-        {"kube-api-burst", required_argument, NULL, OPT_BURST},
-        {"cluster-domain", required_argument, NULL, OPT_DOMAIN},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
-    };
     static worker_opts o;
     worker_opts_default(&o);
     const char *shards = NULL, *endpoints = NULL, *level = "info", *format = "text";
-    long v;
-    int c;
-    bool reconciler_given = false;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_INDEX:
-            if (!parse_int(optarg, 0, 100000, &v))
-                return fatal("--index wants a number >= 0", optarg);
-            o.index = (int)v;
-            break;
-        case OPT_CONTROL: o.control_endpoint = optarg; break;
-        case OPT_RUNDIR: o.runtime_dir = optarg; break;
-        case OPT_ENDPOINTS: endpoints = optarg; break;
-        case OPT_SHARDS: shards = optarg; break;
-        case OPT_MCR:
-            if (!parse_int(optarg, 1, 1024, &v))
-                return fatal("--max-concurrent-reconciles wants 1..1024", optarg);
-            o.max_concurrent = (int)v;
-            break;
-        case OPT_HB:
-            if (!parse_int(optarg, 10, 600000, &v))
-                return fatal("--heartbeat-ms wants 10..600000", optarg);
-            o.heartbeat_ms = (int)v;
-            break;
-        case OPT_KUBECONFIG: o.kubeconfig = optarg; break;
-        case OPT_CONTEXT: o.context = optarg; break;
-        case OPT_RECONCILER:
-            o.reconciler = optarg;
-            reconciler_given = true;
-            break;
-        case OPT_RECARG: o.reconciler_arg = optarg; break;
-        case OPT_MGRID:
-            if (!k8s_user_agent_word_ok(optarg))
-                return fatal("--manager-identity wants 1..253 visible ASCII characters "
-                             "without ( ) ; \\", optarg);
-            o.manager_identity = optarg;
-            break;
-        case OPT_GRACE:
-            if (!parse_int(optarg, 0, 3600000, &v))
-                return fatal("--stop-grace-ms wants 0..3600000", optarg);
-            o.stop_grace_ms = v;
-            break;
-        case OPT_RATE: {
-            char why[160];
-            if (worker_rate_limits_parse(&o, optarg, why, sizeof why) != GD_OK)
-                return fatal("--queue-rate-limits", why);
-            break;
-        }
-        case OPT_QPS:
-            if (!parse_int(optarg, -1, 100000, &v) || v == 0)
-                return fatal("--kube-api-qps wants 1..100000, or -1 for no client-side limit", optarg);
-            o.kube_api_qps = (double)v;
-            break;
-        case OPT_BURST:
-            if (!parse_int(optarg, 1, 100000, &v))
-                return fatal("--kube-api-burst wants 1..100000", optarg);
-            o.kube_api_burst = (int)v;
-            break;
-        case OPT_DOMAIN:
-            if (!godis_valid_dns_name(optarg))
-                return fatal("--cluster-domain wants a DNS name (letters, digits, '-', '.')", optarg);
-            o.cluster_domain = optarg;
-            break;
-        case OPT_LEVEL: level = optarg; break;
-        case OPT_FORMAT: format = optarg; break;
-        case OPT_HELP: usage(stdout); return GD_EXIT_OK;
-        default:
-            return fatal("unknown flag or missing value (see --help)",
-                         optind > 0 && optind <= argc ? argv[optind - 1] : NULL);
-        }
-    }
-    if (optind < argc)
-        return fatal("unexpected argument", argv[optind]);
-    int lvl = gd_log_level_parse(level);
-    if (lvl < 0)
-        return fatal("--log-level wants debug|info|warn|error", level);
-    if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
-        return fatal("--log-format wants text|json", format);
-    gd_log_init("worker", (gd_log_level)lvl, strcmp(format, "json") == 0, 2);
+    static char rec_help[1024];
+    reconciler_help(rec_help, sizeof rec_help);
+    gd_flag defs[] = {
+        FLAG(GD_FLAG_INT, "index", &o.index, "worker index given by the manager (0..100000; -1: standalone)", .metavar = "N", .min = 0, .max = 100000, .no_default = true),
+        FLAG(GD_FLAG_STRING, "control-endpoint", &o.control_endpoint, "the manager's GDW1 ROUTER, e.g. ipc:///run/x/control; without it the worker runs standalone", .metavar = "EP"),
+        FLAG(GD_FLAG_STRING, "runtime-dir", &o.runtime_dir, "informers at ipc://DIR/<Kind>.pub and .snap", .metavar = "DIR"),
+        FLAG(GD_FLAG_STRING, "informer-endpoints", &endpoints, "instead of --runtime-dir, only these kinds: \"Kind=PUB,SNAP;Kind=PUB,SNAP\" (ipc:// only)", .metavar = "SPEC"),
+        FLAG(GD_FLAG_STRING, "shards", &shards, "standalone: shards to own, e.g. \"0-255\", \"3,17\" or \"all\"", .metavar = "LIST", .def = "all"),
+        FLAG(GD_FLAG_INT, "max-concurrent-reconciles", &o.max_concurrent, "reconcile threads per controller (1..1024)", .metavar = "N", .min = 1, .max = 1024),
+        FLAG(GD_FLAG_FUNC, "queue-rate-limits", NULL, "per-controller workqueue rate limiter, client-go's MaxOf(per-key exponential, overall token bucket): any subset of \"base-ms=5,max-ms=1000000,qps=10,burst=100\" (the defaults); qps=0 disables the bucket", .metavar = "SPEC", .fn = rate_limits, .ud = &o),
+        FLAG(GD_FLAG_DURATION, "heartbeat", &o.heartbeat_ms, "the manager's heartbeat (10ms..10m); silent 3x: HELLO again, 5x: exit 1", .min = 10, .max = 600000),
+        FLAG(GD_FLAG_MILLIS, "heartbeat-ms", &o.heartbeat_ms, "", .min = 10, .max = 600000, .deprecated = "use --heartbeat DURATION"),
+        FLAG(GD_FLAG_FUNC, "kube-api-qps", NULL, "the API client's rate limit in requests/s (1..100000; -1: none, the API server's priority and fairness then being the only limit)", .metavar = "N", .fn = api_qps, .ud = &o.kube_api_qps, .def = "50"),
+        FLAG(GD_FLAG_INT, "kube-api-burst", &o.kube_api_burst, "... and its burst (1..100000)", .metavar = "N", .min = 1, .max = 100000),
+        FLAG(GD_FLAG_STRING, "kubeconfig", &o.kubeconfig, "kubeconfig for API writes (default: $KUBECONFIG, ~/.kube/config, then in-cluster)", .metavar = "PATH"),
+        FLAG(GD_FLAG_STRING, "context", &o.context, "kubeconfig context (default: current-context)", .metavar = "NAME"),
+        FLAG(GD_FLAG_FUNC, "manager-identity", NULL, "the Lease identity of the manager that runs this worker; API requests then carry the User-Agent \"godis-operator (worker; manager=ID)\", so the API server's audit log names the manager of every write", .metavar = "ID", .fn = manager_identity, .ud = &o.manager_identity),
+        FLAG(GD_FLAG_FUNC, "cluster-domain", NULL, "the cluster's DNS domain: a member without a pod IP in the cache is dialled at <godis>-endpoint.<ns>.svc.DOMAIN", .metavar = "DOMAIN", .fn = cluster_domain, .ud = &o.cluster_domain, .def = "cluster.local"),
+        FLAG(GD_FLAG_STRING, "reconciler", &o.reconciler, rec_help, .metavar = "NAME"),
+        FLAG(GD_FLAG_STRING, "reconciler-arg", &o.reconciler_arg, "options for the reconciler set (godis: \"node-grace-ms=N,godis-timeout-ms=N,godis-port=N\"; test sets: \"record=<file>,sleep_ms=<n>\")", .metavar = "STRING"),
+        FLAG(GD_FLAG_DURATION, "stop-grace", &o.stop_grace_ms, "on SIGTERM, how long in-flight reconciles may run (0s..1h)", .min = 0, .max = 3600000),
+        FLAG(GD_FLAG_MILLIS, "stop-grace-ms", &o.stop_grace_ms, "", .min = 0, .max = 3600000, .deprecated = "use --stop-grace DURATION"),
+        FLAG(GD_FLAG_FUNC, "log-level", NULL, "debug, info, warn or error", .metavar = "LEVEL", .fn = gd_flags_log_level, .ud = &level, .def = "info"),
+        FLAG(GD_FLAG_FUNC, "log-format", NULL, "text or json", .metavar = "FORMAT", .fn = gd_flags_log_format, .ud = &format, .def = "text"),
+    };
+    gd_flagset fs = {.prog = "godis-worker", .usage = "godis-worker [flags]", .about = ABOUT,
+                     .footer = FOOTER, .flags = defs, .nflags = sizeof defs / sizeof defs[0]};
+    int rc = gd_flags_main(&fs, argc, argv);
+    if (rc >= 0)
+        return rc;
+    gd_log_init("worker", (gd_log_level)gd_log_level_parse(level), strcmp(format, "json") == 0, 2);
     gd_hoptrace_init("worker");
+    gd_flags_warn_deprecated(&fs);
 
     char why[200] = "";
     if (endpoints && o.runtime_dir)
-        return fatal("give --runtime-dir or --informer-endpoints, not both", NULL);
+        return gd_flags_fail(&fs, "give --runtime-dir or --informer-endpoints, not both");
     if (endpoints) {
         if (worker_endpoints_parse(&o, endpoints, why, sizeof why) != GD_OK)
-            return fatal("--informer-endpoints", why);
+            return gd_flags_fail(&fs, "--informer-endpoints: %s", why);
     } else if (o.runtime_dir) {
         if (worker_endpoints_from_dir(&o, o.runtime_dir) != GD_OK)
-            return fatal("--runtime-dir: path too long", o.runtime_dir);
+            return gd_flags_fail(&fs, "--runtime-dir: path too long: %s", o.runtime_dir);
     } else {
-        return fatal("need --runtime-dir or --informer-endpoints", NULL);
+        return gd_flags_fail(&fs, "need --runtime-dir or --informer-endpoints");
     }
     if (o.control_endpoint) {
         if (shards)
-            return fatal("--shards is for standalone mode; the manager assigns shards", NULL);
+            return gd_flags_fail(&fs, "--shards is for standalone mode; the manager assigns shards");
         if (strncmp(o.control_endpoint, "ipc://", 6) != 0)
-            return fatal("--control-endpoint must be ipc:// (tcp needs CURVE keys)",
-                         o.control_endpoint);
+            return gd_flags_fail(&fs, "--control-endpoint must be ipc:// (tcp needs CURVE keys), got \"%s\"",
+                                 o.control_endpoint);
     } else if (gdw_parse_shards(shards ? shards : "all", o.shards, &o.nshards, why,
                                 sizeof why) != GD_OK) {
-        return fatal("--shards", why);
+        return gd_flags_fail(&fs, "--shards: %s", why);
     }
-    if (!gd_reconciler_find(o.reconciler)) {
-        /* Until the godis reconcilers are linked in, a manager-started worker (no
-         * --reconciler flag) runs the no-op set rather than refusing to start. */
-        if (!reconciler_given && gd_reconciler_find("noop")) {
-            gd_log(GD_LOG_WARN, "the godis reconcilers are not built in: running noop", NULL);
-            o.reconciler = "noop";
-        } else {
-            return fatal("unknown --reconciler (see --help)", o.reconciler);
-        }
-    }
+    if (!gd_reconciler_find(o.reconciler))
+        return gd_flags_fail(&fs, "--reconciler: unknown reconciler set \"%s\"", o.reconciler);
     return worker_run(&o);
 }

@@ -117,6 +117,7 @@ static void set_fini(void *ud) { free(ud); }
 static gd_reconciler_set godis_set = {
     .name = "godis",
     .help = "the GodisCluster and Godis controllers (production)",
+    .needs_api = true,
     .ncontrollers = 2,
     .controllers = {
         {.controller = "godiscluster", .for_kind = "GodisCluster", .reconcile = reconcile_cluster},

@@ -34,6 +34,8 @@ typedef void (*gd_emit_fn)(void *ud, const char *controller, const char *key);
 typedef struct gd_reconciler_set {
     const char *name;               /* --reconciler value */
     const char *help;               /* one line for --help */
+    bool needs_api;                 /* writes to the API server: without a usable kubeconfig
+                                     * the worker refuses to start (exit 2) */
     int ncontrollers;
     gd_reconciler controllers[GD_RECONCILER_MAX_CONTROLLERS];
     /* Optional: set up with --reconciler-arg (may be NULL); *ud is handed to every

@@ -206,8 +206,8 @@ GD_RECONCILER_SET(noop_set)
 
 static gd_reconciler_set sleepy_set = {
     .name = "sleepy",
-    .help = "test: sleeps 0..sleep_ms ms at random (sleep_ms=<n>,record=<file>,\n"
-            "                                           write=status,requeue_ms=<n>,ns=<ns>)",
+    .help = "test: sleeps 0..sleep_ms ms at random (sleep_ms=<n>,record=<file>,"
+            "write=status,requeue_ms=<n>,ns=<ns>)",
     .ncontrollers = 1,
     .controllers = {{"godiscluster", "GodisCluster", testrec_reconcile, NULL}},
     .init = sleepy_init,

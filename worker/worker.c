@@ -28,22 +28,33 @@ static void on_signal(int sig) { got_signal = sig; }
 
 /* ---- setup and teardown ---- */
 
-/* The API client for the reconcilers' writes. Without a usable configuration the worker
- * still runs (test reconcilers need none); a reconciler set that writes refuses to start
- * in its init when env.client is NULL. */
-static void setup_client(worker *w)
+/* The API client for the reconcilers' writes. A configuration that was asked for
+ * (--kubeconfig, --context, $KUBECONFIG) and cannot be used is fatal, and so is none at
+ * all for a reconciler set that writes (the production "godis" set): one line naming the
+ * file and the problem, exit 2, as the manager and the informer do. Only the test sets
+ * run without one. */
+static gd_err setup_client(worker *w)
 {
     k8s_config_opts co = {.kubeconfig = w->o->kubeconfig, .context = w->o->context,
                           .allow_in_cluster = true};
     k8s_config *cfg = NULL;
-    char err[300] = "";
+    char err[512] = "";
     if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK) {
+        const gd_reconciler_set *set = gd_reconciler_find(w->o->reconciler);
+        const char *env = getenv("KUBECONFIG");
+        bool asked = w->o->kubeconfig || w->o->context || (env && *env);
+        if (asked || (set && set->needs_api)) {
+            fprintf(stderr, "godis-worker: %s\n", err);
+            return GD_ERR_CONFIG;
+        }
         gd_log(GD_LOG_WARN, "no API server configuration: reconcilers cannot write", "reason",
                err, NULL);
-        return;
+        return GD_OK;
     }
     k8s_client_opts opts;
     k8s_client_opts_default(&opts);
+    opts.qps = w->o->kube_api_qps;
+    opts.burst = w->o->kube_api_burst;
     /* The manager's identity in the User-Agent: the audit log then tells which manager's
      * worker made each write (tests prove fencing from it). */
     char ua[300];
@@ -54,8 +65,11 @@ static void setup_client(worker *w)
     opts.user_agent = ua;
     w->env.client = k8s_client_new(&cfg, &opts);
     k8s_config_destroy(&cfg);
-    if (!w->env.client)
-        gd_log(GD_LOG_WARN, "cannot create the API client: reconcilers cannot write", NULL);
+    if (!w->env.client) {
+        fprintf(stderr, "godis-worker: cannot create the Kubernetes client\n");
+        return GD_ERR_CONFIG;
+    }
+    return GD_OK;
 }
 
 static gd_err setup_controllers(worker *w)
@@ -206,7 +220,8 @@ int worker_run(const worker_opts *o)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    setup_client(w);
+    if (setup_client(w) != GD_OK)
+        goto out;
     if (setup_controllers(w) != GD_OK || worker_setup_subs(w) != GD_OK ||
         worker_setup_control(w) != GD_OK)
         goto out;

@@ -40,7 +40,7 @@ typedef struct {
     int64_t queue_base_delay_ms, queue_max_delay_ms;
     double queue_qps;
     int queue_burst;
-    int heartbeat_ms;
+    int64_t heartbeat_ms;
     /* The API client's own token bucket (client-go's QPS/Burst): 50/100 by default. */
     double kube_api_qps;                /* < 0: no client-side limit */
     int kube_api_burst;

@@ -217,7 +217,7 @@ void start_informer(informer *inf, const char *ns, const char *kubeconfig,
     char bin[PATH_MAX + 32];
     snprintf(bin, sizeof bin, "%s/bin/godis-informer", IT.root);
     const char *argv[40] = {bin, "--kind", "ConfigMap", "--namespace", ns, "--pub-endpoint",
-                            inf->pub, "--snap-endpoint", inf->snap, "--heartbeat-ms", "200"};
+                            inf->pub, "--snap-endpoint", inf->snap, "--heartbeat", "200ms"};
     int n = 11;
     if (kubeconfig) {
         argv[n++] = "--kubeconfig";

@@ -41,6 +41,7 @@
 #include <zmq.h>
 #include "e2e_procs.h"
 #include "harness_manager.h"
+#include "gd_time.h"
 
 /* ---- stand-in children ---- */
 static volatile sig_atomic_t fake_term;
@@ -124,12 +125,13 @@ static int fake_worker_main(int argc, char **argv)
 {
     const char *idx = fake_arg(argc, argv, "--index");
     const char *ep = fake_arg(argc, argv, "--control-endpoint");
-    const char *hbs = fake_arg(argc, argv, "--heartbeat-ms");
+    const char *hbs = fake_arg(argc, argv, "--heartbeat");
     if (!idx || !ep || !hbs || !fake_arg(argc, argv, "--runtime-dir") ||
         !fake_arg(argc, argv, "--max-concurrent-reconciles")) return 2;
     signal(SIGTERM, fake_on_term);
     int index = atoi(idx);
-    long hb = atol(hbs);
+    int64_t hb;
+    if (gd_parse_duration_ms(hbs, &hb) != GD_OK) return 2;   /* what the manager sends */
     char name[64], id[32], pid[16];
     snprintf(name, sizeof name, "fake-w%d.pid", index);
     fake_pidfile(name);

@@ -286,8 +286,8 @@ static pid_t spawn_worker(int index, bool managed, const char *shards)
             argv[n++] = idx;
             argv[n++] = "--control-endpoint";
             argv[n++] = ctl;
-            argv[n++] = "--heartbeat-ms";
-            argv[n++] = "200";
+            argv[n++] = "--heartbeat";
+            argv[n++] = "200ms";
         } else {
             argv[n++] = "--shards";
             argv[n++] = shards;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "../../manager/config.c"
+#include "gd_time.h"
 
 static gd_err parse(gd_mgr_config *c, char *err, int argc, ...)
 {
@@ -58,6 +59,39 @@ static void test_flags(void **st)
     assert_true(c.help);
 }
 
+/* pflag's syntax, plus `--flag false` for booleans (gd_flags.h), -h and --version. */
+static void test_flag_convention(void **st)
+{
+    (void)st;
+    gd_mgr_config c;
+    char err[256];
+    assert_int_equal(parse(&c, err, 2, "--leader-elect", "false"), GD_OK);
+    assert_false(c.leader_elect);
+    assert_int_equal(parse(&c, err, 3, "--leader-elect", "false", "--workers=3"), GD_OK);
+    assert_false(c.leader_elect);
+    assert_int_equal(c.workers, 3);
+    assert_int_equal(parse(&c, err, 2, "--leader-elect", "--workers=3"), GD_OK);
+    assert_true(c.leader_elect);
+    assert_int_equal(parse(&c, err, 2, "--leader-elect=0", "--heartbeat=250ms"), GD_OK);
+    assert_false(c.leader_elect);
+    assert_int_equal(c.heartbeat_ms, 250);
+    assert_int_equal(parse(&c, err, 1, "-h"), GD_OK);
+    assert_true(c.help);
+    assert_int_equal(parse(&c, err, 1, "--version"), GD_OK);
+    assert_true(c.version);
+    /* help wins over what follows it, not over a bad flag before it */
+    assert_int_equal(parse(&c, err, 2, "--help", "--nope"), GD_OK);
+    assert_int_equal(parse(&c, err, 2, "--nope", "--help"), GD_ERR_CONFIG);
+    /* kinds: plural and short names are the same kind, each kind once */
+    assert_int_equal(parse(&c, err, 1, "--informer-kinds=pods,Node,gc"), GD_OK);
+    char kinds[GD_MGR_MAX_KINDS][64] = {{0}};
+    assert_int_equal(gd_mgr_informer_kinds(c.informer_kinds, kinds, err, sizeof err), GD_OK);
+    assert_string_equal(kinds[0], "Pod");
+    assert_string_equal(kinds[1], "Node");
+    assert_string_equal(kinds[2], "GodisCluster");
+    assert_string_equal(kinds[3], "");
+}
+
 static void test_bad_flags_one_line(void **st)
 {
     (void)st;
@@ -67,7 +101,18 @@ static void test_bad_flags_one_line(void **st)
         {"--nope", NULL, "unknown flag --nope"},
         {"--workers=0", NULL, "--workers: must be between 1 and 64"},
         {"--workers=x", NULL, "--workers: expected an integer"},
-        {"--workers=99999999999999", NULL, "--workers: expected an integer"},
+        {"--workers=99999999999999", NULL, "--workers: must be between 1 and 64"},
+        {"--workers=3abc", NULL, "--workers: expected an integer, got \"3abc\""},
+        {"--workers= 3", NULL, "--workers: expected an integer"},
+        {"--heartbeat=5ms", NULL, "--heartbeat: must be between 10ms and 1m0s, got 5ms"},
+        {"--shutdown-grace", "15", "--shutdown-grace: expected a duration like 15s, 500ms or 2m, got \"15\" (a number needs a unit)"},
+        {"--leader-elect", "maybe", "unexpected argument \"maybe\""},
+        {"--informer-kinds=Pod,Pod", NULL, "--informer-kinds: Pod is listed twice"},
+        {"--informer-kinds=Pod,pods", NULL, "--informer-kinds: Pod is listed twice (\"pods\")"},
+        {"--informer-kinds=Pod,,Node", NULL, "--informer-kinds: empty entry"},
+        {"--informer-kinds=Pod,Widget", NULL, "--informer-kinds: unknown kind \"Widget\""},
+        {"--informer-kinds=", NULL, "--informer-kinds: must name at least one kind"},
+        {"--version=1", NULL, "--version takes no value"},
         {"--workers", NULL, "--workers needs a value"},
         {"--leader-elect=maybe", NULL, "--leader-elect: expected true or false"},
         {"--leader-elect-lease-duration=15", NULL, "expected a duration"},
@@ -85,7 +130,7 @@ static void test_bad_flags_one_line(void **st)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gd_err e = cases[i].b ? parse(&c, err, 2, cases[i].a, cases[i].b)
                               : parse(&c, err, 1, cases[i].a);
-        assert_int_equal(e, GD_ERR_CONFIG);
+        if (e != GD_ERR_CONFIG) fail_msg("%s %s: accepted", cases[i].a, cases[i].b ? cases[i].b : "");
         if (!strstr(err, cases[i].want)) fail_msg("%s: got \"%s\"", cases[i].a, err);
         assert_null(strchr(err, '\n'));
     }
@@ -144,21 +189,9 @@ static void test_yaml_hostile(void **st)
     assert_int_equal(gd_mgr_config_yaml(&c, "---\n", 4, "t.yaml", err, sizeof err), GD_OK);
 }
 
-static void test_durations_and_addresses(void **st)
+static void test_addresses(void **st)
 {
     (void)st;
-    int64_t ms;
-    assert_int_equal(gd_parse_duration_ms("15s", &ms), GD_OK);
-    assert_int_equal(ms, 15000);
-    assert_int_equal(gd_parse_duration_ms("1m30s", &ms), GD_OK);
-    assert_int_equal(ms, 90000);
-    assert_int_equal(gd_parse_duration_ms("250ms", &ms), GD_OK);
-    assert_int_equal(ms, 250);
-    assert_int_equal(gd_parse_duration_ms("1.5s", &ms), GD_OK);
-    assert_int_equal(ms, 1500);
-    const char *bad[] = {"", "s", "10", "-1s", "1d", "1s2", "99999999999h", " 1s"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(gd_parse_duration_ms(bad[i], &ms), GD_ERR_PARSE);
     char host[64], why[128];
     int port;
     assert_int_equal(gd_parse_bind_addr("localhost:8080", host, sizeof host, &port, why, sizeof why), GD_OK);
@@ -183,11 +216,20 @@ static void test_usage_mentions_every_flag(void **st)
     FILE *f = open_memstream(&buf, &len);
     gd_mgr_config_usage(f);
     fclose(f);
-    for (size_t i = 0; i < NOPTS; i++) {
+    gd_mgr_config d;
+    gd_flag flags[MAX_FLAGS];
+    size_t n = bind_flags(&d, flags);
+    assert_true(n <= MAX_FLAGS);
+    for (size_t i = 0; i < n; i++) {
         char name[80];
-        snprintf(name, sizeof name, "--%s", OPTS[i].name);
+        snprintf(name, sizeof name, "--%s", flags[i].name);
         assert_non_null(strstr(buf, name));
     }
+    /* the layout every program shares */
+    assert_non_null(strstr(buf, "Usage:\n  godis-manager [flags]\n"));
+    assert_non_null(strstr(buf, "  -h, --help\n"));
+    assert_non_null(strstr(buf, "      --version\n"));
+    assert_non_null(strstr(buf, "      --leader-elect [true|false]\n"));
     assert_non_null(strstr(buf, "(default 15s)"));
     free(buf);
 }
@@ -198,10 +240,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_flag_convention),
         cmocka_unit_test(test_bad_flags_one_line),
         cmocka_unit_test(test_yaml_file_and_precedence),
         cmocka_unit_test(test_yaml_hostile),
-        cmocka_unit_test(test_durations_and_addresses),
+        cmocka_unit_test(test_addresses),
         cmocka_unit_test(test_usage_mentions_every_flag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -194,6 +194,43 @@ static void test_soft_stop_honoured(void **st)
     gd_sup_destroy(&s);
 }
 
+/* Ctrl-C reaches every process of the terminal's group: children exit on their own while
+ * the manager is stopping. A stopping supervisor restarts none of them, not even one that
+ * is still "wanted" or already waiting in backoff. */
+static void test_shutdown_never_respawns(void **st)
+{
+    (void)st;
+    gd_supervisor *s = fast_sup();
+    char *quick[] = {"/bin/sh", "-c", "exit 1", NULL};
+    char *sleeper[] = {"/bin/sh", "-c", "sleep 0.2", NULL};
+    gd_proc *a = gd_sup_add(s, GD_ROLE_INFORMER, 0, "informer/Pod", quick);
+    gd_proc *b = gd_sup_add(s, GD_ROLE_INFORMER, 1, "informer/Node", sleeper);
+    gd_sup_want(s, a);
+    gd_sup_want(s, b);
+    /* a exits and waits in backoff; b is running */
+    int64_t end = gd_mono_ms() + 2000;
+    while (gd_mono_ms() < end && !(a->state == GD_PROC_BACKOFF && b->pid > 0)) {
+        gd_sup_reap(s);
+        gd_sup_tick(s);
+        usleep(1000);
+    }
+    assert_int_equal(a->state, GD_PROC_BACKOFF);
+    assert_true(b->pid > 0);
+    int starts_a = a->starts, starts_b = b->starts;
+    gd_sup_shutdown(s);
+    assert_true(gd_sup_shutting_down(s));
+    gd_sup_want(s, a);                         /* a late want changes nothing */
+    run_for(s, 700);                           /* past a's backoff and b's exit */
+    assert_int_equal(a->starts, starts_a);
+    assert_int_equal(b->starts, starts_b);
+    assert_int_equal(a->state, GD_PROC_IDLE);
+    assert_int_equal(b->state, GD_PROC_IDLE);
+    assert_int_equal(b->pid, 0);
+    assert_int_equal(gd_sup_alive(s, GD_ROLE_INFORMER), 0);
+    assert_int_equal(gd_sup_restarts(s, GD_ROLE_INFORMER), (uint64_t)(starts_a - 1 + starts_b - 1));
+    gd_sup_destroy(&s);
+}
+
 static void test_table_lookup_and_bad_args(void **st)
 {
     (void)st;
@@ -225,6 +262,7 @@ int main(void)
         cmocka_unit_test_setup(test_hard_stop_terms, setup),
         cmocka_unit_test_setup(test_term_then_kill, setup),
         cmocka_unit_test_setup(test_soft_stop_honoured, setup),
+        cmocka_unit_test_setup(test_shutdown_never_respawns, setup),
         cmocka_unit_test_setup(test_table_lookup_and_bad_args, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -232,12 +232,80 @@ static void test_bucket_unlimited(void **state)
     gd_bucket_destroy(&b);
 }
 
+/* One duration syntax for every flag: Go's time.ParseDuration, bare numbers refused. */
+static void test_duration_parse(void **state)
+{
+    struct { const char *s; int64_t ms; } ok[] = {
+        {"0", 0}, {"0s", 0}, {"15s", 15000}, {"1m30s", 90000}, {"250ms", 250}, {"1.5s", 1500},
+        {"2m", 120000}, {"1h", 3600000}, {".5s", 500}, {"1500000us", 1500}, {"2000000ns", 2},
+        {"3\xc2\xb5s", 0}, {"1h2m3s4ms", 3723004}, {"5m0s", 300000},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t ms = -1;
+        if (gd_parse_duration_ms(ok[i].s, &ms) != GD_OK || ms != ok[i].ms)
+            fail_msg("\"%s\": got %lld", ok[i].s, (long long)ms);
+    }
+    const char *bad[] = {"", "s", "15", "10", "-1s", "+1s", "1d", "1s2", "99999999999h", " 1s",
+                         "1s ", ".s", "1..5s", "1e3s", "abc", "1S", "0x10s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t ms;
+        if (gd_parse_duration_ms(bad[i], &ms) != GD_ERR_PARSE)
+            fail_msg("\"%s\" was accepted", bad[i]);
+    }
+}
+
+static void test_duration_format(void **state)
+{
+    struct { int64_t ms; const char *s; } c[] = {
+        {0, "0s"}, {1, "1ms"}, {250, "250ms"}, {1000, "1s"}, {1500, "1.5s"}, {15000, "15s"},
+        {90000, "1m30s"}, {300000, "5m0s"}, {3600000, "1h0m0s"}, {3723004, "1h2m3.004s"},
+        {-1500, "-1.5s"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char buf[32];
+        gd_format_duration_ms(c[i].ms, buf, sizeof buf);
+        assert_string_equal(buf, c[i].s);
+        int64_t back;
+        if (c[i].ms >= 0) {           /* what we print, we parse back */
+            assert_int_equal(gd_parse_duration_ms(buf, &back), GD_OK);
+            assert_int_equal(back, c[i].ms);
+        }
+    }
+}
+
+static void test_rfc3339_parse(void **state)
+{
+    int64_t ms;
+    assert_int_equal(gd_parse_rfc3339_ms("1970-01-01T00:00:00Z", &ms), GD_OK);
+    assert_int_equal(ms, 0);
+    assert_int_equal(gd_parse_rfc3339_ms("2026-11-22T11:02:03Z", &ms), GD_OK);
+    assert_int_equal(ms, 1795345323000LL);
+    assert_int_equal(gd_parse_rfc3339_ms("2026-11-22T11:02:03.123456Z", &ms), GD_OK);
+    assert_int_equal(ms, 1795345323123LL);
+    assert_int_equal(gd_parse_rfc3339_ms("2026-11-22T20:02:03+09:00", &ms), GD_OK);
+    assert_int_equal(ms, 1795345323000LL);
+    assert_int_equal(gd_parse_rfc3339_ms("2026-11-22T10:02:03.5-01:00", &ms), GD_OK);
+    assert_int_equal(ms, 1795345323500LL);
+    char out[32];
+    gd_format_rfc3339_micro(1795345323123000LL, out);
+    assert_int_equal(gd_parse_rfc3339_ms(out, &ms), GD_OK);
+    assert_int_equal(ms, 1795345323123LL);
+    const char *bad[] = {"", "2026-11-22", "2026-11-22T11:02:03", "2026-13-22T11:02:03Z",
+                         "2026-11-22T11:02:03Zjunk", "2026-11-22T11:02:03.Z", "2026-11-22 11:02:03Z",
+                         "2026-11-22T11:02:03+0900", "tomorrow"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (gd_parse_rfc3339_ms(bad[i], &ms) != GD_ERR_PARSE) fail_msg("\"%s\" accepted", bad[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_injected_clock, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_sleep, setup_clock, teardown_clock),
         cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_rfc3339_parse),
+        cmocka_unit_test(test_duration_parse),
+        cmocka_unit_test(test_duration_format),
         cmocka_unit_test(test_rand01),
         cmocka_unit_test(test_rand01_threads),
         cmocka_unit_test_setup_teardown(test_backoff_bounds, setup_clock, teardown_clock),

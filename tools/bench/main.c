@@ -277,7 +277,7 @@ static int cmd_events(int argc, char **argv)
         return 0;
     }
     target t;
-    const char *args[] = {"--kubeconfig", kc, "--heartbeat-ms", "200", NULL};
+    const char *args[] = {"--kubeconfig", kc, "--heartbeat", "200ms", NULL};
     start_target(&t, bin, args);
     wait_synced(&t, 30000);
     double c0 = cpu_us(t.pid);
@@ -331,7 +331,7 @@ static int cmd_rss(int argc, char **argv)
         return 0;
     }
     target t;
-    const char *args[] = {"--kubeconfig", kc, "--heartbeat-ms", "200", NULL};
+    const char *args[] = {"--kubeconfig", kc, "--heartbeat", "200ms", NULL};
     start_target(&t, bin, args);
     wait_synced(&t, 60000);
     gd_sleep_ms(500);
@@ -366,7 +366,7 @@ static int cmd_list(int argc, char **argv)
     }
     target t;
     bool cache = opt(argc, argv, "--from-cache", NULL) != NULL;
-    const char *args[] = {"--namespace", ns, "--page-size", "500", "--heartbeat-ms", "100",
+    const char *args[] = {"--namespace", ns, "--page-size", "500", "--heartbeat", "100ms",
                           cache ? "--initial-list-from-cache" : NULL, NULL};
     int64_t t0 = gd_mono_ms();
     start_target(&t, bin, args);
