@@ -69,8 +69,9 @@ static void q_list_opts(qbuf *q, const k8s_list_opts *o)
 
 /* ---- plain requests ---- */
 
-gd_err k8s_request(k8s_client *c, const char *method, const char *path, const char *body,
-                   const char *content_type, cJSON **out, k8s_status *st)
+static gd_err request_stoppable(k8s_client *c, const char *method, const char *path,
+                                const char *body, const char *content_type,
+                                const volatile int *stop, cJSON **out, k8s_status *st)
 {
     if (out)
         *out = NULL;
@@ -78,6 +79,7 @@ gd_err k8s_request(k8s_client *c, const char *method, const char *path, const ch
         .method = method, .path = path, .body = body,
         .body_len = body ? strlen(body) : 0,
         .content_type = body ? (content_type ? content_type : "application/json") : NULL,
+        .stop = stop,
     };
     k8s_http_resp rs;
     gd_err e = k8s_http_do(c, &rq, &rs, st);
@@ -99,6 +101,12 @@ gd_err k8s_request(k8s_client *c, const char *method, const char *path, const ch
     }
     free(rs.body);
     return GD_OK;
+}
+
+gd_err k8s_request(k8s_client *c, const char *method, const char *path, const char *body,
+                   const char *content_type, cJSON **out, k8s_status *st)
+{
+    return request_stoppable(c, method, path, body, content_type, NULL, out, st);
 }
 
 static gd_err request_json(k8s_client *c, const char *method, const char *path,
@@ -145,7 +153,7 @@ gd_err k8s_list(k8s_client *c, const k8s_resource *r, const char *ns,
         q_add_long(&q, "timeoutSeconds", o->timeout_seconds);
     if (!q.ok)
         return fail(st, GD_ERR_ARG, "list: query does not fit");
-    return k8s_request(c, "GET", path, NULL, NULL, out, st);
+    return request_stoppable(c, "GET", path, NULL, NULL, o ? o->stop : NULL, out, st);
 }
 
 gd_err k8s_create(k8s_client *c, const k8s_resource *r, const char *ns, const cJSON *obj,

@@ -80,6 +80,10 @@ typedef struct {
     long limit;                         /* 0: no paging */
     const char *continue_token;
     int  timeout_seconds;               /* server-side timeout (watch) */
+    const volatile int *stop;           /* list only: non-zero (set atomically) cancels a
+                                         * request in flight within ~100 ms (GD_ERR_CANCELLED),
+                                         * so a list the server is slow to answer does not
+                                         * hold up a shutdown */
 } k8s_list_opts;
 
 typedef struct {

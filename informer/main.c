@@ -294,11 +294,12 @@ int main(int argc, char **argv)
 
     gd_err e = inf_pub_run(pub);
     g_stop = 1;
-    /* The reflector notices the stop within ~100 ms inside a watch; a list in flight can
-     * take up to the request timeout, so do not wait for ever. */
+    /* The reflector notices the stop within ~100 ms, in a list as in a watch (both poll
+     * g_stop); bound the wait anyway, below the manager's default TERM-to-KILL (2.5 s), so
+     * the socket files below are always removed. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 5;
+    ts.tv_sec += 2;
     bool joined = pthread_timedjoin_np(th, NULL, &ts) == 0;
     GD_INFO("informer stopping", "kind", kind, "reflector", joined ? "joined" : "abandoned");
     inf_pub_destroy(&pub);

@@ -178,7 +178,8 @@ static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
         k8s_list_opts lo = {.label_selector = c->label_selector,
                             .field_selector = c->field_selector,
                             .resource_version = from_cache && !cont[0] ? "0" : NULL,
-                            .limit = limit, .continue_token = cont[0] ? cont : NULL};
+                            .limit = limit, .continue_token = cont[0] ? cont : NULL,
+                            .stop = c->stop};
         cJSON *page = NULL;
         gd_err e = k8s_list(c->client, &c->res, c->ns, &lo, &page, st);
         if (e == GD_ERR_GONE && cont[0]) {

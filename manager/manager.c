@@ -105,6 +105,21 @@ static int64_t fence_grace_ms(const mgr_t *m)
     return m->cfg.leader_elect && room < g ? room : g;
 }
 
+/* The informers' socket files, before gd_rundir_remove: an informer killed after the grace
+ * period (SIGKILL) could not unlink its own, and none may be left behind, whoever made the
+ * directory. */
+static void unlink_endpoints(mgr_t *m)
+{
+    if (!m->rundir[0]) return;
+    char p[300];
+    for (int i = 0; i < m->ninf; i++) {
+        snprintf(p, sizeof p, "%s/%s.pub", m->rundir, m->inf[i].kind);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/%s.snap", m->rundir, m->inf[i].kind);
+        unlink(p);
+    }
+}
+
 static bool kind_filtered(const char *kind)
 {
     static const char *children[] = {"ConfigMap", "Pod", "Service", "PersistentVolumeClaim",
@@ -685,6 +700,7 @@ static void teardown(mgr_t *m)
     for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) free(m->w[i].metrics);
     free(m->pub_metrics);
     if (m->zctx) zmq_ctx_term(m->zctx);
+    unlink_endpoints(m);
     gd_rundir_remove(m->rundir, m->rundir_made);
     if (m->wake_fd >= 0) close(m->wake_fd);
     pthread_mutex_destroy(&m->pub_mu);
