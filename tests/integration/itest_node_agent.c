@@ -246,7 +246,7 @@ static int setup(void **st)
 static void start_agent(void)
 {
     char *args[] = { "--nodes", "2", "--node-prefix", "itest-na-", "--ip-base", ip_base,
-                     "--taint", "godis-itest=node-agent:NoSchedule", "--heartbeat-seconds", "2",
+                     "--taint", "godis-itest=node-agent:NoSchedule", "--heartbeat", "2s",
                      "--image-map", "itest/shell=", "--hosts-file", hosts_file, NULL };
     run_agent_cmd(args);
 }
@@ -319,7 +319,7 @@ static void test_nodes_ready(void **st)
         char renew1[64];
         snprintf(renew1, sizeof renew1, "%s", gd_json_str_or(lease, "spec.renewTime", ""));
         cJSON_Delete(lease);
-        /* --heartbeat-seconds 2: renewed again (a condition with a deadline, not a sleep
+        /* --heartbeat 2s: renewed again (a condition with a deadline, not a sleep
          * that assumes the agent is on time on a loaded machine) */
         assert_true(wait_lease_renewed(nodes[i], renew1, 30000));
     }

@@ -4,7 +4,6 @@
  *   node-agent [flags] set-ready NODE true|false  mark a node Ready/NotReady (tests) */
 #include "agent.h"
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
 #include <signal.h>
@@ -12,55 +11,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "gd_flags.h"
 #include "gd_log.h"
 #include "k8s_client.h"
 #include "k8s_config.h"
 
 static na_agent agent;
 
-static void usage(FILE *f)
+static const char ABOUT[] =
+    "A stand-in kubelet: registers N Nodes, renews their Leases in kube-node-lease, and runs "
+    "the pods bound to them as local processes, each pod with its own IP in 127.0.0.0/8.";
+static const char FOOTER[] =
+    "set-ready NODE false writes DIR/nodes/NODE.notready and patches the Ready condition to "
+    "False; the running agent (same --state-dir) then keeps posting Ready=False while it "
+    "still renews the Lease. set-ready NODE true removes the marker and posts Ready=True.\n\n"
+    "On SIGTERM/SIGINT the agent stops every pod process (TERM, 10 s, KILL) and leaves the "
+    "Nodes registered.\n\n"
+    "Exit codes: 0 stopped, 1 failure, 2 bad flags or configuration.";
+
+static gd_err image_map(void *ud, const char *v, char *why, size_t cap)
 {
-    fprintf(f,
-"Usage: node-agent [flags]                            run the nodes and their pods\n"
-"       node-agent [flags] set-ready NODE true|false  mark a node Ready / NotReady\n"
-"\n"
-"A stand-in kubelet: registers N Nodes, renews their Leases in kube-node-lease, and runs the\n"
-"pods bound to them as local processes, each pod with its own IP in 127.0.0.0/8.\n"
-"\n"
-"Flags:\n"
-"  --kubeconfig PATH     kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)\n"
-"  --nodes N             number of Nodes to register (default 3, at most %d)\n"
-"  --node-prefix P       Node names are P1..PN (default \"node-\")\n"
-"  --ip-base A           pod IPs are handed out from A+1 upwards, one per live pod, in\n"
-"                        127.0.0.0/8 only (default 127.0.1.0)\n"
-"  --image-map I=PROG    run image I (matched without tag or registry) as program PROG;\n"
-"                        repeatable, later entries win. An empty PROG runs the container's\n"
-"                        own command on this host. PROG replaces the image entrypoint\n"
-"                        (command[0]); command[1..] and args follow. Default:\n"
-"                        kbzjung359/godis=<directory of this program>/godis-standin.\n"
-"                        Image kbzjung359/godis also gets CLUSTER_LISTEN-CLIENT=\n"
-"                        http://<podIP>:6379 and CLUSTER_LISTEN-PEER=http://<podIP>:6300.\n"
-"  --state-dir DIR       volumes, pod logs and node markers (default\n"
-"                        ${TMPDIR:-/tmp}/godis-node-agent-<uid>). A PVC is the directory\n"
-"                        DIR/volumes/<namespace>/<claim> and survives its pods; an\n"
-"                        emptyDir lives in DIR/pods/<ns>_<pod>_<uid>/volumes/<name>; logs\n"
-"                        are DIR/pods/<ns>_<pod>_<uid>/<container>.log.\n"
-"                        Processes share this filesystem, so mounts are told by env: any\n"
-"                        env value that starts with a volume's mountPath gets that prefix\n"
-"                        replaced by the volume's directory.\n"
-"  --hosts-file PATH     keep a block '# BEGIN godis-node-agent' .. '# END godis-node-agent'\n"
-"                        in PATH mapping <svc>.<ns>.svc.cluster.local to the pod IP behind\n"
-"                        each Service's selector (off by default)\n"
-"  --taint K[=V]:EFFECT  taint for newly registered Nodes (repeatable)\n"
-"  --heartbeat-seconds S Lease renewal and Ready heartbeat period (default 10)\n"
-"  --log-level L         debug, info, warn or error (default info)\n"
-"  --help                this text\n"
-"\n"
-"set-ready NODE false writes DIR/nodes/NODE.notready and patches the Ready condition to\n"
-"False; the running agent (same --state-dir) then keeps posting Ready=False while it still\n"
-"renews the Lease. set-ready NODE true removes the marker and posts Ready=True.\n"
-"On SIGTERM/SIGINT the agent stops every pod process (TERM, 10 s, KILL) and leaves the\n"
-"Nodes registered.\n", NA_MAX_NODES);
+    return na_image_map_add(&((na_agent *)ud)->images, v, why, cap);
+}
+
+static gd_err taint(void *ud, const char *v, char *why, size_t cap)
+{
+    cJSON *t = na_taint_parse(v, why, cap);
+    if (!t) return GD_ERR_CONFIG;
+    cJSON_AddItemToArray(((na_agent *)ud)->taints, t);
+    return GD_OK;
+}
+
+static gd_err heartbeat_seconds(void *ud, const char *v, char *why, size_t cap)
+{
+    int64_t s;
+    if (gd_parse_int(v, 1, 3600, &s) != GD_OK) {
+        snprintf(why, cap, "expected 1..3600 seconds, got \"%.40s\"", v);
+        return GD_ERR_CONFIG;
+    }
+    *(int64_t *)ud = s * 1000;
+    return GD_OK;
 }
 
 static void on_signal(int sig)
@@ -161,18 +151,6 @@ static int run(na_agent *a)
     return GD_EXIT_OK;
 }
 
-static int parse_int(const char *s, int lo, int hi, const char *flag)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi) {
-        fprintf(stderr, "node-agent: %s %s: want an integer in %d..%d\n", flag, s, lo, hi);
-        exit(GD_EXIT_FATAL_CONFIG);
-    }
-    return (int)v;
-}
-
 int main(int argc, char **argv)
 {
     na_agent *a = &agent;
@@ -186,53 +164,35 @@ int main(int argc, char **argv)
     na_image_map_add(&a->images, def, err, sizeof err);
     const char *tmp = getenv("TMPDIR");
     snprintf(a->state_dir, sizeof a->state_dir, "%s/godis-node-agent-%d", tmp && *tmp ? tmp : "/tmp", (int)getuid());
-    enum { O_KUBE = 1, O_NODES, O_PREFIX, O_IPBASE, O_IMAGE, O_STATE, O_HOSTS, O_TAINT, O_HB, O_LOG, O_HELP };
-    static const struct option opts[] = {
-        { "kubeconfig", required_argument, 0, O_KUBE }, { "nodes", required_argument, 0, O_NODES },
-        { "node-prefix", required_argument, 0, O_PREFIX }, { "ip-base", required_argument, 0, O_IPBASE },
-        { "image-map", required_argument, 0, O_IMAGE }, { "state-dir", required_argument, 0, O_STATE },
-        { "hosts-file", required_argument, 0, O_HOSTS }, { "taint", required_argument, 0, O_TAINT },
-        { "heartbeat-seconds", required_argument, 0, O_HB }, { "log-level", required_argument, 0, O_LOG },
-        { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
+    int64_t heartbeat_ms = 10000;
+    const char *level_name = "info";
+#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+    char nodes_help[96];
+    snprintf(nodes_help, sizeof nodes_help, "number of Nodes to register (1..%d)", NA_MAX_NODES);
+    gd_flag defs[] = {
+        FLAG(GD_FLAG_STRING, "kubeconfig", &kubeconfig, "kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)", .metavar = "PATH"),
+        FLAG(GD_FLAG_INT, "nodes", &nnodes, nodes_help, .metavar = "N", .min = 1, .max = NA_MAX_NODES),
+        FLAG(GD_FLAG_STRING, "node-prefix", &prefix, "Node names are P1..PN", .metavar = "P"),
+        FLAG(GD_FLAG_STRING, "ip-base", &ip_base, "pod IPs are handed out from A+1 upwards, one per live pod, in 127.0.0.0/8 only", .metavar = "A"),
+        FLAG(GD_FLAG_FUNC, "image-map", NULL, "run image I (matched without tag or registry) as program PROG; repeatable, later entries win. An empty PROG runs the container's own command on this host. PROG replaces the image entrypoint (command[0]); command[1..] and args follow. Default: kbzjung359/godis=<directory of this program>/godis-standin. Image kbzjung359/godis also gets CLUSTER_LISTEN-CLIENT=http://<podIP>:6379 and CLUSTER_LISTEN-PEER=http://<podIP>:6300.", .metavar = "I=PROG", .fn = image_map, .ud = a),
+        FLAG(GD_FLAG_STRING, "state-dir", a->state_dir, "volumes, pod logs and node markers (default ${TMPDIR:-/tmp}/godis-node-agent-<uid>). A PVC is the directory DIR/volumes/<namespace>/<claim> and survives its pods; an emptyDir lives in DIR/pods/<ns>_<pod>_<uid>/volumes/<name>; logs are DIR/pods/<ns>_<pod>_<uid>/<container>.log. Processes share this filesystem, so mounts are told by env: any env value that starts with a volume's mountPath gets that prefix replaced by the volume's directory.", .metavar = "DIR", .cap = sizeof a->state_dir, .no_default = true),
+        FLAG(GD_FLAG_STRING, "hosts-file", &a->hosts_file, "keep a block '# BEGIN godis-node-agent' .. '# END godis-node-agent' in PATH mapping <svc>.<ns>.svc.cluster.local to the pod IP behind each Service's selector (off by default)", .metavar = "PATH"),
+        FLAG(GD_FLAG_FUNC, "taint", NULL, "taint for newly registered Nodes (repeatable)", .metavar = "K[=V]:EFFECT", .fn = taint, .ud = a),
+        FLAG(GD_FLAG_DURATION, "heartbeat", &heartbeat_ms, "Lease renewal and Ready heartbeat period (1s..1h)", .min = 1000, .max = 3600000),
+        FLAG(GD_FLAG_FUNC, "heartbeat-seconds", NULL, "", .fn = heartbeat_seconds, .ud = &heartbeat_ms, .deprecated = "use --heartbeat DURATION"),
+        FLAG(GD_FLAG_FUNC, "log-level", NULL, "debug, info, warn or error", .metavar = "LEVEL", .fn = gd_flags_log_level, .ud = &level_name, .def = "info"),
     };
-    int o;
-    while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-        switch (o) {
-        case O_KUBE: kubeconfig = optarg; break;
-        case O_NODES: nnodes = parse_int(optarg, 1, NA_MAX_NODES, "--nodes"); break;
-        case O_PREFIX: prefix = optarg; break;
-        case O_IPBASE: ip_base = optarg; break;
-        case O_IMAGE:
-            if (na_image_map_add(&a->images, optarg, err, sizeof err) != GD_OK) {
-                fprintf(stderr, "node-agent: %s\n", err);
-                return GD_EXIT_FATAL_CONFIG;
-            }
-            break;
-        case O_STATE:
-            if (snprintf(a->state_dir, sizeof a->state_dir, "%s", optarg) >= (int)sizeof a->state_dir) {
-                fprintf(stderr, "node-agent: --state-dir too long\n");
-                return GD_EXIT_FATAL_CONFIG;
-            }
-            break;
-        case O_HOSTS: a->hosts_file = optarg; break;
-        case O_TAINT: {
-            cJSON *t = na_taint_parse(optarg, err, sizeof err);
-            if (!t) { fprintf(stderr, "node-agent: %s\n", err); return GD_EXIT_FATAL_CONFIG; }
-            cJSON_AddItemToArray(a->taints, t);
-            break;
-        }
-        case O_HB: a->heartbeat_s = parse_int(optarg, 1, 3600, "--heartbeat-seconds"); break;
-        case O_LOG:
-            if ((level = gd_log_level_parse(optarg)) < 0) {
-                fprintf(stderr, "node-agent: --log-level %s: want debug, info, warn or error\n", optarg);
-                return GD_EXIT_FATAL_CONFIG;
-            }
-            break;
-        case O_HELP: case 'h': usage(stdout); return GD_EXIT_OK;
-        default: usage(stderr); return GD_EXIT_FATAL_CONFIG;
-        }
-    }
+    gd_flagset fs = {.prog = "node-agent",
+                     .usage = "node-agent [flags] [run]                      run the nodes and their pods\n"
+                              "node-agent [flags] set-ready NODE true|false  mark a node Ready / NotReady",
+                     .about = ABOUT, .footer = FOOTER, .flags = defs,
+                     .nflags = sizeof defs / sizeof defs[0], .allow_args = true};
+    int code = gd_flags_main(&fs, argc, argv);
+    if (code >= 0) return code;
+    level = gd_log_level_parse(level_name);
+    a->heartbeat_s = (int)(heartbeat_ms / 1000);
     gd_log_init("node-agent", (gd_log_level)level, 0, 2);
+    gd_flags_warn_deprecated(&fs);
     if (strlen(prefix) + 4 >= sizeof a->node_prefix || !*prefix) {
         fprintf(stderr, "node-agent: --node-prefix must be 1..%zu characters\n", sizeof a->node_prefix - 5);
         return GD_EXIT_FATAL_CONFIG;
@@ -245,19 +205,17 @@ int main(int argc, char **argv)
         return GD_EXIT_FATAL_CONFIG;
     }
     int rc;
-    if (optind < argc && strcmp(argv[optind], "set-ready") == 0) {
-        if (argc - optind != 3 || (strcmp(argv[optind + 2], "true") && strcmp(argv[optind + 2], "false"))) {
-            fprintf(stderr, "node-agent: usage: set-ready NODE true|false\n");
-            return GD_EXIT_FATAL_CONFIG;
-        }
+    const char *cmd = fs.nargs ? fs.args[0] : "run";
+    if (strcmp(cmd, "set-ready") == 0) {
+        if (fs.nargs != 3 || (strcmp(fs.args[2], "true") && strcmp(fs.args[2], "false")))
+            return gd_flags_fail(&fs, "usage: set-ready NODE true|false");
         a->api = make_client(kubeconfig);
         if (!a->api) return GD_EXIT_FATAL_CONFIG;
-        gd_err e = na_node_set_ready(a->api, a->state_dir, argv[optind + 1], strcmp(argv[optind + 2], "true") == 0);
-        if (e != GD_OK) fprintf(stderr, "node-agent: set-ready %s: %s\n", argv[optind + 1], gd_strerror(e));
+        gd_err e = na_node_set_ready(a->api, a->state_dir, fs.args[1], strcmp(fs.args[2], "true") == 0);
+        if (e != GD_OK) fprintf(stderr, "node-agent: set-ready %s: %s\n", fs.args[1], gd_strerror(e));
         rc = e == GD_OK ? GD_EXIT_OK : GD_EXIT_FAILURE;
-    } else if (optind < argc && strcmp(argv[optind], "run") != 0) {
-        fprintf(stderr, "node-agent: unknown command %s (see --help)\n", argv[optind]);
-        rc = GD_EXIT_FATAL_CONFIG;
+    } else if (strcmp(cmd, "run") != 0 || fs.nargs > 1) {
+        return gd_flags_fail(&fs, "unknown command \"%s\"", fs.nargs > 1 && !strcmp(cmd, "run") ? fs.args[1] : cmd);
     } else {
         a->api = make_client(kubeconfig);
         rc = a->api ? run(a) : GD_EXIT_FATAL_CONFIG;
