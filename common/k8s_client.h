@@ -30,6 +30,7 @@ typedef struct {
     int    max_retries_429;     /* default 3 */
     const char *user_agent;     /* default "godis-operator/<version> (<role>)" */
     bool   http2;               /* default true: negotiate h2 over TLS */
+    long   exec_timeout_ms;     /* an exec credential plugin's run; default 60000 */
 } k8s_client_opts;
 void k8s_client_opts_default(k8s_client_opts *o);
 /* True when s may stand as one word in a User-Agent comment, e.g. the manager identity in

@@ -171,7 +171,7 @@ static int read_file(const char *path, size_t cap, char **out, size_t *len, char
 /* clientcmd resolves paths inside a kubeconfig against that file's directory. */
 static char *resolve_path(const char *dir, const char *p)
 {
-    if (p[0] == '/' || !dir)
+    if (p[0] == '/' || !dir || strcmp(dir, ".") == 0)
         return strdup(p);
     size_t n = strlen(dir) + strlen(p) + 2;
     char *s = malloc(n);
@@ -287,6 +287,108 @@ static gd_err apply_cluster(k8s_config *cfg, const kc_cluster *c, const char *ct
                     &cfg->ca_pem, &cfg->ca_pem_len);
 }
 
+static char *dup_env(const char *name, const char *value)
+{
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s=%s", name, value);
+    return s;
+}
+
+/* clientcmd's checks of an ExecConfig (validation.go and the v1 defaults): a command, an
+ * apiVersion this client speaks, and for v1 an explicit interactiveMode. */
+static gd_err check_exec(const kc_user *u, k8s_exec_interactive *mode, char *err, size_t errlen)
+{
+    const kc_exec *x = &u->exec;
+    static const char V1[] = "client.authentication.k8s.io/v1",
+                      V1B1[] = "client.authentication.k8s.io/v1beta1";
+    const char *why = NULL;
+    char buf[300];
+    if (!x->command || !*x->command) {
+        why = "exec.command is missing";
+    } else if (!x->api_version || !*x->api_version) {
+        why = "exec.apiVersion is missing (client.authentication.k8s.io/v1 or v1beta1)";
+    } else if (strcmp(x->api_version, V1) && strcmp(x->api_version, V1B1)) {
+        snprintf(buf, sizeof buf, "exec.apiVersion \"%.100s\" is not supported (want %s or %s)",
+                 x->api_version, V1, V1B1);
+        why = buf;
+    } else if (!x->interactive_mode || !*x->interactive_mode) {
+        *mode = K8S_EXEC_IF_AVAILABLE;      /* v1beta1's default */
+        if (!strcmp(x->api_version, V1))
+            why = "exec.interactiveMode must be set for client.authentication.k8s.io/v1 "
+                  "(Never, IfAvailable or Always)";
+    } else if (!strcmp(x->interactive_mode, "Never")) {
+        *mode = K8S_EXEC_NEVER;
+    } else if (!strcmp(x->interactive_mode, "IfAvailable")) {
+        *mode = K8S_EXEC_IF_AVAILABLE;
+    } else if (!strcmp(x->interactive_mode, "Always")) {
+        *mode = K8S_EXEC_ALWAYS;
+    } else {
+        snprintf(buf, sizeof buf, "exec.interactiveMode \"%.60s\" is not Never, IfAvailable or "
+                 "Always", x->interactive_mode);
+        why = buf;
+    }
+    if (why) {
+        kc_err(err, errlen, "%s: users[%d] (name=%s): %s", u->file->path, u->index, u->name, why);
+        return GD_ERR_CONFIG;
+    }
+    return GD_OK;
+}
+
+static gd_err apply_exec(k8s_config *cfg, const kc_user *u, char *err, size_t errlen)
+{
+    k8s_exec_interactive mode = K8S_EXEC_IF_AVAILABLE;
+    gd_err rc = check_exec(u, &mode, err, errlen);
+    if (rc != GD_OK)
+        return rc;
+    const kc_exec *x = &u->exec;
+    k8s_exec_config *e = calloc(1, sizeof *e);
+    if (!e || !(cfg->exec = e))
+        return GD_ERR_NOMEM;
+    e->interactive = mode;
+    e->provide_cluster_info = x->provide_cluster_info == 1;
+    /* clientcmd resolves a command with a path separator against the kubeconfig's
+     * directory; a bare name is looked up in $PATH when it runs */
+    e->command = strchr(x->command, '/') ? resolve_path(u->file->dir, x->command) : strdup(x->command);
+    e->api_version = strdup(x->api_version);
+    e->install_hint = x->install_hint && *x->install_hint ? strdup(x->install_hint) : NULL;
+    size_t wn = strlen(u->file->path) + strlen(u->name) + 48;
+    if ((e->where = malloc(wn)))
+        snprintf(e->where, wn, "%s: users[%d] (name=%s)", u->file->path, u->index, u->name);
+    e->args = calloc(x->nargs + 1, sizeof *e->args);
+    e->env = calloc(x->nenv + 1, sizeof *e->env);
+    if (!e->command || !e->api_version || !e->where || !e->args || !e->env ||
+        (x->install_hint && *x->install_hint && !e->install_hint))
+        return GD_ERR_NOMEM;
+    for (; e->nargs < x->nargs; e->nargs++)
+        if (!(e->args[e->nargs] = strdup(x->args[e->nargs])))
+            return GD_ERR_NOMEM;
+    for (; e->nenv < x->nenv; e->nenv++)
+        if (!(e->env[e->nenv] = dup_env(x->env_names[e->nenv], x->env_values[e->nenv])))
+            return GD_ERR_NOMEM;
+    return GD_OK;
+}
+
+void k8s_exec_config_destroy(k8s_exec_config **pe)
+{
+    if (!pe || !*pe)
+        return;
+    k8s_exec_config *e = *pe;
+    for (size_t i = 0; i < e->nargs; i++)
+        free(e->args[i]);
+    for (size_t i = 0; i < e->nenv; i++)
+        wipe_free(e->env[i], strlen(e->env[i]));   /* env often carries secrets */
+    free(e->args);
+    free(e->env);
+    free(e->command);
+    free(e->api_version);
+    free(e->install_hint);
+    free(e->where);
+    free(e);
+    *pe = NULL;
+}
+
 static gd_err apply_user(k8s_config *cfg, const kc_user *u, char *err, size_t errlen)
 {
     where w = { u->file->path, "users", u->index, u->name, u->file->dir, err, errlen };
@@ -327,10 +429,13 @@ static gd_err apply_user(k8s_config *cfg, const kc_user *u, char *err, size_t er
             wipe_free(cfg->token, strlen(cfg->token));
         cfg->token = tok;
     }
-    if (!cfg->token && !cfg->cert_pem && (u->has_exec || u->has_auth_provider || u->has_basic)) {
-        kc_err(err, errlen, "%s: users[%d] (name=%s): %s is not supported; use a token, tokenFile "
-                "or a client certificate", u->file->path, u->index, u->name,
-                u->has_exec ? "exec" : u->has_auth_provider ? "auth-provider" : "basic auth");
+    if (!cfg->token && !cfg->cert_pem && u->has_exec)
+        return apply_exec(cfg, u, err, errlen);
+    if (!cfg->token && !cfg->cert_pem && (u->has_auth_provider || u->has_basic)) {
+        kc_err(err, errlen, "%s: users[%d] (name=%s): %s is not supported; use an exec "
+                "credential plugin (what kubectl uses since 1.26), a token, tokenFile or a "
+                "client certificate", u->file->path, u->index, u->name,
+                u->has_auth_provider ? "auth-provider" : "basic auth");
         return GD_ERR_CONFIG;
     }
     return GD_OK;
@@ -604,6 +709,7 @@ void k8s_config_destroy(k8s_config **pcfg)
     if (c->token)
         wipe_free(c->token, strlen(c->token));
     free(c->token_file);
+    k8s_exec_config_destroy(&c->exec);
     free(c->namespace_);
     free(c->context_name);
     free(c->source);

@@ -31,12 +31,10 @@
 
 #define MAX_BODY_BYTES   (256u * 1024 * 1024)   /* a whole non-watch response */
 #define MAX_ERROR_BYTES  (1024u * 1024)         /* an error body beside a stream */
-#define MAX_TOKEN_BYTES  (64 * 1024)
 #define MAX_IDLE_HANDLES 128   /* >= the busiest caller's concurrency (a worker: 2 controllers x 32
                                  * reconcilers); a handle dropped on return closes its
                                  * connection, and the next request pays a TLS handshake */
 #define MAX_RETRY_AFTER_S 60                    /* longer waits go back to the caller */
-#define TOKEN_RECHECK_MS 1000
 
 struct k8s_client {
     k8s_config *cfg;
@@ -56,13 +54,7 @@ struct k8s_client {
     gd_bucket bucket;
     atomic_uint_fast64_t requests;
 
-    pthread_mutex_t tok_mu;
-    char *file_token;               /* last good read of cfg->token_file */
-    int64_t tok_checked_ms;
-    bool tok_tried;                 /* read attempted at least once */
-    bool tok_force;                 /* re-read at the next request (after a 401) */
-    struct stat tok_st;
-    bool tok_have_st;
+    k8s_auth *auth;                 /* bearer token (file) and exec plugin: k8s_auth.c */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -81,6 +73,7 @@ void k8s_client_opts_default(k8s_client_opts *o)
     o->max_retries_429 = 3;
     o->user_agent = NULL;
     o->http2 = true;
+    o->exec_timeout_ms = 60000;
 }
 
 bool k8s_user_agent_word_ok(const char *s)
@@ -211,7 +204,6 @@ k8s_client *k8s_client_new(k8s_config **cfgp, const k8s_client_opts *opts)
     c->user_agent = strdup(c->opts.user_agent ? c->opts.user_agent : ua);
     c->opts.user_agent = c->user_agent;
     pthread_mutex_init(&c->pool_mu, NULL);
-    pthread_mutex_init(&c->tok_mu, NULL);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->share_mu[i], NULL);
     gd_bucket_init(&c->bucket, c->opts.qps, c->opts.burst);
@@ -219,6 +211,8 @@ k8s_client *k8s_client_new(k8s_config **cfgp, const k8s_client_opts *opts)
 
     char err[160] = "out of memory";
     bool ok = c->user_agent && setup_endpoint(c, err, sizeof err);
+    if (ok && !(c->auth = k8s_auth_new(cfg, c->opts.exec_timeout_ms)))
+        ok = false;
     if (ok && (c->share = curl_share_init()) != NULL) {
         curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
         curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
@@ -245,15 +239,11 @@ void k8s_client_destroy(k8s_client **cp)
     if (c->share)
         curl_share_cleanup(c->share);
     curl_slist_free_all(c->connect_to);
+    k8s_auth_destroy(&c->auth);
     gd_bucket_destroy(&c->bucket);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->share_mu[i]);
     pthread_mutex_destroy(&c->pool_mu);
-    pthread_mutex_destroy(&c->tok_mu);
-    if (c->file_token) {
-        memset(c->file_token, 0, strlen(c->file_token));
-        free(c->file_token);
-    }
     free(c->base_url);
     free(c->user_agent);
     k8s_config_destroy(&c->cfg);
@@ -294,120 +284,22 @@ static void pool_put(k8s_client *c, CURL *h)
         curl_easy_cleanup(h);          /* more idle handles than we ever want to keep */
 }
 
-/* ---- bearer token ---- */
-
-static bool same_file(const struct stat *a, const struct stat *b)
+/* Appends "Authorization: Bearer <token>" when there is a token (k8s_auth.c decides). */
+static struct curl_slist *add_auth_header(k8s_client *c, struct curl_slist *hdrs,
+                                          const k8s_cred *cred, bool *ok)
 {
-    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* Reads a token file: trimmed, non-empty, no control characters (it goes into a header). */
-static char *read_token_file(const char *path, struct stat *st, char *why, size_t whylen)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, whylen, "%s", strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    if (fstat(fd, st) != 0 || st->st_size > MAX_TOKEN_BYTES) {
-        snprintf(why, whylen, "cannot stat or larger than %d bytes", MAX_TOKEN_BYTES);
-        goto fail;
-    }
-    buf = malloc(MAX_TOKEN_BYTES + 1);
-    if (!buf)
-        goto fail;
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + len, MAX_TOKEN_BYTES - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            snprintf(why, whylen, "%s", strerror(errno));
-            goto fail;
-        }
-        if (n == 0 || (len += (size_t)n) == MAX_TOKEN_BYTES)
-            break;
-    }
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ' ||
-                       buf[len - 1] == '\t'))
-        len--;
-    size_t start = 0;
-    while (start < len && (buf[start] == ' ' || buf[start] == '\t'))
-        start++;
-    if (start == len) {
-        snprintf(why, whylen, "file is empty");
-        goto fail;
-    }
-    for (size_t i = start; i < len; i++)
-        if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
-            snprintf(why, whylen, "token contains control characters");
-            goto fail;
-        }
-    memmove(buf, buf + start, len - start);
-    buf[len - start] = '\0';
-    close(fd);
-    return buf;
-fail:
-    free(buf);
-    close(fd);
-    return NULL;
-}
-
-/* Re-reads the token file when it changed, at most once per second (or right away after a
- * 401). client-go's rule: a readable token file wins over the static token. */
-static void refresh_token_locked(k8s_client *c)
-{
-    int64_t now = gd_mono_ms();
-    if (!c->tok_force && c->tok_tried && now - c->tok_checked_ms < TOKEN_RECHECK_MS)
-        return;                         /* also keeps a missing file from flooding the log */
-    c->tok_tried = true;
-    c->tok_checked_ms = now;
-    c->tok_force = false;
-    struct stat st;
-    if (c->tok_have_st && c->file_token && stat(c->cfg->token_file, &st) == 0 &&
-        same_file(&st, &c->tok_st))
-        return;
-    char why[128];
-    char *tok = read_token_file(c->cfg->token_file, &st, why, sizeof why);
-    if (!tok) {
-        gd_log(GD_LOG_WARN, "cannot read the token file; keeping the last good token",
-               "path", c->cfg->token_file, "error", why, NULL);
-        return;
-    }
-    if (c->file_token) {
-        memset(c->file_token, 0, strlen(c->file_token));
-        free(c->file_token);
-    }
-    c->file_token = tok;
-    c->tok_st = st;
-    c->tok_have_st = true;
-}
-
-/* Appends "Authorization: Bearer <token>" to the header list, if there is a token. */
-static struct curl_slist *add_auth_header(k8s_client *c, struct curl_slist *hdrs, bool *ok)
-{
-    pthread_mutex_lock(&c->tok_mu);
-    if (c->cfg->token_file && c->cfg->token_file[0])
-        refresh_token_locked(c);
-    const char *tok = c->file_token ? c->file_token : c->cfg->token;
+    bool nomem = false;
+    char *line = k8s_auth_header(c->auth, cred, &nomem);
     struct curl_slist *res = hdrs;
-    if (tok && tok[0] && !strpbrk(tok, "\r\n")) {
-        size_t n = strlen(tok) + 32;
-        char *line = malloc(n);
-        if (line) {
-            snprintf(line, n, "Authorization: Bearer %s", tok);
-            res = curl_slist_append(hdrs, line);
-            memset(line, 0, n);
-            free(line);
-        }
-        if (!line || !res) {
-            *ok = false;
-            res = hdrs;
-        }
+    if (line) {
+        res = curl_slist_append(hdrs, line);
+        explicit_bzero(line, strlen(line));
+        free(line);
     }
-    pthread_mutex_unlock(&c->tok_mu);
+    if (nomem || (line && !res)) {
+        *ok = false;
+        res = hdrs;
+    }
     return res;
 }
 
@@ -494,7 +386,7 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 }
 
 static bool setup_handle(k8s_client *c, CURL *h, const k8s_http_req *rq, xfer *x,
-                         struct curl_slist **hdrs, char *errbuf)
+                         const k8s_cred *cred, struct curl_slist **hdrs, char *errbuf)
 {
     curl_easy_reset(h);
     size_t ulen = strlen(c->base_url) + strlen(rq->path) + 1;
@@ -538,9 +430,15 @@ static bool setup_handle(k8s_client *c, CURL *h, const k8s_http_req *rq, xfer *x
             curl_easy_setopt(h, CURLOPT_CAINFO, NULL);
             curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
         }
-        if (cfg->cert_pem && cfg->cert_pem_len && cfg->key_pem && cfg->key_pem_len) {
-            struct curl_blob cert = {cfg->cert_pem, cfg->cert_pem_len, CURL_BLOB_COPY};
-            struct curl_blob key = {cfg->key_pem, cfg->key_pem_len, CURL_BLOB_COPY};
+        /* the exec plugin's certificate (a different blob never reuses a connection made
+         * with the old one: curl compares them), else the kubeconfig's */
+        const unsigned char *cp = cred && cred->cert_pem ? cred->cert_pem : cfg->cert_pem;
+        const unsigned char *kp = cred && cred->cert_pem ? cred->key_pem : cfg->key_pem;
+        size_t cl = cred && cred->cert_pem ? cred->cert_len : cfg->cert_pem_len;
+        size_t kl = cred && cred->cert_pem ? cred->key_len : cfg->key_pem_len;
+        if (cp && cl && kp && kl) {
+            struct curl_blob cert = {(void *)cp, cl, CURL_BLOB_COPY};
+            struct curl_blob key = {(void *)kp, kl, CURL_BLOB_COPY};
             curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
             curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
             curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
@@ -558,7 +456,7 @@ static bool setup_handle(k8s_client *c, CURL *h, const k8s_http_req *rq, xfer *x
     if (l)
         l = curl_slist_append(l, "Expect:") ? l : (ok = false, l);  /* no 100-continue wait */
     if (l)
-        l = add_auth_header(c, l, &ok);
+        l = add_auth_header(c, l, cred, &ok);
     *hdrs = l;
     if (!l || !ok)
         return false;
@@ -650,17 +548,22 @@ gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s
         snprintf(st->message, sizeof st->message, "bad request arguments");
         return GD_ERR_ARG;
     }
+    k8s_cred *cred = NULL;
+    bool reauthed = false;
     for (int attempt = 0;; attempt++) {
+        if (!cred && k8s_auth_cred(c->auth, &cred, st) != GD_OK)
+            return st->err;
         gd_bucket_wait(&c->bucket);
         CURL *h = pool_get(c);
         xfer x = {.rq = rq, .h = h, .streaming = -1, .max = MAX_BODY_BYTES};
         char errbuf[CURL_ERROR_SIZE] = "";
         struct curl_slist *hdrs = NULL;
-        if (!h || !setup_handle(c, h, rq, &x, &hdrs, errbuf)) {
+        if (!h || !setup_handle(c, h, rq, &x, cred, &hdrs, errbuf)) {
             curl_slist_free_all(hdrs);
             if (h)
                 curl_easy_reset(h);
             pool_put(c, h);
+            k8s_cred_release(&cred);
             st->err = GD_ERR_NOMEM;
             snprintf(st->message, sizeof st->message, "cannot set up the request");
             return GD_ERR_NOMEM;
@@ -712,10 +615,18 @@ gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s
             err = k8s_classify_ex(code, x.buf, x.len, x.retry_after[0] ? x.retry_after : NULL,
                                   st, &ra);
         }
-        if (err == GD_ERR_UNAUTHORIZED && c->cfg->token_file) {
-            pthread_mutex_lock(&c->tok_mu);
-            c->tok_force = true;              /* maybe the token just rotated */
-            pthread_mutex_unlock(&c->tok_mu);
+        if (err == GD_ERR_UNAUTHORIZED) {
+            /* a rotated token file is read again; an exec plugin runs again, and as the
+             * request was refused, not done, it goes out once more with the new credential */
+            k8s_cred *fresh = k8s_auth_unauthorized(c->auth, reauthed ? NULL : cred);
+            if (fresh && fresh != cred) {
+                reauthed = true;
+                k8s_cred_release(&cred);
+                cred = fresh;
+                free(x.buf);
+                continue;
+            }
+            k8s_cred_release(&fresh);
         }
         if (err == GD_ERR_TOO_MANY_REQUESTS && attempt < c->opts.max_retries_429 &&
             ra <= MAX_RETRY_AFTER_S) {
@@ -736,6 +647,7 @@ gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s
             x.buf = NULL;
         }
         free(x.buf);
+        k8s_cred_release(&cred);
         return err;
     }
 }

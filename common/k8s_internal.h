@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "k8s_client.h"
+#include "k8s_exec.h"
 
 /* Copies len bytes of untrusted text into dst as one printable line: control characters
  * and whitespace runs become one space, invalid UTF-8 becomes '?', and a text that does not
@@ -17,6 +18,25 @@ gd_err k8s_classify_ex(long http_status, const char *body, size_t len,
 /* Percent-encodes s into out (RFC 3986 unreserved characters pass through). Returns the
  * length written, or -1 when it does not fit. */
 int k8s_urlencode(char *out, size_t cap, const char *s);
+
+/* ---- authentication (k8s_auth.c): who we are on each request ----
+ * A bearer token from the kubeconfig, or from its tokenFile (re-read when it changes, at
+ * most once a second, at once after a 401), or from an exec plugin (k8s_exec.h). Client
+ * certificates from the kubeconfig are set on the TLS handle by k8s_http.c. */
+typedef struct k8s_auth k8s_auth;
+k8s_auth *k8s_auth_new(const k8s_config *cfg, long exec_timeout_ms);  /* NULL: no memory */
+void      k8s_auth_destroy(k8s_auth **a);
+/* The exec plugin's credential for one request (*cred: a reference to release; NULL
+ * without a plugin). On failure st says why, as a transport-class error (client-go's
+ * "getting credentials: …"), so callers retry it like a connection that failed. */
+gd_err    k8s_auth_cred(k8s_auth *a, k8s_cred **cred, k8s_status *st);
+/* "Authorization: Bearer <token>" (malloc'd; the caller wipes and frees it), or NULL when
+ * there is no token (*nomem tells an allocation failure apart). */
+char     *k8s_auth_header(k8s_auth *a, const k8s_cred *cred, bool *nomem);
+/* The server answered 401 to a request made with `used` (NULL: static credentials). The
+ * token file is read again at the next request; with an exec plugin, it runs again and the
+ * new credential is returned (a reference), else NULL. */
+k8s_cred *k8s_auth_unauthorized(k8s_auth *a, const k8s_cred *used);
 
 /* One HTTP exchange, as k8s_client.c asks k8s_http.c for it. */
 typedef struct {

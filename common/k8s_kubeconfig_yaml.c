@@ -67,16 +67,18 @@ typedef struct {
     const char *name;
     char *err;
     size_t errlen;
+    const char *prefix; /* put before field names in messages ("exec."), or NULL */
 } entry_ctx;
 
 static void entry_err(const entry_ctx *e, const char *field, const char *what)
 {
+    const char *pre = e->prefix ? e->prefix : "";
     if (e->name)
-        kc_err(e->err, e->errlen, "%s: %s[%d] (name=%s): %s: %s", e->file->path, e->list,
-               e->index, e->name, field, what);
+        kc_err(e->err, e->errlen, "%s: %s[%d] (name=%s): %s%s: %s", e->file->path, e->list,
+               e->index, e->name, pre, field, what);
     else
-        kc_err(e->err, e->errlen, "%s: %s[%d]: %s: %s", e->file->path, e->list, e->index,
-               field, what);
+        kc_err(e->err, e->errlen, "%s: %s[%d]: %s%s: %s", e->file->path, e->list, e->index,
+               pre, field, what);
 }
 
 /* Looks up key in a mapping. A key given twice is an error (Go's YAML decoder refuses it
@@ -186,6 +188,102 @@ static gd_err read_cluster(yaml_document_t *doc, const yaml_node_t *m, kc_cluste
     return GD_OK;
 }
 
+static void exec_free(kc_exec *x)
+{
+    free(x->args);
+    free(x->env_names);
+    free(x->env_values);
+    memset(x, 0, sizeof *x);
+}
+
+/* A sequence field: absent or null → 0 items; anything but a sequence is an error. */
+static gd_err get_seq(yaml_document_t *doc, const yaml_node_t *map, const char *key,
+                      yaml_node_t **out, size_t *n, const entry_ctx *e)
+{
+    *n = 0;
+    if (map_get(doc, map, key, out, e) != GD_OK)
+        return GD_ERR_CONFIG;
+    if (is_null(*out)) {
+        *out = NULL;
+        return GD_OK;
+    }
+    if ((*out)->type != YAML_SEQUENCE_NODE) {
+        char what[64];
+        snprintf(what, sizeof what, "expected a sequence, got %s", node_kind(*out));
+        entry_err(e, key, what);
+        return GD_ERR_CONFIG;
+    }
+    *n = (size_t)((*out)->data.sequence.items.top - (*out)->data.sequence.items.start);
+    return GD_OK;
+}
+
+/* args: a list of strings. env: a list of {name, value}. e carries the "exec." prefix. */
+static gd_err read_exec_lists(yaml_document_t *doc, const yaml_node_t *ex, kc_exec *x,
+                              const entry_ctx *e)
+{
+    yaml_node_t *seq;
+    size_t n;
+    char field[48];
+    if (get_seq(doc, ex, "args", &seq, &n, e) != GD_OK)
+        return GD_ERR_CONFIG;
+    if (n && !(x->args = calloc(n, sizeof *x->args)))
+        return GD_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *v = yaml_document_get_node(doc, seq->data.sequence.items.start[i]);
+        snprintf(field, sizeof field, "args[%zu]", i);
+        if (!v || v->type != YAML_SCALAR_NODE || strlen(scalar(v)) != v->data.scalar.length) {
+            entry_err(e, field, "expected a string");
+            return GD_ERR_CONFIG;
+        }
+        x->args[x->nargs++] = scalar(v);
+    }
+    if (get_seq(doc, ex, "env", &seq, &n, e) != GD_OK)
+        return GD_ERR_CONFIG;
+    if (n && (!(x->env_names = calloc(n, sizeof *x->env_names)) ||
+              !(x->env_values = calloc(n, sizeof *x->env_values))))
+        return GD_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *v = yaml_document_get_node(doc, seq->data.sequence.items.start[i]);
+        const char *name = NULL, *value = NULL;
+        snprintf(field, sizeof field, "env[%zu]", i);
+        if (!v || v->type != YAML_MAPPING_NODE) {
+            entry_err(e, field, "expected a mapping with name and value");
+            return GD_ERR_CONFIG;
+        }
+        if (get_str(doc, v, "name", &name, e) || get_str(doc, v, "value", &value, e))
+            return GD_ERR_CONFIG;
+        if (!name || !*name || strchr(name, '=')) {
+            entry_err(e, field, "name is missing or contains '='");
+            return GD_ERR_CONFIG;
+        }
+        x->env_names[x->nenv] = name;
+        x->env_values[x->nenv++] = value ? value : "";
+    }
+    return GD_OK;
+}
+
+/* Structure and types only; what the values mean is checked by k8s_config.c for the user
+ * actually chosen. */
+static gd_err read_exec(yaml_document_t *doc, const yaml_node_t *m, kc_user *u, const entry_ctx *e)
+{
+    yaml_node_t *ex;
+    if (get_map(doc, m, "exec", &ex, e) != GD_OK)
+        return GD_ERR_CONFIG;
+    if (!ex)
+        return GD_OK;
+    kc_exec *x = &u->exec;
+    u->has_exec = true;
+    entry_ctx ec = *e;
+    ec.prefix = "exec.";
+    if (get_str(doc, ex, "command", &x->command, &ec) ||
+        get_str(doc, ex, "apiVersion", &x->api_version, &ec) ||
+        get_str(doc, ex, "installHint", &x->install_hint, &ec) ||
+        get_str(doc, ex, "interactiveMode", &x->interactive_mode, &ec) ||
+        get_bool(doc, ex, "provideClusterInfo", &x->provide_cluster_info, &ec))
+        return GD_ERR_CONFIG;
+    return read_exec_lists(doc, ex, x, &ec);
+}
+
 static gd_err read_user(yaml_document_t *doc, const yaml_node_t *m, kc_user *u, const entry_ctx *e)
 {
     if (!m)
@@ -195,7 +293,9 @@ static gd_err read_user(yaml_document_t *doc, const yaml_node_t *m, kc_user *u, 
         get_str(doc, m, "client-certificate-data", &u->cert_data, e) ||
         get_str(doc, m, "client-key", &u->key, e) || get_str(doc, m, "client-key-data", &u->key_data, e))
         return GD_ERR_CONFIG;
-    u->has_exec = has_key(doc, m, "exec");
+    gd_err rc = read_exec(doc, m, u, e);
+    if (rc != GD_OK)
+        return rc;
     u->has_auth_provider = has_key(doc, m, "auth-provider");
     u->has_basic = has_key(doc, m, "username") || has_key(doc, m, "password");
     return GD_OK;
@@ -236,7 +336,7 @@ static gd_err read_list(kc_set *set, kc_file *f, const yaml_node_t *root, list_k
                         char *err, size_t errlen)
 {
     yaml_document_t *doc = &f->doc;
-    entry_ctx top = { f, "kubeconfig", 0, NULL, err, errlen };
+    entry_ctx top = { f, "kubeconfig", 0, NULL, err, errlen, NULL };
     yaml_node_t *seq;
     if (map_get(doc, root, list_names[k], &seq, &top) != GD_OK) {
         kc_err(err, errlen, "%s: duplicate key \"%s\"", f->path, list_names[k]);
@@ -254,7 +354,7 @@ static gd_err read_list(kc_set *set, kc_file *f, const yaml_node_t *root, list_k
     for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
          it++, index++) {
         yaml_node_t *n = yaml_document_get_node(doc, *it);
-        entry_ctx e = { f, list_names[k], index, NULL, err, errlen };
+        entry_ctx e = { f, list_names[k], index, NULL, err, errlen, NULL };
         if (!n || n->type != YAML_MAPPING_NODE) {
             kc_err(err, errlen, "%s: %s[%d]: expected a mapping, got %s", f->path, list_names[k],
                    index, node_kind(n));
@@ -300,12 +400,16 @@ static gd_err read_list(kc_set *set, kc_file *f, const yaml_node_t *root, list_k
         }
         case L_USERS: {
             kc_user u = { .name = name, .index = index, .file = f };
-            if ((rc = read_user(doc, inner, &u, &e)) != GD_OK)
-                return rc;
-            if (seen)
+            if ((rc = read_user(doc, inner, &u, &e)) != GD_OK || seen) {
+                exec_free(&u.exec);
+                if (rc != GD_OK)
+                    return rc;
                 break;
-            if (!(grown = realloc(set->users, (set->nusers + 1) * sizeof u)))
+            }
+            if (!(grown = realloc(set->users, (set->nusers + 1) * sizeof u))) {
+                exec_free(&u.exec);
                 return GD_ERR_NOMEM;
+            }
             set->users = grown;
             set->users[set->nusers++] = u;
             break;
@@ -436,7 +540,7 @@ gd_err kc_set_add(kc_set *set, const char *text, size_t len, const char *path, c
         kc_err(err, errlen, "%s: expected a mapping at the top, got %s", f->path, node_kind(root));
         return GD_ERR_CONFIG;
     }
-    entry_ctx top = { f, "kubeconfig", 0, NULL, err, errlen };
+    entry_ctx top = { f, "kubeconfig", 0, NULL, err, errlen, NULL };
     const char *cur;
     if (get_str(&f->doc, root, "current-context", &cur, &top) != GD_OK) {
         kc_err(err, errlen, "%s: current-context: expected a string", f->path);
@@ -498,6 +602,8 @@ void kc_set_free(kc_set *set)
         file_free(set->files[i]);
     free(set->files);
     free(set->clusters);
+    for (size_t i = 0; i < set->nusers; i++)
+        exec_free(&set->users[i].exec);
     free(set->users);
     free(set->contexts);
     memset(set, 0, sizeof *set);

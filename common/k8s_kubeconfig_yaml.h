@@ -28,12 +28,24 @@ typedef struct {
     int insecure;               /* -1 unset, 0 false, 1 true */
 } kc_cluster;
 
+/* users[].user.exec: client-go's ExecConfig (clientcmd/api/v1). Strings borrowed; the
+ * arrays are owned by the set. */
+typedef struct {
+    const char *command, *api_version, *install_hint, *interactive_mode;
+    const char **args;
+    size_t nargs;
+    const char **env_names, **env_values;
+    size_t nenv;
+    int provide_cluster_info;   /* -1 unset, 0 false, 1 true */
+} kc_exec;
+
 typedef struct {
     const char *name;
     int index;
     const kc_file *file;
     const char *token, *token_file, *cert, *cert_data, *key, *key_data;
     bool has_exec, has_auth_provider, has_basic;
+    kc_exec exec;               /* valid when has_exec */
 } kc_user;
 
 typedef struct {

@@ -267,15 +267,16 @@ static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
     if (s->on_exit) s->on_exit(s->ud, p, status);
 }
 
+/* Only our own children, by pid: waitpid(-1) would also reap processes other threads
+ * started and wait for themselves (an exec credential plugin run by the API client),
+ * leaving them without an exit status. */
 int gd_sup_reap(gd_supervisor *s)
 {
     int n = 0;
-    for (;;) {
+    for (int i = 0; i < s->n; i++) {
+        gd_proc *p = s->procs[i];
         int status = 0;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
-        if (pid <= 0) break;        /* 0: none exited; -1/ECHILD: no children */
-        gd_proc *p = gd_sup_find_pid(s, pid);
-        if (!p) continue;           /* not ours (e.g. a helper's grandchild): just reaped */
+        if (p->pid <= 0 || waitpid(p->pid, &status, WNOHANG) != p->pid) continue;
         on_reaped(s, p, status);
         n++;
     }

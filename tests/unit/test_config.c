@@ -310,11 +310,74 @@ static void test_bad_base64_and_pem(void **state)
 static void test_unsupported_auth(void **state)
 {
     const char *yaml = "current-context: x\nclusters: [{name: c, cluster: {server: https://h}}]\n"
-                       "users: [{name: u, user: {exec: {command: aws}}}]\n"
+                       "users: [{name: u, user: {auth-provider: {name: gcp}}}]\n"
                        "contexts: [{name: x, context: {cluster: c, user: u}}]\n";
     assert_int_equal(from_yaml(yaml, NULL), GD_ERR_CONFIG);
-    assert_string_equal(err, "/x/config: users[0] (name=u): exec is not supported; use a token, "
+    assert_string_equal(err, "/x/config: users[0] (name=u): auth-provider is not supported; use "
+                             "an exec credential plugin (what kubectl uses since 1.26), a token, "
                              "tokenFile or a client certificate");
+}
+
+/* users[].user.exec as clientcmd reads and checks it (the runs: test_client_exec.c). */
+static void test_exec_config(void **state)
+{
+    char yaml[1024];
+#define EXEC_YAML(execblock) \
+    snprintf(yaml, sizeof yaml, "current-context: x\nclusters: [{name: c, cluster: {server: https://h}}]\n" \
+             "users: [{name: eks, user: {exec: %s}}]\ncontexts: [{name: x, context: {cluster: c, user: eks}}]\n", \
+             execblock)
+    EXEC_YAML("{apiVersion: client.authentication.k8s.io/v1, command: aws, interactiveMode: Never, "
+              "args: [eks, get-token, --cluster-name, prod], env: [{name: AWS_PROFILE, value: p1}, {name: E}], "
+              "provideClusterInfo: true, installHint: 'install the aws CLI'}");
+    assert_int_equal(from_yaml(yaml, NULL), GD_OK);
+    assert_non_null(cfg->exec);
+    assert_null(cfg->token);
+    assert_string_equal(cfg->exec->command, "aws");          /* a bare name: found in $PATH */
+    assert_int_equal(cfg->exec->nargs, 4);
+    assert_string_equal(cfg->exec->args[3], "prod");
+    assert_int_equal(cfg->exec->nenv, 2);
+    assert_string_equal(cfg->exec->env[0], "AWS_PROFILE=p1");
+    assert_string_equal(cfg->exec->env[1], "E=");
+    assert_int_equal(cfg->exec->interactive, K8S_EXEC_NEVER);
+    assert_true(cfg->exec->provide_cluster_info);
+    assert_string_equal(cfg->exec->install_hint, "install the aws CLI");
+    assert_string_equal(cfg->exec->where, "/x/config: users[0] (name=eks)");
+    /* v1beta1 defaults interactiveMode to IfAvailable; a path is resolved against the file */
+    EXEC_YAML("{apiVersion: client.authentication.k8s.io/v1beta1, command: ./bin/plugin}");
+    assert_int_equal(from_yaml(yaml, NULL), GD_OK);
+    assert_string_equal(cfg->exec->command, "/x/./bin/plugin");
+    assert_int_equal(cfg->exec->interactive, K8S_EXEC_IF_AVAILABLE);
+    /* a static credential wins over the plugin, as in client-go */
+    snprintf(yaml, sizeof yaml, "current-context: x\nclusters: [{name: c, cluster: {server: https://h}}]\n"
+             "users: [{name: u, user: {token: t, exec: {command: aws}}}]\n"
+             "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
+    assert_int_equal(from_yaml(yaml, NULL), GD_OK);
+    assert_null(cfg->exec);
+    assert_string_equal(cfg->token, "t");
+    struct { const char *block, *want; } bad[] = {
+        {"{apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never}", "exec.command is missing"},
+        {"{command: aws}", "exec.apiVersion is missing"},
+        {"{command: aws, apiVersion: client.authentication.k8s.io/v1alpha1}",
+         "exec.apiVersion \"client.authentication.k8s.io/v1alpha1\" is not supported"},
+        {"{command: aws, apiVersion: client.authentication.k8s.io/v1}",
+         "exec.interactiveMode must be set for client.authentication.k8s.io/v1"},
+        {"{command: aws, apiVersion: client.authentication.k8s.io/v1, interactiveMode: Sometimes}",
+         "exec.interactiveMode \"Sometimes\" is not Never, IfAvailable or Always"},
+        {"{command: aws, args: aws}", "exec.args: expected a sequence, got a scalar"},
+        {"{command: aws, args: [[x]]}", "exec.args[0]: expected a string"},
+        {"{command: aws, env: [FOO=bar]}", "exec.env[0]: expected a mapping with name and value"},
+        {"{command: aws, env: [{value: x}]}", "exec.env[0]: name is missing"},
+        {"{command: [aws]}", "exec.command: expected a string, got a sequence"},
+        {"{command: aws, provideClusterInfo: maybe}", "exec.provideClusterInfo: expected true or false"},
+        {"aws", "exec: expected a mapping, got a scalar"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        EXEC_YAML(bad[i].block);
+        assert_int_equal(from_yaml(yaml, NULL), GD_ERR_CONFIG);
+        if (!strstr(err, bad[i].want) || !strstr(err, "/x/config: users[0] (name=eks): "))
+            fail_msg("%s: got \"%s\"", bad[i].block, err);
+    }
+#undef EXEC_YAML
 }
 
 static void test_alias_bomb(void **state)
@@ -704,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_bad_base64_and_pem),
         cmocka_unit_test(test_unsupported_auth),
+        cmocka_unit_test(test_exec_config),
         cmocka_unit_test(test_alias_bomb),
         cmocka_unit_test(test_big_kubeconfig),
         cmocka_unit_test(test_relative_paths),
