@@ -218,7 +218,8 @@ static gd_flags_result one_flag(gd_flagset *fs, int argc, char **argv, int *i, c
     } else {
         if (a[1] == 'h' && a[2] == '\0') return GD_FLAGS_HELP;
         if (!(f = find_short(fs, a[1]))) {
-            snprintf(err, errlen, "unknown shorthand flag -%c in \"%.100s\"", a[1], a);
+            snprintf(err, errlen, "unknown shorthand flag -%c in \"%.100s\"%s", a[1], a,
+                     isdigit((unsigned char)a[1]) ? " (a number? put -- before it)" : "");
             return GD_FLAGS_ERROR;
         }
         if (a[2]) val = a[2] == '=' ? a + 3 : a + 2;
@@ -271,23 +272,31 @@ gd_flags_result gd_flags_parse(gd_flagset *fs, int argc, char **argv, char *err,
 
 /* ---- --help ---- */
 
-/* Writes text wrapped at HELP_WIDTH, every line indented by indent spaces. */
+/* Writes text wrapped at HELP_WIDTH, every line indented by indent spaces plus its own
+ * leading spaces (continuation lines keep them, so an indented list stays indented). */
 static void wrap(FILE *out, const char *text, int indent)
 {
     const char *p = text;
     while (*p) {
-        while (*p == ' ') p++;
-        int width = HELP_WIDTH - indent;
+        int own = 0;
+        while (p[own] == ' ') own++;
+        p += own;
         const char *nl = strchr(p, '\n');
         size_t left = nl ? (size_t)(nl - p) : strlen(p);
-        size_t take = left;
-        if ((int)left > width) {
-            take = (size_t)width;
-            while (take > 0 && p[take] != ' ') take--;
-            if (take == 0) take = (size_t)width;   /* one long word: cut it */
-        }
-        fprintf(out, "%*s%.*s\n", indent, "", (int)take, p);
-        p += take;
+        int width = HELP_WIDTH - indent - own;
+        if (width < 20) width = 20;
+        do {
+            size_t take = left;
+            if ((int)left > width) {
+                take = (size_t)width;
+                while (take > 0 && p[take] != ' ') take--;
+                if (take == 0) take = (size_t)width;   /* one long word: cut it */
+            }
+            fprintf(out, "%*s%.*s\n", indent + own, "", (int)take, p);
+            p += take;
+            left -= take;
+            while (left > 0 && *p == ' ') { p++; left--; }
+        } while (left > 0);
         if (*p == '\n') p++;
     }
 }
@@ -352,7 +361,7 @@ void gd_flags_usage(const gd_flagset *fs, FILE *out)
             heading = true;
             continue;
         }
-        if (f->deprecated) continue;
+        if (f->deprecated || f->hidden) continue;
         if (!heading) {
             fprintf(out, "\nFlags:\n");
             heading = true;

@@ -56,6 +56,7 @@ typedef struct {
                              * about by gd_flags_warn_deprecated: "use --heartbeat" */
     const char *def;        /* "(default …)" text for FUNC flags, which have no value to show */
     bool no_default;        /* do not print "(default …)" (machine-dependent defaults) */
+    bool hidden;            /* accepted but not in --help (not for this mode of the program) */
     bool given;             /* set by the parser: the flag was on the command line */
 } gd_flag;
 

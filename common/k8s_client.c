@@ -261,13 +261,16 @@ gd_err k8s_delete(k8s_client *c, const k8s_resource *r, const char *ns, const ch
     char path[PATH_CAP];
     if (!name || !name[0] || k8s_path(path, sizeof path, r, ns, name, NULL) < 0)
         return fail(st, GD_ERR_ARG, "delete: bad resource, namespace or name");
-    if (!o)
-        return k8s_request(c, "DELETE", path, NULL, NULL, NULL, st);
-    cJSON *opts = delete_options(o);
-    if (!opts)
+    /* The answer (a Status or the object) is read even though nobody needs it: a 2xx that
+     * is not JSON came from something that is not an API server (a proxy's page), and the
+     * delete did not happen. */
+    cJSON *resp = NULL, *opts = NULL;
+    if (o && !(opts = delete_options(o)))
         return fail(st, GD_ERR_NOMEM, "delete: cannot build DeleteOptions");
-    gd_err e = request_json(c, "DELETE", path, opts, "application/json", NULL, st);
+    gd_err e = opts ? request_json(c, "DELETE", path, opts, "application/json", &resp, st)
+                    : k8s_request(c, "DELETE", path, NULL, NULL, &resp, st);
     cJSON_Delete(opts);
+    cJSON_Delete(resp);
     return e;
 }
 

@@ -198,7 +198,7 @@ fi
 godises() { "$CTL" -n "$NS" get godis 2>/dev/null | jlines /dev/stdin | grep -c "^\"name\": \"$GC-[0-9]*\""; }
 test_godises() { [ "$(godises)" = "$1" ]; }
 check "3 Godis objects left after the scale-in" wait_for 60 test_godises 3
-check "the manager wrote Events about $GC" sh -c "'$CTL' -n '$NS' events '$GC' | grep -q event"
+check "the manager wrote Events about $GC" sh -c "'$CTL' -n '$NS' events '$GC' | grep -q 'GodisCluster/$GC'"
 t0=$(date +%s)
 check "admin deletes $GC" "$CTL" -n "$NS" delete -f deploy/samples/godiscluster.yaml
 gone() { [ "$(godises)" = 0 ] && ! "$CTL" -n "$NS" get godiscluster "$GC" >/dev/null 2>&1; }
