@@ -45,6 +45,13 @@ dv_init() {
   local f; for f in ca.crt admin.crt admin.key; do [ -r "$PKI/$f" ] || die "$PKI/$f missing"; done
 }
 
+# dv_need_manager: the operator's programs are built (the tests that run the manager).
+dv_need_manager() {
+  local b; for b in godis-manager godis-informer godis-worker; do
+    [ -x "$DV_ROOT/bin/$b" ] || die "bin/$b not built (run make)"
+  done
+}
+
 # api [-t TOKEN] [-a ACCEPT] METHOD PATH [JSON-BODY]: the HTTP status on stdout, the pretty
 # response body in $DV_TMP/body. Authenticates as admin unless a token is given.
 api() {
@@ -142,4 +149,29 @@ sa_token() {
     sleep 0.5
   done
   return 1
+}
+
+# dv_save_install_state / dv_restore_install_state: the tests that install deploy/'s
+# namespace, RBAC and CRDs remove afterwards only what was not there before they ran.
+dv_save_install_state() {
+  had_ns=0; ns_exists "$SA_NS" && had_ns=1
+  had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
+  had_crds=0; crds_exist && had_crds=1
+}
+dv_restore_install_state() {
+  [ "$had_rbac" = 1 ] || "$CTL" delete $(printf -- '-f %s ' "$DV_ROOT"/deploy/rbac/*.yaml) >/dev/null 2>&1
+  if [ "$had_ns" = 0 ]; then
+    delete_ns "$SA_NS"; wait_ns_gone "$SA_NS" 90 || echo "$DV_NAME: namespace $SA_NS still Terminating"
+  fi
+  [ "$had_crds" = 1 ] || delete_crds
+}
+
+# stop_group PID: TERM (a manager releases its Lease on it), up to 15 s, then KILL the
+# process group (setsid made PID its leader: a manager's informers and workers are in it).
+stop_group() {
+  [ -n "${1:-}" ] || return 0
+  kill -TERM "$1" 2>/dev/null
+  local i; for ((i = 0; i < 150; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$1" 2>/dev/null
+  wait "$1" 2>/dev/null
 }

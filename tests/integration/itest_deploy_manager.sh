@@ -25,7 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../deploy/verify-lib.sh"
 DV_NAME=deploy-manager
 dv_init
 cd "$DV_ROOT" || exit 1
-for b in godis-manager godis-informer godis-worker; do [ -x "bin/$b" ] || die "bin/$b not built (run make)"; done
+dv_need_manager
 [ "$(id -u)" = 0 ] || die "needs root: a mount namespace and setpriv, to run the manager as the kubelet would"
 for t in unshare setpriv chroot; do command -v "$t" >/dev/null || die "$t not found (util-linux, coreutils)"; done
 WAIT=${DEPLOY_MANAGER_TIMEOUT:-180}
@@ -39,26 +39,12 @@ API_PORT=${SERVER##*:}
 MGR=""
 t_start=$(date +%s)
 
-had_ns=0; ns_exists "$SA_NS" && had_ns=1
-had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
-had_crds=0; crds_exist && had_crds=1
-stop_manager() {  # TERM (it releases the Lease), then KILL its process group
-  [ -n "$MGR" ] || return 0
-  kill -TERM "$MGR" 2>/dev/null
-  local i; for ((i = 0; i < 150; i++)); do kill -0 "$MGR" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL -- "-$MGR" 2>/dev/null
-  wait "$MGR" 2>/dev/null
-  MGR=""
-}
+dv_save_install_state
 cleanup() {
-  stop_manager
+  stop_group "$MGR"; MGR=""
   delete_ns "$NS"
   wait_ns_gone "$NS" 90 || echo "deploy-manager: namespace $NS still Terminating"
-  [ $had_rbac = 1 ] || "$CTL" delete $(printf -- '-f %s ' deploy/rbac/*.yaml) >/dev/null 2>&1
-  if [ $had_ns = 0 ]; then
-    delete_ns "$SA_NS"; wait_ns_gone "$SA_NS" 90 || echo "deploy-manager: namespace $SA_NS still Terminating"
-  fi
-  [ $had_crds = 1 ] || delete_crds
+  dv_restore_install_state
   [ -z "${DEPLOY_MANAGER_LOG:-}" ] || cp "$DV_TMP/manager.log" "$DEPLOY_MANAGER_LOG" 2>/dev/null
   rm -rf "$DV_TMP"
 }

@@ -24,7 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../deploy/verify-lib.sh"
 DV_NAME=deploy-rbac
 dv_init
 cd "$DV_ROOT" || exit 1
-for b in godis-manager godis-informer godis-worker; do [ -x "bin/$b" ] || die "bin/$b not built (run make)"; done
+dv_need_manager
 WAIT=${DEPLOY_RBAC_TIMEOUT:-180}
 NS=deploy-rbac-$$
 GC=example-godis
@@ -32,28 +32,16 @@ declare -A MGR_PID=() MGR_HP=()   # by manager id (a: first leader, b: standby)
 t_start=$(date +%s)
 since() { echo "$(( $(date +%s) - $1 )) s"; }
 
-had_ns=0; ns_exists "$SA_NS" && had_ns=1
-had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
-had_crds=0; crds_exist && had_crds=1
-stop_manager() {  # stop_manager ID: TERM (it releases the Lease), then KILL its group
-  local pid=${MGR_PID[$1]:-}
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null
-  local i; for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  # setsid made the manager a process group leader: its informers and workers are in it.
-  kill -KILL -- "-$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
+dv_save_install_state
+stop_manager() {  # stop_manager ID
+  stop_group "${MGR_PID[$1]:-}"
   MGR_PID[$1]=""
 }
 cleanup() {
   stop_manager a; stop_manager b
   delete_ns "$NS"
   wait_ns_gone "$NS" 90 || echo "deploy-rbac: namespace $NS still Terminating"
-  [ $had_rbac = 1 ] || "$CTL" delete $(printf -- '-f %s ' deploy/rbac/*.yaml) >/dev/null 2>&1
-  if [ $had_ns = 0 ]; then
-    delete_ns "$SA_NS"; wait_ns_gone "$SA_NS" 90 || echo "deploy-rbac: namespace $SA_NS still Terminating"
-  fi
-  [ $had_crds = 1 ] || delete_crds
+  dv_restore_install_state
   [ -z "${DEPLOY_RBAC_LOG:-}" ] || cat "$DV_TMP"/manager-*.log >"$DEPLOY_RBAC_LOG" 2>/dev/null
   rm -rf "$DV_TMP"
 }

@@ -452,6 +452,19 @@ static void hosts_file(char *path, const char *text)
     close(fd);
 }
 
+/* host resolves, under opts, to want (GD_OK: the address want_addr; else its error). */
+static void resolves(const char *host, const godis_opts *o, gd_err want, const char *want_addr)
+{
+    char addr[300] = "";
+    godis_client *c = godis_client_new(host, 6379, o);
+    assert_non_null(c);
+    gd_err e = godis_client_resolve(c, addr, sizeof(addr));
+    if (e != want || (want_addr && strcmp(addr, want_addr) != 0))
+        fail_msg("%s: %s \"%s\" (%s), want %s %s", host, gd_strerror(e), addr,
+                 godis_last_error(c), gd_strerror(want), want_addr ? want_addr : "");
+    godis_client_destroy(&c);
+}
+
 /* The product's default (no guard): literal addresses and names anywhere are resolved — and
  * only resolved here: godis_client_resolve never connects, so no test dials outside
  * loopback. $GODIS_HOSTS_FILE comes before the system resolver. */
@@ -465,17 +478,10 @@ static void test_default_resolves_real_cluster_addresses(void **state)
     setenv("GODIS_HOSTS_FILE", path, 1);
     godis_client *c = godis_client_new("192.0.2.1", 6379, &fast);          /* TEST-NET-1 */
     assert_int_equal(godis_client_loopback_only(c), 0);
-    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
-    assert_string_equal(addr, "192.0.2.1:6379");
     godis_client_destroy(&c);
-    c = godis_client_new("fd00::7", 6379, &fast);
-    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
-    assert_string_equal(addr, "[fd00::7]:6379");
-    godis_client_destroy(&c);
-    c = godis_client_new("ex-1-endpoint.db.svc.cluster.local", 6379, &fast);
-    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
-    assert_string_equal(addr, "10.1.2.3:6379");
-    godis_client_destroy(&c);
+    resolves("192.0.2.1", &fast, GD_OK, "192.0.2.1:6379");
+    resolves("fd00::7", &fast, GD_OK, "[fd00::7]:6379");
+    resolves("ex-1-endpoint.db.svc.cluster.local", &fast, GD_OK, "10.1.2.3:6379");
     unsetenv("GODIS_HOSTS_FILE");
     /* Not in $GODIS_HOSTS_FILE: the system resolver (nsswitch: /etc/hosts, then DNS) answers.
      * "localhost" is asked because /etc/hosts answers it without a DNS query. */
@@ -533,10 +539,7 @@ static void test_loopback_guard(void **state)
     assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_ERR_TRANSPORT);
     assert_non_null(strstr(godis_last_error(c), "does not ask DNS"));
     godis_client_destroy(&c);
-    c = godis_client_new("127.0.0.9", 6379, &guarded);
-    assert_int_equal(godis_client_resolve(c, addr, sizeof(addr)), GD_OK);
-    assert_string_equal(addr, "127.0.0.9:6379");
-    godis_client_destroy(&c);
+    resolves("127.0.0.9", &guarded, GD_OK, "127.0.0.9:6379");
     unsetenv("GODIS_HOSTS_FILE");
     unlink(path);
     if (saved) {
