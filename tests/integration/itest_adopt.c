@@ -238,6 +238,16 @@ static void assert_labels(const k8s_resource *r, const char *name, const char *c
     cJSON_Delete(o);
 }
 
+/* The Go controller never wrote a Godis status: this operator fills status.state in. */
+static bool godis_running(const char *godis)
+{
+    cJSON *g = NULL;
+    if (k8s_get(kc, &K8S_RES_GODISES, ns, godis, &g, NULL) != GD_OK) return false;
+    bool ok = strcmp(gd_json_str_or(g, "status.state", ""), "Running") == 0;
+    cJSON_Delete(g);
+    return ok;
+}
+
 /* Same objects (uids), now labelled; same pods, never restarted; data still there. */
 static void assert_adopted(const go_cluster *g)
 {
@@ -249,6 +259,9 @@ static void assert_adopted(const go_cluster *g)
         char godis[128], uid[64], ip[64], key[128];
         snprintf(godis, sizeof godis, "%s-%d", g->name, id);
         assert_labels(&K8S_RES_GODISES, godis, g->name, NULL, g->godis_uid[i]);
+        int64_t deadline = gd_mono_ms() + TIMEOUT_MS;
+        while (!godis_running(godis) && gd_mono_ms() < deadline) gd_sleep_ms(200);
+        assert_true(godis_running(godis));
         snprintf(name, sizeof name, "%s-endpoint", godis);
         assert_labels(&K8S_RES_SERVICES, name, g->name, godis, g->svc_uid[i]);
         snprintf(name, sizeof name, "data-%s", godis);
