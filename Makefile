@@ -130,11 +130,13 @@ integration-test: all
 	@tests/run-integration.sh
 
 # The README's test command: unit tests (gcc), the same under ASan+UBSan, a warning-free
-# clang build, then the integration tests on the local control plane.
+# clang build, every fuzz target briefly over its corpus, then the integration tests on the
+# local control plane.
 test: $(STAMP_DEPS)
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory asan-test
 	@$(MAKE) --no-print-directory clang-build
+	@$(MAKE) --no-print-directory fuzz-test
 	@$(MAKE) --no-print-directory integration-test
 
 bench: all
@@ -153,5 +155,7 @@ fresh-check:
 clean:
 	-@tools/devcluster down 2>/dev/null
 	rm -rf build bin
+
+include tests/fuzz/fuzz.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -232,6 +232,18 @@ static void mark_all_resnap(gd_sub *s)
             s->resnap[i] = true;
 }
 
+/* A sequence number from a status object: a JSON integer in [0, 2^64). Anything else (a
+ * negative, fractional or huge number, NaN) is malformed: converting it would be undefined
+ * behaviour, and a made-up baseline would hide a gap. */
+static bool seq_value(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < 18446744073709551616.0) ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return false;
+    *out = (uint64_t)v->valuedouble;
+    return true;
+}
+
 /* Instance change → the informer restarted, everything must be re-snapshotted. Then every
  * followed topic whose sequence is ahead of ours lost a message. */
 static void check_status(gd_sub *s, const cJSON *status, bool check_topics)
@@ -251,11 +263,11 @@ static void check_status(gd_sub *s, const cJSON *status, bool check_topics)
     cJSON *t;
     cJSON_ArrayForEach(t, topics) {
         int shard = gd_shard_parse_topic(t->string);
-        if (shard == -2 || !cJSON_IsNumber(t))
+        uint64_t seq;
+        if (shard == -2 || !seq_value(t, &seq))
             continue;
         int idx = topic_index(shard);
-        if (s->follow[idx] && s->base[idx] && !s->resnap[idx] &&
-            (uint64_t)t->valuedouble > s->last[idx]) {
+        if (s->follow[idx] && s->base[idx] && !s->resnap[idx] && seq > s->last[idx]) {
             s->st.gaps++;
             s->resnap[idx] = true;
             GD_DEBUG("gd_sub: heartbeat shows a lost message", "kind", s->kind, "topic",
@@ -443,9 +455,73 @@ static void snap_item_free(void *v)
     free(it);
 }
 
-/* Fetches a snapshot of want[] into items (key → snap_item) and the END frames. */
-static gd_err fetch_snapshot(gd_sub *s, const bool *want, gd_map *items, cJSON **end_topics,
-                             cJSON **end_status, bool *synced)
+typedef struct {
+    gd_map *items;                  /* key → snap_item */
+    cJSON *end_topics, *end_status;
+    bool synced;
+} snap_result;
+
+static void snap_result_clear(snap_result *r)
+{
+    gd_map_destroy(&r->items);
+    cJSON_Delete(r->end_topics);
+    cJSON_Delete(r->end_status);
+    memset(r, 0, sizeof *r);
+}
+
+enum { SNAP_MORE = 1, SNAP_DONE = 0 };
+
+/* One reply message of a snapshot: OBJ goes into r->items, END completes it. Returns
+ * SNAP_MORE, SNAP_DONE, or -gd_err (ERROR reply, malformed message, no memory). */
+static int snap_reply(gd_sub *s, frames *f, snap_result *r)
+{
+    char proto[8], cmd[8];
+    if (f->n < 2 || f->overflow || frame_str(f, 0, proto, sizeof proto) >= sizeof proto ||
+        strcmp(proto, GD_PROTO_INFORMER) != 0 || frame_str(f, 1, cmd, sizeof cmd) >= sizeof cmd)
+        return -GD_ERR_PROTOCOL;
+    if (!strcmp(cmd, "OBJ") && f->n == 6) {
+        char key[512], rv[64], topic[8];
+        if (frame_str(f, 2, key, sizeof key) >= sizeof key ||
+            frame_str(f, 3, rv, sizeof rv) >= sizeof rv ||
+            frame_str(f, 5, topic, sizeof topic) >= sizeof topic ||
+            gd_shard_parse_topic(topic) == -2 || !key[0])
+            return -GD_ERR_PROTOCOL;
+        snap_item *it = calloc(1, sizeof *it);
+        if (!it)
+            return -GD_ERR_NOMEM;
+        it->shard = gd_shard_parse_topic(topic);
+        it->rv = strdup(rv);
+        it->obj = gd_json_parse(zmq_msg_data(&f->m[4]), zmq_msg_size(&f->m[4]));
+        if (!it->rv || !it->obj || gd_map_put(r->items, key, it, NULL) != GD_OK) {
+            bool nomem = !it->rv;
+            snap_item_free(it);
+            return nomem ? -GD_ERR_NOMEM : -GD_ERR_PROTOCOL;
+        }
+        return SNAP_MORE;
+    }
+    if (!strcmp(cmd, "END") && f->n == 6) {
+        r->end_topics = gd_json_parse(zmq_msg_data(&f->m[3]), zmq_msg_size(&f->m[3]));
+        r->end_status = gd_json_parse(zmq_msg_data(&f->m[5]), zmq_msg_size(&f->m[5]));
+        r->synced = zmq_msg_size(&f->m[4]) == 1 && *(char *)zmq_msg_data(&f->m[4]) == '1';
+        if (!cJSON_IsObject(r->end_topics) || !cJSON_IsObject(r->end_status))
+            return -GD_ERR_PROTOCOL;
+        const cJSON *t;
+        uint64_t seq;
+        cJSON_ArrayForEach(t, r->end_topics)
+            if (!seq_value(t, &seq))
+                return -GD_ERR_PROTOCOL;    /* no baseline from a malformed sequence */
+        return SNAP_DONE;
+    }
+    if (!strcmp(cmd, "ERROR") && f->n >= 3) {
+        char msg[128];
+        frame_str(f, 2, msg, sizeof msg);
+        GD_WARN("gd_sub: snapshot refused", "kind", s->kind, "message", msg);
+    }
+    return -GD_ERR_PROTOCOL;
+}
+
+/* Fetches a snapshot of want[] into r (r->items must be an empty map). */
+static gd_err fetch_snapshot(gd_sub *s, const bool *want, snap_result *r)
 {
     char topics[NTOPICS * 6 + 8];
     topic_list(want, topics, sizeof topics);
@@ -468,57 +544,74 @@ static gd_err fetch_snapshot(gd_sub *s, const bool *want, gd_map *items, cJSON *
         if (!(pi.revents & ZMQ_POLLIN))
             continue;
         frames f;
-        int r = recv_frames(s->dealer, &f, ZMQ_DONTWAIT);
-        if (r <= 0)
+        if (recv_frames(s->dealer, &f, ZMQ_DONTWAIT) <= 0)
             continue;
-        char proto[8], cmd[8];
-        gd_err err = GD_OK;
-        if (f.n < 2 || frame_str(&f, 0, proto, sizeof proto) >= sizeof proto ||
-            strcmp(proto, GD_PROTO_INFORMER) != 0 || frame_str(&f, 1, cmd, sizeof cmd) >= sizeof cmd) {
-            err = GD_ERR_PROTOCOL;
-        } else if (!strcmp(cmd, "OBJ") && f.n == 6) {
-            char key[512], rv[64], topic[8];
-            if (frame_str(&f, 2, key, sizeof key) >= sizeof key ||
-                frame_str(&f, 3, rv, sizeof rv) >= sizeof rv ||
-                frame_str(&f, 5, topic, sizeof topic) >= sizeof topic ||
-                gd_shard_parse_topic(topic) == -2) {
-                err = GD_ERR_PROTOCOL;
-            } else {
-                snap_item *it = calloc(1, sizeof *it);
-                if (it) {
-                    it->shard = gd_shard_parse_topic(topic);
-                    it->rv = strdup(rv);
-                    it->obj = gd_json_parse(zmq_msg_data(&f.m[4]), zmq_msg_size(&f.m[4]));
-                }
-                if (!it || !it->rv || !it->obj || gd_map_put(items, key, it, NULL) != GD_OK) {
-                    if (it)
-                        snap_item_free(it);
-                    err = it ? GD_ERR_PROTOCOL : GD_ERR_NOMEM;
-                }
-            }
-        } else if (!strcmp(cmd, "END") && f.n == 6) {
-            *end_topics = gd_json_parse(zmq_msg_data(&f.m[3]), zmq_msg_size(&f.m[3]));
-            *end_status = gd_json_parse(zmq_msg_data(&f.m[5]), zmq_msg_size(&f.m[5]));
-            *synced = zmq_msg_size(&f.m[4]) == 1 && *(char *)zmq_msg_data(&f.m[4]) == '1';
-            frames_close(&f);
-            if (!*end_topics || !*end_status) {
-                close_dealer(s);
-                return GD_ERR_PROTOCOL;
-            }
-            return GD_OK;
-        } else {
-            err = GD_ERR_PROTOCOL;     /* ERROR reply or malformed */
-            if (!strcmp(cmd, "ERROR") && f.n >= 3) {
-                char msg[128];
-                frame_str(&f, 2, msg, sizeof msg);
-                GD_WARN("gd_sub: snapshot refused", "kind", s->kind, "message", msg);
-            }
-        }
+        int rc = snap_reply(s, &f, r);
         frames_close(&f);
-        if (err != GD_OK) {
+        if (rc == SNAP_DONE)
+            return GD_OK;
+        if (rc < 0) {
             close_dealer(s);
-            return err;
+            return (gd_err)-rc;
         }
+    }
+}
+
+/* Makes the replica of the topics in want[] equal to the snapshot r: baselines from END,
+ * deletions of what the snapshot lacks, then additions and changes (r->items is consumed). */
+static void apply_snapshot(gd_sub *s, const bool *want, snap_result *r)
+{
+    /* Baselines first. A different instance in END means the informer restarted since
+     * our other baselines were taken: check_status marks those for a re-snapshot too. */
+    check_status(s, r->end_status, false);
+    for (int i = 0; i < NTOPICS; i++) {
+        if (!want[i])
+            continue;
+        char t[8];
+        gd_shard_topic(index_shard(i), t, sizeof t);
+        if (!seq_value(cJSON_GetObjectItemCaseSensitive(r->end_topics, t), &s->last[i]))
+            s->last[i] = 0;             /* absent: no message on that topic yet */
+        s->base[i] = true;
+        s->resnap[i] = false;
+    }
+    /* Deletions: replica objects of the snapshotted topics the snapshot does not have. */
+    gd_map_iter it;
+    const char *key;
+    void *val;
+    size_t ndel = 0, cap = 0;
+    char **del = NULL;
+    pthread_rwlock_rdlock(&s->lock);
+    gd_map_iter_init(&it, s->cache);
+    while (gd_map_next(&it, &key, &val)) {
+        entry *en = val;
+        if (!want[topic_index(en->shard)] || gd_map_get(r->items, key))
+            continue;
+        if (ndel == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nd = realloc(del, cap * sizeof *nd);
+            if (!nd)
+                break;
+            del = nd;
+        }
+        del[ndel++] = strdup(key);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    for (size_t i = 0; i < ndel; i++) {
+        if (del[i])
+            remove_key(s, del[i], true);
+        free(del[i]);
+    }
+    free(del);
+    /* Additions and changes. */
+    gd_map_iter_init(&it, r->items);
+    while (gd_map_next(&it, &key, &val)) {
+        snap_item *si = val;
+        upsert(s, key, si->shard, si->rv, &si->obj, true, false);
+    }
+    s->st.snapshots++;
+    if (r->synced && !s->informer_synced) {
+        s->informer_synced = true;
+        notify(s, GD_SUB_SYNCED, NULL, GD_SHARD_BROADCAST, NULL, NULL, true);
     }
 }
 
@@ -543,75 +636,20 @@ static gd_err resnapshot(gd_sub *s)
         zmq_pollitem_t pi = {.socket = s->sub, .events = ZMQ_POLLIN};
         zmq_poll(&pi, 1, 1500);
     }
-    gd_map *items = gd_map_new(snap_item_free);
-    if (!items)
+    snap_result r = {.items = gd_map_new(snap_item_free)};
+    if (!r.items)
         return GD_ERR_NOMEM;
-    cJSON *end_topics = NULL, *end_status = NULL;
-    bool synced = false;
-    gd_err e = fetch_snapshot(s, want, items, &end_topics, &end_status, &synced);
+    gd_err e = fetch_snapshot(s, want, &r);
     if (e != GD_OK) {
         s->st.snapshot_failures++;
         s->next_snap_ms = gd_mono_ms() + 1000;
-        gd_map_destroy(&items);
+        snap_result_clear(&r);
         GD_WARN("gd_sub: snapshot failed; will retry", "kind", s->kind, "error", gd_strerror(e));
         return e;
     }
     s->next_snap_ms = 0;
-    /* Baselines first. A different instance in END means the informer restarted since
-     * our other baselines were taken: check_status marks those for a re-snapshot too. */
-    check_status(s, end_status, false);
-    for (int i = 0; i < NTOPICS; i++) {
-        if (!want[i])
-            continue;
-        char t[8];
-        gd_shard_topic(index_shard(i), t, sizeof t);
-        cJSON *v = cJSON_GetObjectItemCaseSensitive(end_topics, t);
-        s->last[i] = cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
-        s->base[i] = true;
-        s->resnap[i] = false;
-    }
-    /* Deletions: replica objects of the snapshotted topics the snapshot does not have. */
-    gd_map_iter it;
-    const char *key;
-    void *val;
-    size_t ndel = 0, cap = 0;
-    char **del = NULL;
-    pthread_rwlock_rdlock(&s->lock);
-    gd_map_iter_init(&it, s->cache);
-    while (gd_map_next(&it, &key, &val)) {
-        entry *en = val;
-        if (!want[topic_index(en->shard)] || gd_map_get(items, key))
-            continue;
-        if (ndel == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **nd = realloc(del, cap * sizeof *nd);
-            if (!nd)
-                break;
-            del = nd;
-        }
-        del[ndel++] = strdup(key);
-    }
-    pthread_rwlock_unlock(&s->lock);
-    for (size_t i = 0; i < ndel; i++) {
-        if (del[i])
-            remove_key(s, del[i], true);
-        free(del[i]);
-    }
-    free(del);
-    /* Additions and changes. */
-    gd_map_iter_init(&it, items);
-    while (gd_map_next(&it, &key, &val)) {
-        snap_item *si = val;
-        upsert(s, key, si->shard, si->rv, &si->obj, true, false);
-    }
-    gd_map_destroy(&items);
-    cJSON_Delete(end_topics);
-    cJSON_Delete(end_status);
-    s->st.snapshots++;
-    if (synced && !s->informer_synced) {
-        s->informer_synced = true;
-        notify(s, GD_SUB_SYNCED, NULL, GD_SHARD_BROADCAST, NULL, NULL, true);
-    }
+    apply_snapshot(s, want, &r);
+    snap_result_clear(&r);
     return GD_OK;
 }
 

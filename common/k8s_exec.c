@@ -398,13 +398,20 @@ static k8s_cred *parse_cred(const k8s_exec *x, const run_result *r, char *why, s
                *key = gd_json_str_or(status, "clientKeyData", ""),
                *exp = gd_json_str_or(status, "expirationTimestamp", "");
     int64_t expiry = 0;
+    /* The plugin's values are quoted in the error as one printable line: a kind, version or
+     * timestamp holding a line break or an escape sequence must not reach a log or terminal
+     * as such (found by fuzzing, tests/fuzz/corpus/kubeconfig/regress-*). */
+    char q[64];
     if (!j)
         snprintf(why, cap, "its output is not an ExecCredential (not JSON, %zu bytes)", r->outlen);
-    else if (strcmp(kind, "ExecCredential"))
-        snprintf(why, cap, "its output is not an ExecCredential (kind \"%.40s\")", kind);
-    else if (strcmp(ver, x->cfg->api_version))
+    else if (strcmp(kind, "ExecCredential")) {
+        k8s_sanitize(q, 44, kind, strlen(kind));
+        snprintf(why, cap, "its output is not an ExecCredential (kind \"%s\")", q);
+    } else if (strcmp(ver, x->cfg->api_version)) {
+        k8s_sanitize(q, sizeof q, ver, strlen(ver));
         snprintf(why, cap, "it is configured to use API version %s, the plugin returned version "
-                 "\"%.60s\"", x->cfg->api_version, ver);
+                 "\"%s\"", x->cfg->api_version, q);
+    }
     else if (!cJSON_IsObject(status))
         snprintf(why, cap, "the plugin didn't return a status field");
     else if (!*tok && !*cert && !*key)
@@ -413,8 +420,10 @@ static k8s_cred *parse_cred(const k8s_exec *x, const run_result *r, char *why, s
         snprintf(why, cap, "the plugin returned only certificate or key, not both");
     else if (strpbrk(tok, "\r\n"))
         snprintf(why, cap, "the plugin returned a token with a line break");
-    else if (*exp && gd_parse_rfc3339_ms(exp, &expiry) != GD_OK)
-        snprintf(why, cap, "expirationTimestamp \"%.40s\" is not RFC 3339", exp);
+    else if (*exp && gd_parse_rfc3339_ms(exp, &expiry) != GD_OK) {
+        k8s_sanitize(q, 44, exp, strlen(exp));
+        snprintf(why, cap, "expirationTimestamp \"%s\" is not RFC 3339", q);
+    }
     else if (*cert && !cert_key_ok(cert, key))
         snprintf(why, cap, "the plugin's client certificate and key are not a PEM pair that "
                  "belongs together");

@@ -2,7 +2,7 @@
 # Installs, with apt-get, every Debian package the build, tests, benchmarks and demo need.
 # Idempotent and quiet when everything is present.
 set -euo pipefail
-PKGS=(build-essential pkg-config clang libcurl4-openssl-dev libcjson-dev libzmq3-dev
+PKGS=(build-essential pkg-config clang libclang-rt-14-dev libcurl4-openssl-dev libcjson-dev libzmq3-dev
       libyaml-dev libssl-dev libcmocka-dev libmicrohttpd-dev libzstd-dev openssl curl etcd-server
       valgrind etcd-client jq golang-go golang-github-modern-go-reflect2-dev dpkg-dev rsync procps psmisc)
 missing=()

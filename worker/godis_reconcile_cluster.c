@@ -10,6 +10,7 @@
 #include "godis_client.h"
 #include "godis_plan.h"
 #include "godis_status.h"
+#include "godis_status_check.h"
 #include "godis_write.h"
 #include "gd_json.h"
 #include "gd_log.h"
@@ -374,9 +375,11 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
 static godis_result reconcile_cluster_ctx(cluster_ctx *c)
 {
     godis_spec spec;
-    char msg[160] = "";
+    char msg[256] = "";
     if (!godis_spec_validate(c->cluster, &spec, msg, sizeof msg))
-        return godis_status_invalid(c->e, c->cluster, msg);
+        return godis_status_invalid(c->e, c->cluster, "InvalidSpec", msg);
+    if (!godis_status_check(c->cluster, msg, sizeof msg))
+        return godis_status_invalid(c->e, c->cluster, "InvalidStatus", msg);
     c->v.desired = spec.replicas;
     c->v.paused = spec.paused;
     read_status(c);

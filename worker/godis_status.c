@@ -194,7 +194,8 @@ godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_v
     return r;
 }
 
-godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char *msg)
+godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char *reason,
+                                  const char *msg)
 {
     cJSON *obj = cJSON_Duplicate(cluster, 1);
     cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
@@ -204,15 +205,15 @@ godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char
     }
     cJSON *before = cJSON_Duplicate(st, 1);
     int64_t gen = gd_meta_generation(cluster);
-    godis_set_condition(st, "Ready", false, "InvalidSpec", msg, gen);
-    godis_set_condition(st, "Progressing", false, "InvalidSpec", msg, gen);
-    godis_set_condition(st, "Degraded", true, "InvalidSpec", msg, gen);
+    godis_set_condition(st, "Ready", false, reason, msg, gen);
+    godis_set_condition(st, "Progressing", false, reason, msg, gen);
+    godis_set_condition(st, "Degraded", true, reason, msg, gen);
     set_int(st, "observedGeneration", gen);
     godis_result r = {.kind = GODIS_DONE};
     if (!cJSON_Compare(before, st, 1)) {
         gd_err err = gw_update_status(e, &K8S_RES_GODISCLUSTERS, obj);
         if (err) r = gw_result(err);
-        else godis_emit_event(e, cluster, "Warning", "InvalidSpec", msg);
+        else godis_emit_event(e, cluster, "Warning", reason, msg);
     }
     cJSON_Delete(before);
     cJSON_Delete(obj);

@@ -10,8 +10,10 @@
  * caller frees it); left alone when nothing was written. */
 godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
                                const godis_step *s, cJSON **written);
-/* An invalid spec: condition + Event (once per change), no other action. */
-godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char *msg);
+/* An invalid spec (reason InvalidSpec) or recorded status (InvalidStatus): conditions and a
+ * Warning Event (once per change), no other action. */
+godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char *reason,
+                                  const char *msg);
 
 /* Sets or replaces condition `type` in a status object, keeping lastTransitionTime when
  * the status did not change (Kubernetes API conventions). */

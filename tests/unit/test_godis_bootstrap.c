@@ -16,6 +16,7 @@
 #include "../../worker/godis_plan.c"
 #include "../../worker/godis_status.c"
 #include "../../worker/godis_write.c"
+#include "../../worker/godis_status_check.c"
 #include "../../worker/godis_reconcile_cluster.c"
 #include "gd_json.h"
 

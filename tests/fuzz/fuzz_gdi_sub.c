@@ -1,0 +1,176 @@
+/* fuzz_gdi_sub.c — what an informer sends its subscribers (docs/PROTOCOL.md §1, GDI1): PUB
+ * messages and snapshot replies into common/gd_sub.c, as a worker runs it (keys_only, each
+ * object taken into the worker's cache and mapped to reconcile keys: worker/cache.c,
+ * worker/mapping.c, as worker/worker_feed.c does), and the STATS replies the manager reads
+ * (manager/statsclient.c, manager/promtext.c).
+ *
+ * Input: byte 0 picks the kind; then records (fuzz_util.h). A record whose first frame is
+ * "SNAP" is a snapshot reply message (the frames after it); a snapshot is applied at its
+ * END, as resnapshot() does after fetch_snapshot(). "STATS" is a STATS reply text. Anything
+ * else is a PUB message as the SUB socket receives it. One gd_sub serves the whole run (its
+ * sockets are never used: the frames are handed to its parsing functions directly) and is
+ * reset per input. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+#include "fuzz_util.h"
+#include "../../common/gd_sub.c"
+#include "../../worker/strmap.c"
+#include "../../worker/cache.c"
+#include "../../worker/mapping.c"
+#include "../../manager/promtext.c"
+#include "../../manager/statsclient.c"
+
+static const char *const kinds[8] = {"GodisCluster", "Godis", "ConfigMap", "ReplicaSet",
+                                     "Service", "PersistentVolumeClaim", "Pod", "Node"};
+
+typedef struct {
+    gd_sub *sub;
+    cache *cache;
+    const char *kind;
+    int emits;
+} feed;
+
+static void emit(void *ud, const char *ctrl, const char *key)
+{
+    feed *f = ud;
+    if (!ctrl || !key || !*key) abort();
+    f->emits++;
+}
+
+/* worker_feed.c's on_sub_event */
+static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
+                         const cJSON *old_obj, const cJSON *new_obj, bool resync)
+{
+    feed *f = ud;
+    cJSON *old = NULL;
+    if (old_obj) abort();                          /* keys_only */
+    switch (ev) {
+    case GD_SUB_ADDED:
+    case GD_SUB_MODIFIED: {
+        cJSON *obj = gd_sub_steal(f->sub);
+        if (!obj || obj != new_obj) abort();
+        if (cache_apply_take(f->cache, CACHE_UPSERT, f->kind, key, shard, &obj, &old) != GD_OK) {
+            cJSON_Delete(obj);
+            return;
+        }
+        break;
+    }
+    case GD_SUB_DELETED:
+        cache_apply_take(f->cache, CACHE_DELETE, f->kind, key, shard, NULL, &old);
+        if (!old) return;
+        break;
+    case GD_SUB_SYNCED:
+        return;
+    }
+    mapping_event(f->cache, f->kind, ev == GD_SUB_ADDED ? NULL : old, new_obj, emit, f);
+    cJSON_Delete(old);
+}
+
+static void to_frames(const fz_record *r, int from, frames *f)
+{
+    f->n = 0;
+    f->overflow = false;
+    for (int i = from; i < r->n; i++) {
+        if (f->n == MAX_FRAMES) {
+            f->overflow = true;
+            break;
+        }
+        zmq_msg_init_size(&f->m[f->n], r->len[i]);
+        memcpy(zmq_msg_data(&f->m[f->n]), r->p[i], r->len[i]);
+        f->n++;
+    }
+}
+
+static bool frame_eq(const fz_record *r, int i, const char *s)
+{
+    return i < r->n && r->len[i] == strlen(s) && memcmp(r->p[i], s, r->len[i]) == 0;
+}
+
+static gd_sub *the_sub(feed *fd)
+{
+    static void *zctx;
+    static gd_sub *s;
+    if (!s) {
+        zctx = zmq_ctx_new();
+        gd_sub_opts o;
+        gd_sub_opts_default(&o);
+        o.kind = "Pod";
+        o.pub_endpoint = "inproc://fz.pub";
+        o.snap_endpoint = "inproc://fz.snap";
+        o.on_event = on_sub_event;
+        o.keys_only = true;
+        if (!(s = gd_sub_new(zctx, &o))) abort();
+    }
+    /* reset: empty replica, every topic followed without a baseline */
+    gd_map_destroy(&s->cache);
+    if (!(s->cache = gd_map_new(entry_free))) abort();
+    for (int i = 0; i < NTOPICS; i++) {
+        s->follow[i] = true;
+        s->base[i] = s->resnap[i] = false;
+        s->last[i] = 0;
+    }
+    s->instance[0] = '\0';
+    s->informer_synced = false;
+    s->last_heard_ms = s->next_snap_ms = 0;
+    s->last_rv[0] = '\0';
+    memset(&s->st, 0, sizeof s->st);
+    snprintf(s->kind, sizeof s->kind, "%s", fd->kind);
+    s->o.ud = fd;
+    return s;
+}
+
+static void stats_reply(const fz_record *r)
+{
+    char *text = r->n > 1 ? fz_strndup(r->p[1], r->len[1]) : NULL;
+    if (!text) return;
+    (void)gd_stats_text_synced(text);
+    gd_promtext *pt = gd_promtext_new();
+    gd_promtext_add(pt, text, strlen(text), NULL, NULL);
+    gd_promtext_add(pt, text, strlen(text), "worker", "3");
+    free(gd_promtext_render(pt));
+    gd_promtext_destroy(&pt);
+    free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
+{
+    fz_quiet_logs();
+    if (len < 1) return 0;
+    feed fd = {.kind = kinds[d[0] % 8]};
+    if (!(fd.cache = cache_new())) abort();
+    gd_sub *s = fd.sub = the_sub(&fd);
+    snap_result snap = {0};
+    size_t pos = 1;
+    fz_record r;
+    while (fz_next_record(d, len, &pos, &r)) {
+        frames f;
+        if (frame_eq(&r, 0, "STATS")) {
+            stats_reply(&r);
+            continue;
+        }
+        bool is_snap = frame_eq(&r, 0, "SNAP");
+        to_frames(&r, is_snap ? 1 : 0, &f);
+        if (!is_snap) {
+            handle_pub(s, &f);
+        } else {
+            if (!snap.items && !(snap.items = gd_map_new(snap_item_free))) abort();
+            int rc = snap_reply(s, &f, &snap);
+            if (rc == SNAP_DONE) {
+                bool want[NTOPICS];
+                for (int i = 0; i < NTOPICS; i++)
+                    want[i] = s->follow[i] && (!s->base[i] || s->resnap[i]);
+                apply_snapshot(s, want, &snap);
+            }
+            if (rc <= 0) snap_result_clear(&snap);
+        }
+        frames_close(&f);
+    }
+    snap_result_clear(&snap);
+    (void)gd_sub_synced(s);
+    if (gd_sub_count(s) != cache_count(fd.cache, fd.kind)) abort();
+    cache_destroy(&fd.cache);
+    return 0;
+}
