@@ -130,14 +130,15 @@ integration-test: all
 	@tests/run-integration.sh
 
 # The README's test command: unit tests (gcc), the same under ASan+UBSan, a warning-free
-# clang build, every fuzz target briefly over its corpus, then the integration tests on the
-# local control plane.
+# clang build, every fuzz target briefly over its corpus, the integration tests on the
+# local control plane, then valgrind over the unit tests and one operator scenario.
 test: $(STAMP_DEPS)
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory asan-test
 	@$(MAKE) --no-print-directory clang-build
 	@$(MAKE) --no-print-directory fuzz-test
 	@$(MAKE) --no-print-directory integration-test
+	@$(MAKE) --no-print-directory valgrind
 
 bench: all
 	@tools/bench/run.sh
@@ -157,5 +158,6 @@ clean:
 	rm -rf build bin
 
 include tests/fuzz/fuzz.mk
+include tests/valgrind/valgrind.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)

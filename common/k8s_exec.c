@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -275,8 +277,40 @@ static void close_pair(int p[2])
 }
 
 /* Spawns the plugin; returns 0 and fills r, or errno of the spawn itself. */
+/* 0 when cmd names an executable file, else ENOENT or EACCES — Go's exec.LookPath, which
+ * client-go's exec.Command runs first: a name without '/' is searched in our $PATH, a path
+ * is checked as it is. Asked before spawning rather than learnt from posix_spawnp's error,
+ * which only some spawn implementations report (one that forks, as valgrind makes
+ * glibc's do, reports exit code 127 instead of "not found"). */
+static int look_path(const char *cmd)
+{
+    struct stat st;
+    if (strchr(cmd, '/'))
+        return stat(cmd, &st) != 0 ? ENOENT
+               : (!S_ISREG(st.st_mode) || access(cmd, X_OK) != 0) ? EACCES : 0;
+    const char *path = getenv("PATH");
+    int found = ENOENT;
+    for (const char *p = path ? path : ""; ; p++) {
+        const char *end = strchrnul(p, ':');
+        char full[PATH_MAX];
+        int n = end == p ? snprintf(full, sizeof full, "./%s", cmd)   /* empty entry: "." */
+                         : snprintf(full, sizeof full, "%.*s/%s", (int)(end - p), p, cmd);
+        if (n > 0 && (size_t)n < sizeof full && stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(full, X_OK) == 0)
+                return 0;
+            found = EACCES;
+        }
+        if (!*end)
+            return found;
+        p = end;
+    }
+}
+
 static int run_plugin(const k8s_exec *x, bool interactive, long timeout_ms, run_result *r)
 {
+    int looked = look_path(x->cfg->command);
+    if (looked != 0)
+        return looked;
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     if (pipe2(outp, O_CLOEXEC) != 0 || (!interactive && pipe2(errp, O_CLOEXEC) != 0)) {
         int e = errno;
