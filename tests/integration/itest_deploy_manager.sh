@@ -11,6 +11,7 @@
 #  - its ServiceAccount token, CA and namespace at /var/run/secrets/kubernetes.io/
 #    serviceaccount (read-only) and KUBERNETES_SERVICE_HOST/PORT: in-cluster
 #    configuration, no --kubeconfig;
+#  - the image's programs at /usr/local/bin (a read-only bind of bin/);
 #  - the container's args from deployment.yaml, with what the kubelet substitutes
 #    ($(POD_NAME), $(POD_NAMESPACE)) and, for this machine's rule that tests bind only
 #    loopback, the two 0.0.0.0 listen addresses moved to free 127.0.0.1 ports.
@@ -35,6 +36,7 @@ POD_NAME=godis-operator-itest-$$
 UID_=$(sed -n 's/^ *runAsUser: *//p' deploy/manager/deployment.yaml | head -n1)
 GID_=$(sed -n 's/^ *runAsGroup: *//p' deploy/manager/deployment.yaml | head -n1)
 RUNDIR=$(sed -n 's/^ *- --runtime-dir=//p' deploy/manager/deployment.yaml)
+COMMAND=$(sed -n 's/^ *command: \["\([^"]*\)"\]$/\1/p' deploy/manager/deployment.yaml)
 API_PORT=${SERVER##*:}
 MGR=""
 t_start=$(date +%s)
@@ -87,6 +89,11 @@ inner() {
   set -e
   mount --rbind / "$ROOT"
   mount -o remount,bind,ro "$ROOT"                              # readOnlyRootFilesystem
+  # The image's programs at the image's path (command: /usr/local/bin/godis-manager, its
+  # informer and worker beside it), read-only: the clone may live anywhere, /tmp included,
+  # which the container's own /tmp below hides.
+  mount --bind "$DV_ROOT/bin" "$ROOT/usr/local/bin"
+  mount -o remount,bind,ro "$ROOT/usr/local/bin"
   mount -t tmpfs -o mode=0755 tmpfs "$ROOT/run"                  # the container's own /run
   mkdir -p "$ROOT$RUNDIR" "$ROOT/run/secrets/kubernetes.io/serviceaccount"
   mount -t tmpfs -o mode=0777,size=16m tmpfs "$ROOT$RUNDIR"      # emptyDir {medium: Memory}
@@ -94,16 +101,20 @@ inner() {
   cp "$SA_FILES"/* "$ROOT/run/secrets/kubernetes.io/serviceaccount/"
   mount --bind "$ROOT/run/secrets/kubernetes.io/serviceaccount" "$ROOT/run/secrets/kubernetes.io/serviceaccount"
   mount -o remount,bind,ro "$ROOT/run/secrets/kubernetes.io/serviceaccount"
+  # The devcluster's Service names (its stand-in for cluster DNS), followed as they change.
+  mkdir -p "$ROOT/run/devcluster"
+  [ -z "${GODIS_HOSTS_FILE:-}" ] || mount --bind "$(dirname "$GODIS_HOSTS_FILE")" "$ROOT/run/devcluster"
   exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOSTNAME="$POD_NAME" POD_NAME="$POD_NAME" POD_NAMESPACE="$SA_NS" \
     KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT" \
-    GODIS_LOOPBACK_ONLY=1 GODIS_HOSTS_FILE="${GODIS_HOSTS_FILE:-}" \
+    GODIS_LOOPBACK_ONLY=1 GODIS_HOSTS_FILE="/run/devcluster/$(basename "${GODIS_HOSTS_FILE:-hosts}")" \
     setpriv --reuid="$UID_" --regid="$GID_" --clear-groups --no-new-privs \
       --inh-caps=-all --bounding-set=-all \
-      "$DV_ROOT/bin/godis-manager" "${args[@]}"
+      "$COMMAND" "${args[@]}"
 }
 export -f inner
-export ROOT RUNDIR SA_FILES POD_NAME SA_NS API_PORT UID_ GID_ DV_ROOT
+[ "$COMMAND" = /usr/local/bin/godis-manager ] || die "deployment.yaml's command is \"$COMMAND\", not the image's /usr/local/bin/godis-manager"
+export COMMAND ROOT RUNDIR SA_FILES POD_NAME SA_NS API_PORT UID_ GID_ DV_ROOT
 ARGS_FILE=$DV_TMP/args; printf '%s\n' "${args[@]}" >"$ARGS_FILE"
 setsid unshare --mount --propagation private bash -c 'mapfile -t args <"$0"; inner' "$ARGS_FILE" \
   </dev/null >"$DV_TMP/manager.log" 2>&1 &
