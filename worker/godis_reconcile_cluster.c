@@ -266,8 +266,8 @@ static godis_result create_initial_godises(cluster_ctx *c, const godis_step *s)
 
 /* Runs meet/forget against member via_id where a real cluster puts it: the pod IP from the
  * Pod cache first, then the member's Service name through the cluster's DNS
- * (godis_member_hosts). A failure is logged and reported as a Warning Event naming the
- * member, every address tried and the cause; the step is retried with backoff. */
+ * (godis_member_hosts). A failure is a Warning Event (logged too) naming the member,
+ * every address tried and the cause; the step is retried with backoff. */
 static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
 {
     gd_err err = c->e->may_write ? c->e->may_write(c->e) : GD_OK;
@@ -292,8 +292,6 @@ static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int6
         snprintf(msg, sizeof msg, "cluster %s %lld through member %lld failed: %s%s%s",
                  meet ? "meet" : "forget", (long long)id, (long long)via_id,
                  n < 0 ? "member name too long" : why[0], why[1][0] ? "; then " : "", why[1]);
-        gd_log(GD_LOG_WARN, msg, "cluster", c->name, "namespace", c->ns, "error",
-               gd_strerror(err), NULL);
         godis_emit_event(c->e, c->cluster, "Warning", meet ? "MeetFailed" : "ForgetFailed", msg);
     }
     return err;
