@@ -520,6 +520,22 @@ static int snap_reply(gd_sub *s, frames *f, snap_result *r)
     return -GD_ERR_PROTOCOL;
 }
 
+static bool stopping(const gd_sub *s) { return s->o.stop && atomic_load(s->o.stop); }
+
+/* zmq_poll of one socket for up to ms, in slices so the owner's stop flag is seen. */
+static int poll_stoppable(const gd_sub *s, zmq_pollitem_t *pi, int64_t ms)
+{
+    int64_t until = gd_mono_ms() + ms;
+    for (;;) {
+        int64_t left = until - gd_mono_ms();
+        if (left <= 0 || stopping(s))
+            return 0;
+        int rc = zmq_poll(pi, 1, (long)(left > 100 ? 100 : left));
+        if (rc != 0)
+            return rc;
+    }
+}
+
 /* Fetches a snapshot of want[] into r (r->items must be an empty map). */
 static gd_err fetch_snapshot(gd_sub *s, const bool *want, snap_result *r)
 {
@@ -537,9 +553,9 @@ static gd_err fetch_snapshot(gd_sub *s, const bool *want, snap_result *r)
     for (;;) {
         int64_t left = deadline - gd_mono_ms();
         zmq_pollitem_t pi = {.socket = s->dealer, .events = ZMQ_POLLIN};
-        if (left <= 0 || zmq_poll(&pi, 1, (long)left) == 0) {
+        if (left <= 0 || poll_stoppable(s, &pi, left) == 0) {
             close_dealer(s);     /* a late reply must not be read as the next one's */
-            return GD_ERR_TIMEOUT;
+            return stopping(s) ? GD_ERR_CANCELLED : GD_ERR_TIMEOUT;
         }
         if (!(pi.revents & ZMQ_POLLIN))
             continue;
@@ -634,12 +650,18 @@ static gd_err resnapshot(gd_sub *s)
          * gap, repaired, but avoidable). A message on the SUB proves they are active;
          * heartbeats come every second, so wait for one, briefly, without consuming it. */
         zmq_pollitem_t pi = {.socket = s->sub, .events = ZMQ_POLLIN};
-        zmq_poll(&pi, 1, 1500);
+        poll_stoppable(s, &pi, 1500);
     }
+    if (stopping(s))
+        return GD_ERR_CANCELLED;
     snap_result r = {.items = gd_map_new(snap_item_free)};
     if (!r.items)
         return GD_ERR_NOMEM;
     gd_err e = fetch_snapshot(s, want, &r);
+    if (e == GD_ERR_CANCELLED) {
+        snap_result_clear(&r);
+        return e;
+    }
     if (e != GD_OK) {
         s->st.snapshot_failures++;
         s->next_snap_ms = gd_mono_ms() + 1000;

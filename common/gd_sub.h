@@ -17,6 +17,7 @@
  * arrive meanwhile are buffered and applied after the snapshot (CHP / clone pattern). */
 #ifndef GD_SUB_H
 #define GD_SUB_H
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +56,10 @@ typedef struct {
      * worker's indexed cache is the replica). Then old_obj is always NULL, gd_sub_get
      * returns NULL and gd_sub_foreach passes obj NULL. */
     bool keys_only;
+    /* Non-NULL: set (by any thread) when the owner is stopping; the snapshot waits inside
+     * gd_sub_set_shards/gd_sub_dispatch give up within ~100 ms (GD_ERR_CANCELLED), so a
+     * stopping process is not held up by an informer that is not synced yet. */
+    const atomic_bool *stop;
 } gd_sub_opts;
 void gd_sub_opts_default(gd_sub_opts *o);
 

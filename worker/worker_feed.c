@@ -109,7 +109,7 @@ static void *sub_thread(void *arg)
             }
             atomic_store(&s->synced, false);
             gd_err rc = gd_sub_set_shards(s->sub, shards, (size_t)n);
-            if (rc != GD_OK && rc != GD_ERR_TIMEOUT)
+            if (rc != GD_OK && rc != GD_ERR_TIMEOUT && rc != GD_ERR_CANCELLED)
                 gd_log(GD_LOG_ERROR, "subscriber: cannot follow shards", "kind", s->kind,
                        "error", gd_strerror(rc), NULL);
             /* gd_sub dropped those shards' objects without events; so does the cache. */
@@ -177,6 +177,7 @@ gd_err worker_setup_subs(worker *w)
         so.ud = s;
         so.snapshot_timeout_ms = 1000;
         so.keys_only = true;        /* the cache keeps the objects (on_sub_event) */
+        so.stop = &w->subs_stop;    /* a stopping worker does not sit out a snapshot wait */
         s->sub = gd_sub_new(w->zctx, &so);
         if (!s->sub) {
             gd_log(GD_LOG_ERROR, "cannot create subscriber", "kind", e->kind, "pub", e->pub,
