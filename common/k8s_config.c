@@ -173,6 +173,8 @@ static char *resolve_path(const char *dir, const char *p)
 {
     if (p[0] == '/' || !dir || strcmp(dir, ".") == 0)
         return strdup(p);
+    while (p[0] == '.' && p[1] == '/')   /* "./bin/x" is "bin/x" next to the kubeconfig */
+        p += 2;
     size_t n = strlen(dir) + strlen(p) + 2;
     char *s = malloc(n);
     if (s)

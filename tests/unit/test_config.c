@@ -345,7 +345,7 @@ static void test_exec_config(void **state)
     /* v1beta1 defaults interactiveMode to IfAvailable; a path is resolved against the file */
     EXEC_YAML("{apiVersion: client.authentication.k8s.io/v1beta1, command: ./bin/plugin}");
     assert_int_equal(from_yaml(yaml, NULL), GD_OK);
-    assert_string_equal(cfg->exec->command, "/x/./bin/plugin");
+    assert_string_equal(cfg->exec->command, "/x/bin/plugin");
     assert_int_equal(cfg->exec->interactive, K8S_EXEC_IF_AVAILABLE);
     /* a static credential wins over the plugin, as in client-go */
     snprintf(yaml, sizeof yaml, "current-context: x\nclusters: [{name: c, cluster: {server: https://h}}]\n"
