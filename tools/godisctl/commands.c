@@ -10,7 +10,10 @@
 int gdctl_api_fail(ctl *x, const char *what, gd_err e, const k8s_status *st)
 {
     const char *server = x->c ? k8s_client_config(x->c)->server : "?";
-    if (st->http_status == 0) {
+    if (st->http_status == 0 && !strncmp(st->message, "getting credentials: ", 21)) {
+        x->unreachable = true;          /* the kubeconfig's exec plugin failed: it says why */
+        fprintf(stderr, "%s: %s: %s\n", x->prog, what, st->message);
+    } else if (st->http_status == 0) {
         x->unreachable = true;
         fprintf(stderr, "%s: %s: cannot reach the API server at %s: %s\n", x->prog, what, server,
                 st->message[0] ? st->message : gd_strerror(e));

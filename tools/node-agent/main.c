@@ -59,9 +59,9 @@ static void on_signal(int sig)
     agent.stop = 1;
 }
 
-static k8s_client *make_client(const char *kubeconfig)
+static k8s_client *make_client(const char *kubeconfig, const char *context)
 {
-    k8s_config_opts co = { .kubeconfig = kubeconfig, .allow_in_cluster = true };
+    k8s_config_opts co = { .kubeconfig = kubeconfig, .context = context, .allow_in_cluster = true };
     k8s_config *cfg = NULL;
     char err[512] = "";
     if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK) {
@@ -154,7 +154,7 @@ static int run(na_agent *a)
 int main(int argc, char **argv)
 {
     na_agent *a = &agent;
-    const char *kubeconfig = NULL, *ip_base = "127.0.1.0", *prefix = "node-";
+    const char *kubeconfig = NULL, *context = NULL, *ip_base = "127.0.1.0", *prefix = "node-";
     int nnodes = 3, level = GD_LOG_INFO;
     char err[512] = "", def[NA_PATH_MAX + 64];
     a->heartbeat_s = 10;
@@ -171,6 +171,7 @@ int main(int argc, char **argv)
     snprintf(nodes_help, sizeof nodes_help, "number of Nodes to register (1..%d)", NA_MAX_NODES);
     gd_flag defs[] = {
         FLAG(GD_FLAG_STRING, "kubeconfig", &kubeconfig, "kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)", .metavar = "PATH"),
+        FLAG(GD_FLAG_STRING, "context", &context, "kubeconfig context (default: current-context)", .metavar = "NAME"),
         FLAG(GD_FLAG_INT, "nodes", &nnodes, nodes_help, .metavar = "N", .min = 1, .max = NA_MAX_NODES),
         FLAG(GD_FLAG_STRING, "node-prefix", &prefix, "Node names are P1..PN", .metavar = "P"),
         FLAG(GD_FLAG_STRING, "ip-base", &ip_base, "pod IPs are handed out from A+1 upwards, one per live pod, in 127.0.0.0/8 only", .metavar = "A"),
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "set-ready") == 0) {
         if (fs.nargs != 3 || (strcmp(fs.args[2], "true") && strcmp(fs.args[2], "false")))
             return gd_flags_fail(&fs, "usage: set-ready NODE true|false");
-        a->api = make_client(kubeconfig);
+        a->api = make_client(kubeconfig, context);
         if (!a->api) return GD_EXIT_FATAL_CONFIG;
         gd_err e = na_node_set_ready(a->api, a->state_dir, fs.args[1], strcmp(fs.args[2], "true") == 0);
         if (e != GD_OK) fprintf(stderr, "node-agent: set-ready %s: %s\n", fs.args[1], gd_strerror(e));
@@ -217,7 +218,7 @@ int main(int argc, char **argv)
     } else if (strcmp(cmd, "run") != 0 || fs.nargs > 1) {
         return gd_flags_fail(&fs, "unknown command \"%s\"", fs.nargs > 1 && !strcmp(cmd, "run") ? fs.args[1] : cmd);
     } else {
-        a->api = make_client(kubeconfig);
+        a->api = make_client(kubeconfig, context);
         rc = a->api ? run(a) : GD_EXIT_FATAL_CONFIG;
     }
     k8s_client_destroy(&a->api);
