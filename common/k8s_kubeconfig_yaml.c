@@ -143,9 +143,10 @@ static gd_err get_bool(yaml_document_t *doc, const yaml_node_t *map, const char 
     return GD_ERR_CONFIG;
 }
 
-/* The inner mapping of a named entry ("cluster:", "user:", "context:"). Null → NULL. */
-static gd_err get_map(yaml_document_t *doc, const yaml_node_t *map, const char *key,
-                      yaml_node_t **out, const entry_ctx *e)
+/* A field that must be a node of one type (a mapping or a sequence): absent or null →
+ * NULL, anything else an error naming the field. */
+static gd_err get_typed(yaml_document_t *doc, const yaml_node_t *map, const char *key,
+                        yaml_node_type_t type, yaml_node_t **out, const entry_ctx *e)
 {
     if (map_get(doc, map, key, out, e) != GD_OK)
         return GD_ERR_CONFIG;
@@ -153,13 +154,21 @@ static gd_err get_map(yaml_document_t *doc, const yaml_node_t *map, const char *
         *out = NULL;
         return GD_OK;
     }
-    if ((*out)->type != YAML_MAPPING_NODE) {
+    if ((*out)->type != type) {
         char what[64];
-        snprintf(what, sizeof what, "expected a mapping, got %s", node_kind(*out));
+        snprintf(what, sizeof what, "expected %s, got %s",
+                 type == YAML_MAPPING_NODE ? "a mapping" : "a sequence", node_kind(*out));
         entry_err(e, key, what);
         return GD_ERR_CONFIG;
     }
     return GD_OK;
+}
+
+/* The inner mapping of a named entry ("cluster:", "user:", "context:"). Null → NULL. */
+static gd_err get_map(yaml_document_t *doc, const yaml_node_t *map, const char *key,
+                      yaml_node_t **out, const entry_ctx *e)
+{
+    return get_typed(doc, map, key, YAML_MAPPING_NODE, out, e);
 }
 
 static bool has_key(yaml_document_t *doc, const yaml_node_t *map, const char *key)
@@ -196,24 +205,15 @@ static void exec_free(kc_exec *x)
     memset(x, 0, sizeof *x);
 }
 
-/* A sequence field: absent or null → 0 items; anything but a sequence is an error. */
+/* A sequence field and its length (0 when absent or null). */
 static gd_err get_seq(yaml_document_t *doc, const yaml_node_t *map, const char *key,
                       yaml_node_t **out, size_t *n, const entry_ctx *e)
 {
     *n = 0;
-    if (map_get(doc, map, key, out, e) != GD_OK)
+    if (get_typed(doc, map, key, YAML_SEQUENCE_NODE, out, e) != GD_OK)
         return GD_ERR_CONFIG;
-    if (is_null(*out)) {
-        *out = NULL;
-        return GD_OK;
-    }
-    if ((*out)->type != YAML_SEQUENCE_NODE) {
-        char what[64];
-        snprintf(what, sizeof what, "expected a sequence, got %s", node_kind(*out));
-        entry_err(e, key, what);
-        return GD_ERR_CONFIG;
-    }
-    *n = (size_t)((*out)->data.sequence.items.top - (*out)->data.sequence.items.start);
+    if (*out)
+        *n = (size_t)((*out)->data.sequence.items.top - (*out)->data.sequence.items.start);
     return GD_OK;
 }
 

@@ -209,3 +209,43 @@ int cli_busy_port(int *fd)
         return -1;
     return ntohs(a.sin_port);
 }
+
+/* ---- scratch files ---- */
+
+static char tmp_dir[64];
+
+bool cli_tmp_init(const char *name)
+{
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/%s-XXXXXX", name);
+    return mkdtemp(tmp_dir) != NULL;
+}
+
+const char *cli_tmp(const char *name)
+{
+    static char buf[8][320];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
+    return buf[k];
+}
+
+int cli_tmp_done(int rc)
+{
+    if (rc != 0) {
+        fprintf(stderr, "files of the failed run kept in %s\n", tmp_dir);
+        return rc;
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+char *cli_slurp(const char *path)
+{
+    static char buf[1 << 20];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    return buf;
+}

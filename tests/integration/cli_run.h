@@ -33,4 +33,13 @@ void cli_kubeconfig(const char *path, const char *server);
 /* A TCP port on 127.0.0.1 that something else holds: the returned fd keeps it (close it). */
 int cli_busy_port(int *fd);
 
+/* A scratch directory for one test binary: cli_tmp_init("itest-cli") makes
+ * /tmp/itest-cli-XXXXXX; cli_tmp("name") is a path in it (8 rotating buffers);
+ * cli_tmp_done(ok) removes it when the tests passed, else says where it is. */
+bool cli_tmp_init(const char *name);
+const char *cli_tmp(const char *name);
+int cli_tmp_done(int cmocka_rc);
+/* The whole file (up to 1 MiB, NUL-terminated; "" when unreadable), in a static buffer. */
+char *cli_slurp(const char *path);
+
 #endif

@@ -29,17 +29,6 @@
 #include "cli_run.h"
 #include "harness_manager.h"
 
-static char tmp[64];
-
-static const char *in_tmp(const char *name)
-{
-    static char buf[8][300];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp, name);
-    return buf[k];
-}
-
 static void run(cli_result *r, int timeout_ms, ...)
 {
     const char *argv[32];
@@ -149,7 +138,7 @@ static void test_port_in_use(void **st)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
     static cli_result r;
     const char *argv[] = {"bin/godis-manager", "--leader-elect", "false", "--metrics-bind-address",
-                          addr, "--health-probe-bind-address", "0", "--runtime-dir", in_tmp("rt-port"), NULL};
+                          addr, "--health-probe-bind-address", "0", "--runtime-dir", cli_tmp("rt-port"), NULL};
     cli_run(&r, argv, NULL, 15000);
     close(fd);
     snprintf(want, sizeof want, "msg=\"cannot listen for HTTP\" flag=--metrics-bind-address address=%s "
@@ -158,27 +147,27 @@ static void test_port_in_use(void **st)
         !strstr(r.err, "role=manager") || !strstr(r.err, want))
         fail_msg("exit %d, stderr \"%s\"", r.status, r.err);
     struct stat sb;
-    assert_int_equal(stat(in_tmp("rt-port"), &sb), -1);     /* nothing left behind */
+    assert_int_equal(stat(cli_tmp("rt-port"), &sb), -1);     /* nothing left behind */
 }
 
 static void test_worker_kubeconfig_exit_2(void **st)
 {
     static cli_result r;
-    const char *missing[] = {"bin/godis-worker", "--runtime-dir", tmp, "--kubeconfig",
+    const char *missing[] = {"bin/godis-worker", "--runtime-dir", cli_tmp(""), "--kubeconfig",
                              "/nonexistent/kubeconfig", NULL};
     cli_run(&r, missing, NULL, 15000);
     if (r.status != 2 || cli_lines(r.err) != 1 ||
         !strstr(r.err, "godis-worker: /nonexistent/kubeconfig: cannot read kubeconfig: No such file or directory"))
         fail_msg("missing: exit %d, \"%s\"", r.status, r.err);
-    FILE *f = fopen(in_tmp("garbage"), "w");
+    FILE *f = fopen(cli_tmp("garbage"), "w");
     fputs("clusters: [unclosed\n", f);
     fclose(f);
     char env_kc[400];
-    snprintf(env_kc, sizeof env_kc, "KUBECONFIG=%s", in_tmp("garbage"));
+    snprintf(env_kc, sizeof env_kc, "KUBECONFIG=%s", cli_tmp("garbage"));
     const char *env[] = {env_kc, NULL};
-    const char *garbage[] = {"bin/godis-worker", "--runtime-dir", tmp, NULL};
+    const char *garbage[] = {"bin/godis-worker", "--runtime-dir", cli_tmp(""), NULL};
     cli_run(&r, garbage, env, 15000);
-    if (r.status != 2 || cli_lines(r.err) != 1 || !strstr(r.err, in_tmp("garbage")) ||
+    if (r.status != 2 || cli_lines(r.err) != 1 || !strstr(r.err, cli_tmp("garbage")) ||
         !strstr(r.err, "YAML syntax error"))
         fail_msg("garbage: exit %d, \"%s\"", r.status, r.err);
     /* nothing at all: the production reconcilers cannot run without an API server */
@@ -221,16 +210,6 @@ static int wait_exit(pid_t pid, int ms, int64_t *took)
     return -1;
 }
 
-static char *slurp(const char *path)
-{
-    static char buf[1 << 20];
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f) fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
 static int count(const char *hay, const char *needle)
 {
     int n = 0;
@@ -247,17 +226,17 @@ static void test_ctrl_c_never_respawns(void **st)
     snprintf(ha, sizeof ha, "127.0.0.1:%d", hp);
     const char *argv[] = {"bin/godis-manager", "--leader-elect=false", "--workers", "2",
                           "--health-probe-bind-address", ha, "--metrics-bind-address", "0",
-                          "--runtime-dir", in_tmp("rt-int"), NULL};
-    pid_t pid = spawn_group(argv, in_tmp("ctrl-c.log"));
+                          "--runtime-dir", cli_tmp("rt-int"), NULL};
+    pid_t pid = spawn_group(argv, cli_tmp("ctrl-c.log"));
     char body[512];
     long long t0 = now_ms();
     while (http_get(hp, "/readyz", body, sizeof body) != 200 && now_ms() - t0 < 90000) usleep(100000);
     if (http_get(hp, "/readyz", body, sizeof body) != 200)
-        fail_msg("not ready in 90 s: %s", slurp(in_tmp("ctrl-c.log")));
+        fail_msg("not ready in 90 s: %s", cli_slurp(cli_tmp("ctrl-c.log")));
     kill(-pid, SIGINT);                /* the terminal's Ctrl-C: every process of the group */
     int64_t took = 0;
     int code = wait_exit(pid, 30000, &took);
-    const char *log = slurp(in_tmp("ctrl-c.log"));
+    const char *log = cli_slurp(cli_tmp("ctrl-c.log"));
     if (code != 0) fail_msg("exit %d after Ctrl-C: %s", code, log);
     assert_int_equal(count(log, "restarting after backoff"), 0);
     const char *stop = strstr(log, "msg=\"shutting down");
@@ -266,7 +245,7 @@ static void test_ctrl_c_never_respawns(void **st)
     assert_int_equal(count(log, "msg=\"started child\""), 10);   /* 8 informers + 2 workers */
     assert_int_equal(count(log, "msg=\"child stopped\""), 10);
     struct stat sb;
-    assert_int_equal(stat(in_tmp("rt-int"), &sb), -1);   /* the runtime dir is gone */
+    assert_int_equal(stat(cli_tmp("rt-int"), &sb), -1);   /* the runtime dir is gone */
 }
 
 /* Lists the API server never answers: the informers must still stop at once (the list is
@@ -278,20 +257,20 @@ static void test_informer_in_list_stops_within_grace(void **st)
     assert_non_null(bh);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", cli_server_port(bh));
-    cli_kubeconfig(in_tmp("blackhole.kubeconfig"), url);
+    cli_kubeconfig(cli_tmp("blackhole.kubeconfig"), url);
     const char *argv[] = {"bin/godis-manager", "--leader-elect=false", "--workers", "1",
-                          "--kubeconfig", in_tmp("blackhole.kubeconfig"), "--informer-kinds",
+                          "--kubeconfig", cli_tmp("blackhole.kubeconfig"), "--informer-kinds",
                           "GodisCluster,Pod,Node", "--shutdown-grace", "2s",
                           "--health-probe-bind-address", "0", "--metrics-bind-address", "0",
-                          "--runtime-dir", in_tmp("rt-bh"), NULL};
-    pid_t pid = spawn_group(argv, in_tmp("blackhole.log"));
+                          "--runtime-dir", cli_tmp("rt-bh"), NULL};
+    pid_t pid = spawn_group(argv, cli_tmp("blackhole.log"));
     long long t0 = now_ms();
     while (cli_server_accepted(bh) < 3 && now_ms() - t0 < 30000) usleep(20000);
-    if (cli_server_accepted(bh) < 3) fail_msg("the informers never listed: %s", slurp(in_tmp("blackhole.log")));
+    if (cli_server_accepted(bh) < 3) fail_msg("the informers never listed: %s", cli_slurp(cli_tmp("blackhole.log")));
     kill(pid, SIGTERM);
     int64_t took = 0;
     int code = wait_exit(pid, 20000, &took);
-    const char *log = slurp(in_tmp("blackhole.log"));
+    const char *log = cli_slurp(cli_tmp("blackhole.log"));
     cli_server_stop(&bh);
     /* within the grace: the manager sends TERM at once and KILL 1 s later (half of it),
      * and says so in its log; the reflectors were cancelled and joined, not abandoned */
@@ -300,13 +279,12 @@ static void test_informer_in_list_stops_within_grace(void **st)
     assert_null(strstr(log, "did not stop in time"));
     assert_int_equal(count(log, "reflector=joined"), 3);
     struct stat sb;
-    assert_int_equal(stat(in_tmp("rt-bh"), &sb), -1);
+    assert_int_equal(stat(cli_tmp("rt-bh"), &sb), -1);
 }
 
 int main(void)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/itest-cli-XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (!cli_tmp_init("itest-cli")) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_bad_flags),
@@ -315,13 +293,5 @@ int main(void)
         cmocka_unit_test(test_ctrl_c_never_respawns),
         cmocka_unit_test(test_informer_in_list_stops_within_grace),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    if (rc == 0) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        if (system(cmd) != 0) return 1;
-    } else {
-        fprintf(stderr, "itest_cli: logs kept in %s\n", tmp);
-    }
-    return rc;
+    return cli_tmp_done(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -24,27 +24,6 @@
 #include "cli_run.h"
 #include "gd_json.h"
 
-static char tmp[64];
-
-static const char *in_tmp(const char *name)
-{
-    static char buf[8][300];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp, name);
-    return buf[k];
-}
-
-static char *slurp(const char *path)
-{
-    static char buf[65536];
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f) fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
 /* The plugin: counts its runs; run N prints DIR/answer.N when present (else the admin
  * certificate); records its args, KUBERNETES_EXEC_INFO and $PLUGIN_ENV. */
 static const char PLUGIN[] =
@@ -76,9 +55,7 @@ static int setup(void **st)
         fprintf(stderr, "itest_exec_plugin: needs the devcluster (DEVCLUSTER_DIR, KUBE_APISERVER)\n");
         return -1;
     }
-    snprintf(tmp, sizeof tmp, "/tmp/itest-exec-XXXXXX");
-    if (!mkdtemp(tmp)) return -1;
-    write_file(in_tmp("plugin"), PLUGIN, 0700);
+    write_file(cli_tmp("plugin"), PLUGIN, 0700);
     char kc[4096];
     snprintf(kc, sizeof kc,
              "apiVersion: v1\nkind: Config\ncurrent-context: dev\n"
@@ -92,27 +69,20 @@ static int setup(void **st)
              "      interactiveMode: Never\n"
              "      provideClusterInfo: true\n"
              "      installHint: 'install the SSO plugin'\n", server, dir, dir);
-    write_file(in_tmp("kubeconfig"), kc, 0600);
+    write_file(cli_tmp("kubeconfig"), kc, 0600);
     return 0;
 }
 
-static int teardown(void **st)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static int runs(void) { return atoi(slurp(in_tmp("runs"))); }
+static int runs(void) { return atoi(cli_slurp(cli_tmp("runs"))); }
 
 static void reset(void)
 {
-    unlink(in_tmp("runs"));
-    unlink(in_tmp("fail"));
+    unlink(cli_tmp("runs"));
+    unlink(cli_tmp("fail"));
     for (int i = 1; i < 4; i++) {
         char n[32];
         snprintf(n, sizeof n, "answer.%d", i);
-        unlink(in_tmp(n));
+        unlink(cli_tmp(n));
     }
 }
 
@@ -120,7 +90,7 @@ static cli_result R;
 
 static void godisctl_get_ns(void)
 {
-    const char *argv[] = {"bin/godisctl", "--kubeconfig", in_tmp("kubeconfig"), "get", "namespace",
+    const char *argv[] = {"bin/godisctl", "--kubeconfig", cli_tmp("kubeconfig"), "get", "namespace",
                           "default", NULL};
     cli_run(&R, argv, NULL, 60000);
 }
@@ -132,9 +102,9 @@ static void test_godisctl_with_plugin(void **st)
     if (R.status != 0) fail_msg("exit %d: %s", R.status, R.err);
     assert_non_null(strstr(R.out, "\"name\":\t\"default\""));
     assert_int_equal(runs(), 1);
-    assert_string_equal(slurp(in_tmp("args")), "get-token --cluster dev\n");
-    assert_string_equal(slurp(in_tmp("env")), "from-kubeconfig\n");
-    cJSON *info = cJSON_Parse(slurp(in_tmp("info")));
+    assert_string_equal(cli_slurp(cli_tmp("args")), "get-token --cluster dev\n");
+    assert_string_equal(cli_slurp(cli_tmp("env")), "from-kubeconfig\n");
+    cJSON *info = cJSON_Parse(cli_slurp(cli_tmp("info")));
     assert_non_null(info);
     assert_string_equal(gd_json_str_or(info, "apiVersion", ""), "client.authentication.k8s.io/v1");
     assert_true(cJSON_IsFalse(gd_json_path(info, "spec.interactive")));
@@ -148,7 +118,7 @@ static void test_godisctl_with_plugin(void **st)
 static void test_401_runs_the_plugin_again(void **st)
 {
     reset();
-    write_file(in_tmp("answer.1"), "{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\","
+    write_file(cli_tmp("answer.1"), "{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1\","
                "\"status\":{\"token\":\"revoked-token\",\"expirationTimestamp\":\"2999-01-01T00:00:00Z\"}}\n", 0600);
     godisctl_get_ns();
     if (R.status != 0) fail_msg("exit %d: %s", R.status, R.err);
@@ -158,11 +128,12 @@ static void test_401_runs_the_plugin_again(void **st)
 static void test_failing_plugin_is_named(void **st)
 {
     reset();
-    write_file(in_tmp("fail"), "", 0600);
+    write_file(cli_tmp("fail"), "", 0600);
     godisctl_get_ns();
     char want[400];
-    snprintf(want, sizeof want, "getting credentials: exec plugin \"%s/plugin\" (%s: users[0] (name=sso)): "
-             "failed with exit code 4: error: the session expired; run: login --again", tmp, in_tmp("kubeconfig"));
+    snprintf(want, sizeof want, "getting credentials: exec plugin \"%s\" (%s: users[0] (name=sso)): "
+             "failed with exit code 4: error: the session expired; run: login --again", cli_tmp("plugin"),
+             cli_tmp("kubeconfig"));
     if (R.status != 1 || !strstr(R.err, want) || cli_lines(R.err) != 1)
         fail_msg("exit %d: %s\nwant: %s", R.status, R.err, want);
 }
@@ -173,25 +144,25 @@ static void test_informer_with_plugin(void **st)
     reset();
     pid_t pid = fork();
     if (pid == 0) {
-        int fd = open(in_tmp("informer.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fd = open(cli_tmp("informer.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 1);
         dup2(fd, 2);
         execl("bin/godis-informer", "bin/godis-informer", "--kind", "Node", "--kubeconfig",
-              in_tmp("kubeconfig"), "--runtime-dir", in_tmp("rt"), (char *)NULL);
+              cli_tmp("kubeconfig"), "--runtime-dir", cli_tmp("rt"), (char *)NULL);
         _exit(127);
     }
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     bool listed = false;
     do {
-        listed = strstr(slurp(in_tmp("informer.log")), "msg=listed kind=Node") != NULL;
+        listed = strstr(cli_slurp(cli_tmp("informer.log")), "msg=listed kind=Node") != NULL;
         if (!listed) usleep(50000);
         clock_gettime(CLOCK_MONOTONIC, &now);
     } while (!listed && now.tv_sec - t0.tv_sec < 30);
     kill(pid, SIGTERM);
     int status;
     waitpid(pid, &status, 0);
-    if (!listed) fail_msg("the informer did not list Nodes: %s", slurp(in_tmp("informer.log")));
+    if (!listed) fail_msg("the informer did not list Nodes: %s", cli_slurp(cli_tmp("informer.log")));
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     assert_int_equal(runs(), 1);
 }
@@ -204,5 +175,6 @@ int main(void)
         cmocka_unit_test(test_failing_plugin_is_named),
         cmocka_unit_test(test_informer_with_plugin),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    if (!cli_tmp_init("itest-exec")) return 1;
+    return cli_tmp_done(cmocka_run_group_tests(tests, setup, NULL));
 }

@@ -23,21 +23,12 @@
 #include "e2e_lib.h"
 #include "gd_json.h"
 
-static char tmp[64], ns[64];
+static char ns[64];
 static k8s_client *api;
-
-static const char *in_tmp(const char *name)
-{
-    static char buf[8][300];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp, name);
-    return buf[k];
-}
 
 static void put(const char *name, const char *text)
 {
-    const char *p = in_tmp(name);
+    const char *p = cli_tmp(name);
     char dir[300];
     snprintf(dir, sizeof dir, "%s", p);
     *strrchr(dir, '/') = '\0';
@@ -72,8 +63,7 @@ static void expect(int status, const char *in_err, const char *in_out)
 
 static int setup(void **st)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/itest-godisctl-XXXXXX");
-    if (!mkdtemp(tmp) || !(api = e2e_client()) || !e2e_install_crds(api) ||
+    if (!(api = e2e_client()) || !e2e_install_crds(api) ||
         !e2e_ns_create(api, "godisctl", ns, sizeof ns))
         return -1;
     return 0;
@@ -83,9 +73,7 @@ static int teardown(void **st)
 {
     e2e_ns_delete(api, ns);
     k8s_client_destroy(&api);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return 0;
 }
 
 /* The CRD's bounds for spec.replicas, as the file says them. */
@@ -163,27 +151,27 @@ static void test_manifests(void **st)
     put("d/sub/c.yml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gc-d}\n");
     put("w/1.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gc-never}\n");
     put("w/2.yaml", "apiVersion: v1\nkind: Widget\nmetadata: {name: w}\n");
-    CTL("-n", ns, "apply", "-f", in_tmp("empty.yaml"));
+    CTL("-n", ns, "apply", "-f", cli_tmp("empty.yaml"));
     expect(1, "empty.yaml: no objects in the file", NULL);
-    CTL("-n", ns, "apply", "-f", in_tmp("comments.yaml"));
+    CTL("-n", ns, "apply", "-f", cli_tmp("comments.yaml"));
     expect(1, "comments.yaml: no objects in the file", NULL);
-    CTL("-n", ns, "apply", "-f", in_tmp("missing.yaml"));
+    CTL("-n", ns, "apply", "-f", cli_tmp("missing.yaml"));
     expect(1, "missing.yaml: cannot read: No such file or directory", NULL);
-    CTL("-n", ns, "apply", "-f", in_tmp("none"));
+    CTL("-n", ns, "apply", "-f", cli_tmp("none"));
     expect(1, "none: no .yaml, .yml or .json files in the directory", NULL);
     ctl((const char *const[]){"KUBECONFIG=/nonexistent", NULL}, "-n", ns, "apply", "-f", "-", NULL);
     expect(1, "-: no objects in the file", NULL);        /* stdin is /dev/null */
     /* an unknown kind anywhere: nothing of any file is applied */
-    CTL("-n", ns, "apply", "-f", in_tmp("w"));
+    CTL("-n", ns, "apply", "-f", cli_tmp("w"));
     expect(1, "2.yaml: document 1 is an object of a kind godisctl does not know (kind \"Widget\")", NULL);
     assert_false(exists(&K8S_RES_CONFIGMAPS, "gc-never"));
-    CTL("-n", ns, "apply", "-f", in_tmp("d"));
+    CTL("-n", ns, "apply", "-f", cli_tmp("d"));
     expect(0, NULL, "configmaps/gc-a created\nconfigmaps/gc-b created\nconfigmaps/gc-c created\n");
     assert_false(exists(&K8S_RES_CONFIGMAPS, "gc-d"));   /* below: only with -R */
-    CTL("-n", ns, "apply", "-R", "-f", in_tmp("d"));
+    CTL("-n", ns, "apply", "-R", "-f", cli_tmp("d"));
     expect(0, NULL, "configmaps/gc-a configured\nconfigmaps/gc-b configured\nconfigmaps/gc-c configured\n"
                     "configmaps/gc-d created\n");
-    CTL("-n", ns, "delete", "-R", "-f", in_tmp("d"));
+    CTL("-n", ns, "delete", "-R", "-f", cli_tmp("d"));
     expect(0, NULL, "configmaps/gc-d deleted\n");
     assert_false(exists(&K8S_RES_CONFIGMAPS, "gc-a"));
 }
@@ -191,7 +179,7 @@ static void test_manifests(void **st)
 static void test_cluster_commands(void **st)
 {
     put("gc.yaml", "apiVersion: kumkeehyun.github.com/v1\nkind: GodisCluster\nmetadata: {name: db}\nspec: {replicas: 3}\n");
-    CTL("-n", ns, "apply", "-f", in_tmp("gc.yaml"));
+    CTL("-n", ns, "apply", "-f", cli_tmp("gc.yaml"));
     expect(0, NULL, "godisclusters/db created");
     cJSON *before = e2e_cluster_get(api, ns, "db");
     char rv[64];
@@ -237,25 +225,25 @@ static void test_cluster_commands(void **st)
     const char *pa[] = {"bin/kubectl-godis", "-n", ns, "status", "db", NULL};
     cli_run(&R, pa, NULL, 30000);
     expect(0, NULL, head);
-    const char *pb[] = {"bin/kubectl-godis", "apply", "-f", in_tmp("gc.yaml"), NULL};
+    const char *pb[] = {"bin/kubectl-godis", "apply", "-f", cli_tmp("gc.yaml"), NULL};
     cli_run(&R, pb, NULL, 30000);
     expect(2, "kubectl godis: \"apply\" is godisctl's; kubectl godis has status, scale, events and follow", NULL);
-    CTL("-n", ns, "delete", "-f", in_tmp("gc.yaml"));
+    CTL("-n", ns, "delete", "-f", cli_tmp("gc.yaml"));
     expect(0, NULL, "godisclusters/db deleted");
 }
 
 /* Every command against something that is not an API server says so, at once. */
 static void against(const char *server, const char *want)
 {
-    cli_kubeconfig(in_tmp("bad.kubeconfig"), server);
+    cli_kubeconfig(cli_tmp("bad.kubeconfig"), server);
     char kc[400];
-    snprintf(kc, sizeof kc, "KUBECONFIG=%s", in_tmp("bad.kubeconfig"));
+    snprintf(kc, sizeof kc, "KUBECONFIG=%s", cli_tmp("bad.kubeconfig"));
     const char *env[] = {kc, NULL};
     put("one.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n");
     const char *cmds[][6] = {
         {"events"}, {"events", "x"}, {"status"}, {"status", "x"}, {"clusters"}, {"scale", "x", "3"},
         {"get", "pods"}, {"get", "pod", "x"}, {"follow", "x", "3", "60"},
-        {"apply", "-f", in_tmp("one.yaml")}, {"delete", "-f", in_tmp("one.yaml")},
+        {"apply", "-f", cli_tmp("one.yaml")}, {"delete", "-f", cli_tmp("one.yaml")},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         const char *argv[10] = {"bin/godisctl"};
@@ -301,5 +289,6 @@ int main(void)
         cmocka_unit_test(test_dead_server),
         cmocka_unit_test(test_html_server),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    if (!cli_tmp_init("itest-godisctl")) return 1;
+    return cli_tmp_done(cmocka_run_group_tests(tests, setup, teardown));
 }
