@@ -225,7 +225,7 @@ static void test_ctrl_c_never_respawns(void **st)
     char ha[64];
     snprintf(ha, sizeof ha, "127.0.0.1:%d", hp);
     const char *argv[] = {"bin/godis-manager", "--leader-elect=false", "--workers", "2",
-                          "--health-probe-bind-address", ha, "--metrics-bind-address", "0",
+                          "--health-probe-bind-address", ha, "--metrics-bind-address", ha,
                           "--runtime-dir", cli_tmp("rt-int"), NULL};
     pid_t pid = spawn_group(argv, cli_tmp("ctrl-c.log"));
     char body[512];
@@ -233,6 +233,17 @@ static void test_ctrl_c_never_respawns(void **st)
     while (http_get(hp, "/readyz", body, sizeof body) != 200 && now_ms() - t0 < 90000) usleep(100000);
     if (http_get(hp, "/readyz", body, sizeof body) != 200)
         fail_msg("not ready in 90 s: %s", cli_slurp(cli_tmp("ctrl-c.log")));
+    /* what runs, as --version says it, is also a metric */
+    static char metrics[1 << 20];
+    static cli_result ver;
+    const char *vargv[] = {"bin/godis-manager", "--version", NULL};
+    cli_run(&ver, vargv, NULL, 10000);
+    char want[600], v[128], c[128], d[128];
+    assert_int_equal(sscanf(ver.out, "godis-manager version=%127s git_commit=%127s build_date=%127s", v, c, d), 3);
+    snprintf(want, sizeof want, "\ngodis_operator_build_info{version=\"%s\",git_commit=\"%s\",build_date=\"%s\"} 1\n",
+             v, c, d);
+    assert_int_equal(http_get(hp, "/metrics", metrics, sizeof metrics), 200);
+    if (!strstr(metrics, want)) fail_msg("no %s in /metrics", want);
     kill(-pid, SIGINT);                /* the terminal's Ctrl-C: every process of the group */
     int64_t took = 0;
     int code = wait_exit(pid, 30000, &took);
