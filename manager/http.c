@@ -139,8 +139,8 @@ gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handl
     s->what = what;
     s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
                             NULL, NULL, on_request, s,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,   /* first, or MHD complains */
                             MHD_OPTION_LISTEN_SOCKET, fd,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,

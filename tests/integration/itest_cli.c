@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli_run.h"
+#include "e2e_lib.h"
 #include "harness_manager.h"
 
 static void run(cli_result *r, int timeout_ms, ...)
@@ -179,6 +180,21 @@ static void test_worker_kubeconfig_exit_2(void **st)
 
 /* ---- the manager stopping ---- */
 
+/* The manager a test started: whatever fails, the teardown kills its process group, so
+ * no operator is left running on the shared control plane. */
+static pid_t started;
+
+static int kill_started_group(void **st)
+{
+    (void)st;
+    if (started > 0) {
+        kill(-started, SIGKILL);
+        waitpid(started, NULL, 0);
+        started = 0;
+    }
+    return 0;
+}
+
 static pid_t spawn_group(const char *const *argv, const char *log)
 {
     pid_t pid = fork();
@@ -191,6 +207,7 @@ static pid_t spawn_group(const char *const *argv, const char *log)
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
+    started = pid;
     return pid;
 }
 
@@ -200,6 +217,7 @@ static int wait_exit(pid_t pid, int ms, int64_t *took)
     int st;
     while (now_ms() - t0 < ms) {
         if (waitpid(pid, &st, WNOHANG) == pid) {
+            started = 0;
             *took = now_ms() - t0;
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         }
@@ -207,6 +225,7 @@ static int wait_exit(pid_t pid, int ms, int64_t *took)
     }
     kill(-pid, SIGKILL);
     waitpid(pid, &st, 0);
+    started = 0;
     return -1;
 }
 
@@ -220,13 +239,19 @@ static int count(const char *hay, const char *needle)
 static void test_ctrl_c_never_respawns(void **st)
 {
     if (!getenv("KUBECONFIG")) fail_msg("needs the devcluster (KUBECONFIG)");
+    k8s_client *api = e2e_client();            /* the informers need the CRDs to sync */
+    assert_non_null(api);
+    assert_true(e2e_install_crds(api));
+    k8s_client_destroy(&api);
     int fd, hp = cli_busy_port(&fd);   /* a free port: taken, then given to the manager */
     close(fd);
     char ha[64];
     snprintf(ha, sizeof ha, "127.0.0.1:%d", hp);
     const char *argv[] = {"bin/godis-manager", "--leader-elect=false", "--workers", "2",
                           "--health-probe-bind-address", ha, "--metrics-bind-address", ha,
-                          "--runtime-dir", cli_tmp("rt-int"), NULL};
+                          "--runtime-dir", cli_tmp("rt-int"),
+                          /* supervision is under test: reconcile nobody's clusters */
+                          "--worker-arg", "--reconciler noop", NULL};
     pid_t pid = spawn_group(argv, cli_tmp("ctrl-c.log"));
     char body[512];
     long long t0 = now_ms();
@@ -301,8 +326,8 @@ int main(void)
         cmocka_unit_test(test_bad_flags),
         cmocka_unit_test(test_port_in_use),
         cmocka_unit_test(test_worker_kubeconfig_exit_2),
-        cmocka_unit_test(test_ctrl_c_never_respawns),
-        cmocka_unit_test(test_informer_in_list_stops_within_grace),
+        cmocka_unit_test_teardown(test_ctrl_c_never_respawns, kill_started_group),
+        cmocka_unit_test_teardown(test_informer_in_list_stops_within_grace, kill_started_group),
     };
     return cli_tmp_done(cmocka_run_group_tests(tests, NULL, NULL));
 }
