@@ -10,6 +10,7 @@
 #include <string.h>
 #include "gd_json.h"
 #include "gd_log.h"
+#include "gd_rectrace.h"
 #include "gd_time.h"
 #include "strmap.h"
 
@@ -396,7 +397,9 @@ static void run_reconcile(controller *c, const char *key)
     c->stats.active++;
     pthread_mutex_unlock(&c->mu);
     int64_t t0 = gd_mono_ns();
+    gd_rectrace('B', c->name, key);
     gd_result r = c->o.reconcile(&ctx, key);
+    gd_rectrace('E', c->name, key);
     double secs = (double)(gd_mono_ns() - t0) / 1e9;
     pthread_mutex_lock(&c->mu);
     c->stats.active--;

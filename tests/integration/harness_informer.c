@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -473,10 +476,38 @@ int run_cmd(const char *cmd, char *out, size_t cap)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* tests/integration/informer-apiserver.sh start|stop: a private API server (its port). */
+/* A free port below the ephemeral range (where outgoing connections never land), bound
+ * with SO_REUSEPORT and kept bound: see apiserver() in harness_informer.h. */
+static int hold_port(void)
+{
+    for (int tries = 0; tries < 200; tries++) {
+        int port = 20000 + (int)(gd_rand01() * 12000);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) == 0 &&
+            bind(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+            IT.port_hold_fd = fd;
+            return port;
+        }
+        if (fd >= 0) close(fd);
+    }
+    fail_msg("no free port for the private API server");
+    return 0;
+}
+
 int apiserver(const char *verb)
 {
     char cmd[PATH_MAX * 3], out[64] = "";
+    if (!IT.apiserver_port && strcmp(verb, "start") == 0) {
+        IT.apiserver_port = hold_port();
+        snprintf(cmd, sizeof cmd, "%s/apiserver", IT.tmp);
+        mkdir(cmd, 0700);
+        snprintf(cmd, sizeof cmd, "%s/apiserver/port", IT.tmp);
+        FILE *f = fopen(cmd, "w");
+        if (!f || fprintf(f, "%d\n", IT.apiserver_port) < 0 || fclose(f) != 0)
+            fail_msg("cannot write %s", cmd);
+    }
     snprintf(cmd, sizeof cmd, "%s/tests/integration/informer-apiserver.sh %s %s/apiserver",
              IT.root, verb, IT.tmp);
     int rc = run_cmd(cmd, out, sizeof out);
@@ -485,7 +516,6 @@ int apiserver(const char *verb)
         fail_msg("informer-apiserver.sh %s failed (%d)", verb, rc);
     return atoi(out);
 }
-
 
 /* ------------------------------------------------------------------ setup */
 

@@ -23,8 +23,18 @@ typedef struct {
     pid_t pids[8];
     gd_sub *subs[8];
     bool private_apiserver;
+    int apiserver_port;         /* the private API server's port, held by port_hold_fd */
+    int port_hold_fd;           /* bound with SO_REUSEPORT for the whole run (apiserver()) */
 } informer_itest;
 extern informer_itest IT;
+
+/* tests/integration/informer-apiserver.sh start|stop: a private API server; returns its
+ * port. The port is picked once and held for the whole run by a socket of this process
+ * bound with SO_REUSEPORT (the API server binds it with --permit-port-sharing), so while the
+ * API server is down nobody else can take it: a restart comes back on the same port, the
+ * one the informer's kubeconfig names (issue 21.5: on a busy machine a restart once failed
+ * with "bind: address already in use"). */
+int apiserver(const char *verb);
 
 /* cmocka group setup/teardown and the per-test teardown (kills what the test left). */
 int group_setup(void **state);
@@ -91,6 +101,4 @@ void wait_synced(gd_sub *s, int timeout_ms);
 
 /* Runs cmd; its stdout into out (when given); its exit status, -1 when it did not exit. */
 int run_cmd(const char *cmd, char *out, size_t cap);
-/* tests/integration/informer-apiserver.sh start|stop: the private API server's port. */
-int apiserver(const char *verb);
 #endif

@@ -36,10 +36,14 @@ ready() {
 start() {
   stop
   local port
+  # The caller normally picks the port and holds it (harness_informer.c: a socket bound with
+  # SO_REUSEPORT for its whole run, which --permit-port-sharing lets the API server share),
+  # so a restart finds it free. Else one below the ephemeral range, where no outgoing
+  # connection can take it between a stop and the next start.
   if [ -f "$S/port" ]; then port=$(cat "$S/port"); else
     while :; do
-      port=$((33000 + RANDOM % 9000))
-      ss -Hltn "sport = :$port" 2>/dev/null | grep -q . || break
+      port=$((20000 + RANDOM % 12000))
+      ss -Hltan "sport = :$port" 2>/dev/null | grep -q . || break
     done
     echo "$port" >"$S/port"
   fi
@@ -53,7 +57,7 @@ start() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --api-audiences https://kubernetes.default.svc.cluster.local \
     --service-account-signing-key-file "$D/pki/sa.key" --service-account-key-file "$D/pki/sa.pub" \
-    --profiling=false --v 1 </dev/null >>"$S/apiserver.log" 2>&1 &
+    --permit-port-sharing --profiling=false --v 1 </dev/null >>"$S/apiserver.log" 2>&1 &
   echo $! >"$S/pid"
   for _ in $(seq 600); do
     if ready "$port"; then echo "$port"; return 0; fi

@@ -319,26 +319,35 @@ static void test_hosts_rewrite(void **st)
 {
     (void)st;
     gd_err e;
-    char *r = na_hosts_rewrite("", "127.0.1.1 a.ns.svc.cluster.local\n", &e);
+    char *r = na_hosts_rewrite("", "127.0.1.1 a.ns.svc.cluster.local\n", NULL, &e);
     assert_int_equal(e, GD_OK);
     assert_string_equal(r, NA_HOSTS_BEGIN "\n127.0.1.1 a.ns.svc.cluster.local\n" NA_HOSTS_END "\n");
-    char *r2 = na_hosts_rewrite(r, "127.0.1.2 b", &e);  /* replaced, newline added */
+    char *r2 = na_hosts_rewrite(r, "127.0.1.2 b", NULL, &e);  /* replaced, newline added */
     assert_string_equal(r2, NA_HOSTS_BEGIN "\n127.0.1.2 b\n" NA_HOSTS_END "\n");
     free(r);
     free(r2);
     const char *old = "127.0.0.1 localhost\n" NA_HOSTS_BEGIN "\nold line\n" NA_HOSTS_END "\n::1 ip6\n"
                       "# BEGIN godis-node-agentX is not a marker\n";
-    r = na_hosts_rewrite(old, "", &e);
+    r = na_hosts_rewrite(old, "", NULL, &e);
     assert_string_equal(r, "127.0.0.1 localhost\n::1 ip6\n# BEGIN godis-node-agentX is not a marker\n"
                            NA_HOSTS_BEGIN "\n" NA_HOSTS_END "\n");
     free(r);
-    r = na_hosts_rewrite("no newline at end", "x\n", &e);
+    r = na_hosts_rewrite("no newline at end", "x\n", NULL, &e);
     assert_string_equal(r, "no newline at end\n" NA_HOSTS_BEGIN "\nx\n" NA_HOSTS_END "\n");
     free(r);
-    r = na_hosts_rewrite("a\n" NA_HOSTS_BEGIN "\nkeep me\n", "x\n", &e);   /* BEGIN without END */
+    r = na_hosts_rewrite("a\n" NA_HOSTS_BEGIN "\nkeep me\n", "x\n", NULL, &e);   /* BEGIN without END */
     assert_null(r);
     assert_int_equal(e, GD_ERR_PARSE);
-    r = na_hosts_rewrite(NULL, NULL, &e);
+    /* named blocks: two agents share one file, each rewrites only its own block */
+    r = na_hosts_rewrite(NA_HOSTS_BEGIN "\nu\n" NA_HOSTS_END "\n", "a1\n", "a", &e);
+    r2 = na_hosts_rewrite(r, "b1\n", "b", &e);
+    free(r);
+    r = na_hosts_rewrite(r2, "a2\n", "a", &e);
+    assert_string_equal(r, NA_HOSTS_BEGIN "\nu\n" NA_HOSTS_END "\n" NA_HOSTS_BEGIN " b\nb1\n"
+                           NA_HOSTS_END " b\n" NA_HOSTS_BEGIN " a\na2\n" NA_HOSTS_END " a\n");
+    free(r);
+    free(r2);
+    r = na_hosts_rewrite(NULL, NULL, NULL, &e);
     assert_string_equal(r, NA_HOSTS_BEGIN "\n" NA_HOSTS_END "\n");
     free(r);
 }

@@ -152,10 +152,12 @@ bool na_selector_matches(const cJSON *selector, const cJSON *labels);
 
 #define NA_HOSTS_BEGIN "# BEGIN godis-node-agent"
 #define NA_HOSTS_END   "# END godis-node-agent"
-/* Returns old with every marked block removed and one new block (lines, may be "") appended;
- * malloc'd. NULL with GD_ERR_PARSE in *e when a BEGIN has no END (the file is then left
- * alone rather than guessed at). */
-char *na_hosts_rewrite(const char *old, const char *lines, gd_err *e);
+/* Returns old with every block of this agent removed and one new block (lines, may be "")
+ * appended; malloc'd. block names the agent's block when several agents share one file
+ * ("# BEGIN godis-node-agent <block>"); NULL or "" is the unnamed block. Other agents'
+ * blocks are kept as they are. NULL with GD_ERR_PARSE in *e when a BEGIN has no END (the
+ * file is then left alone rather than guessed at). */
+char *na_hosts_rewrite(const char *old, const char *lines, const char *block, gd_err *e);
 
 /* --taint KEY[=VALUE]:EFFECT → {"key":..,"value":..,"effect":..}; NULL on bad input. */
 cJSON *na_taint_parse(const char *spec, char *err, size_t errlen);
@@ -200,6 +202,7 @@ typedef struct {
     na_ipam ipam;
     char state_dir[NA_PATH_MAX];
     const char *hosts_file;   /* NULL: off */
+    const char *hosts_block;  /* its block's name in a shared hosts file; NULL: unnamed */
     cJSON *taints;            /* array for new Nodes */
     int heartbeat_s;          /* Lease renewal and Ready heartbeat period */
     volatile int stop;

@@ -2,11 +2,14 @@
  * matches a running pod of this agent gets a line "<podIP> <svc>.<ns>.svc.cluster.local
  * <svc>.<ns>.svc", so programs that dial Service names (godis's initial-cluster URLs) reach
  * the pod. A ready pod is preferred when several match. Only the marked block
- * ("# BEGIN godis-node-agent" … "# END godis-node-agent") is ever rewritten; the file is
+ * ("# BEGIN godis-node-agent" … "# END godis-node-agent", with --hosts-block NAME after each
+ * marker, so several agents can share one file) is ever rewritten; the file is
  * replaced atomically when possible and written in place when not (a bind-mounted
  * /etc/hosts cannot be renamed over). */
 #include "agent.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,9 +103,16 @@ void na_hosts_sync(na_agent *a)
     }
     cJSON_Delete(list);
     if (len < sizeof a->last_hosts && strcmp(lines, a->last_hosts) == 0) { free(lines); return; }
+    /* Several agents may share the file (--hosts-block): the read-modify-write is done under
+     * an exclusive lock on PATH.lock, or one agent's rewrite could drop another's fresh
+     * block (both read, both write). */
+    char lockpath[NA_PATH_MAX + 8];
+    snprintf(lockpath, sizeof lockpath, "%s.lock", a->hosts_file);
+    int lfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lfd >= 0) flock(lfd, LOCK_EX);
     char *old = read_file(a->hosts_file);
     gd_err pe = GD_OK;
-    char *updated = old ? na_hosts_rewrite(old, lines, &pe) : NULL;
+    char *updated = old ? na_hosts_rewrite(old, lines, a->hosts_block, &pe) : NULL;
     if (!updated) {
         gd_log(GD_LOG_ERROR, "hosts file not updated", "file", a->hosts_file,
                "error", !old ? "unreadable or larger than 1 MiB" : pe == GD_ERR_PARSE
@@ -113,6 +123,7 @@ void na_hosts_sync(na_agent *a)
         snprintf(a->last_hosts, sizeof a->last_hosts, "%s", len < sizeof a->last_hosts ? lines : "");
         gd_log(GD_LOG_DEBUG, "hosts file updated", "file", a->hosts_file, NULL);
     }
+    if (lfd >= 0) close(lfd);       /* releases the lock */
     free(old);
     free(updated);
     free(lines);

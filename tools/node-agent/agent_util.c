@@ -552,31 +552,35 @@ static bool line_is(const char *p, const char *marker)
                                           (p[ml] == '\r' && (p[ml + 1] == '\n' || !p[ml + 1])));
 }
 
-char *na_hosts_rewrite(const char *old, const char *lines, gd_err *e)
+char *na_hosts_rewrite(const char *old, const char *lines, const char *block, gd_err *e)
 {
     *e = GD_OK;
     if (!old) old = "";
     if (!lines) lines = "";
-    size_t cap = strlen(old) + strlen(lines) + sizeof NA_HOSTS_BEGIN + sizeof NA_HOSTS_END + 8;
+    char begin[160], end[160];
+    bool named = block && *block;
+    snprintf(begin, sizeof begin, "%s%s%.100s", NA_HOSTS_BEGIN, named ? " " : "", named ? block : "");
+    snprintf(end, sizeof end, "%s%s%.100s", NA_HOSTS_END, named ? " " : "", named ? block : "");
+    size_t cap = strlen(old) + strlen(lines) + sizeof begin + sizeof end + 8;
     char *out = malloc(cap), *w = out;
     if (!out) { *e = GD_ERR_NOMEM; return NULL; }
     bool inside = false;
     for (const char *p = old; *p;) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
-        if (!inside && line_is(p, NA_HOSTS_BEGIN)) inside = true;
-        else if (inside && line_is(p, NA_HOSTS_END)) inside = false;
+        if (!inside && line_is(p, begin)) inside = true;
+        else if (inside && line_is(p, end)) inside = false;
         else if (!inside) { memcpy(w, p, len); w += len; }
         p += len;
     }
     if (inside) { free(out); *e = GD_ERR_PARSE; return NULL; }
     if (w > out && w[-1] != '\n') *w++ = '\n';
     size_t ll = strlen(lines);
-    w += sprintf(w, "%s\n", NA_HOSTS_BEGIN);
+    w += sprintf(w, "%s\n", begin);
     memcpy(w, lines, ll);
     w += ll;
     if (ll && lines[ll - 1] != '\n') *w++ = '\n';
-    w += sprintf(w, "%s\n", NA_HOSTS_END);
+    w += sprintf(w, "%s\n", end);
     *w = '\0';
     return out;
 }
