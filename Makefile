@@ -159,5 +159,6 @@ clean:
 
 include tests/fuzz/fuzz.mk
 include tests/valgrind/valgrind.mk
+include tools/chaos/chaos.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)

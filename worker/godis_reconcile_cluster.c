@@ -8,6 +8,7 @@
 #include <string.h>
 #include "godis_children.h"
 #include "godis_client.h"
+#include "godis_input.h"
 #include "godis_plan.h"
 #include "godis_status.h"
 #include "godis_status_check.h"
@@ -382,6 +383,11 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     c->v.paused = spec.paused;
     read_status(c);
     observe(c);
+    godis_input in = {.e = c->e, .ns = c->ns, .name = c->name, .uid = c->uid, .cluster = &c->cluster,
+                      .v = &c->v, .godises = c->godises, .configmap = c->configmap};
+    if (godis_input_check(&in) == GODIS_INPUT_HOLD)
+        return (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = WAIT_RECHECK_MS};
+    c->uid = gd_meta_uid(c->cluster);       /* the check may have replaced the object */
     godis_step s;
     godis_result r;
     /* A new cluster's bootstrap — record the members, write the ConfigMap, create the

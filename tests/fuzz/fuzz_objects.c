@@ -33,6 +33,7 @@
 #include "../../worker/godis_status.c"
 #include "../../worker/godis_write.c"
 #include "../../worker/godis_status_check.c"
+#include "../../worker/godis_input.c"
 #include "../../worker/godis_reconcile_cluster.c"
 #include "../../worker/godis_reconcile_godis.c"
 /* its set variable is named like godis_client.h's godis_set(), which the reconcilers

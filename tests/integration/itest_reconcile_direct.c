@@ -21,6 +21,7 @@
 #include "../../worker/godis_write.c"
 #include "../../worker/godis_status.c"
 #include "../../worker/godis_status_check.c"
+#include "../../worker/godis_input.c"
 #include "../../worker/godis_reconcile_cluster.c"
 #include "../../worker/godis_reconcile_godis.c"
 #include "../../worker/godis_env_api.c"

@@ -1,0 +1,179 @@
+/* test_chaos_checks.c — the chaos suite's invariant checks (tools/chaos) catch what they
+ * are there to catch: fed the states, trace lines and audit lines of a broken operator they
+ * report violations, and stay silent on a correct one. Without this, a campaign ending with
+ * "0 violations" would prove nothing. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "../../tools/chaos/state.c"
+#include "../../tools/chaos/procs.c"
+#include "../../tools/chaos/membership.c"
+#include "../../tools/chaos/audit.c"
+
+static chaos x;
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(&x, 0, sizeof x);
+    pthread_mutex_init(&x.mu, NULL);
+    x.nclusters = 10;
+    x.faults = 30;
+    x.seed = 21;
+    snprintf(x.ns, sizeof x.ns, "chaos");
+    x.t0 = gd_mono_ms();
+    x.quiet = true;                 /* the violation lines are expected here */
+    memset(states, 0, sizeof states);
+    return 0;
+}
+
+static int total(void)
+{
+    int n = 0;
+    for (int i = 0; i < I__COUNT; i++) n += x.violations[i];
+    return n;
+}
+
+static void cluster(const char *type, const char *status_json, bool gap)
+{
+    char doc[600];
+    snprintf(doc, sizeof doc, "{\"metadata\":{\"name\":\"c03\",\"resourceVersion\":\"9\"},\"status\":%s}", status_json);
+    cJSON *o = cJSON_Parse(doc);
+    assert_non_null(o);
+    on_cluster(&x, type, o, gap);
+    cJSON_Delete(o);
+}
+
+static void configmap(const char *value)
+{
+    char doc[600];
+    snprintf(doc, sizeof doc, "{\"metadata\":{\"name\":\"c03-config\"},\"data\":{\"initial-cluster\":\"%s\"}}", value);
+    cJSON *o = cJSON_Parse(doc);
+    on_configmap(&x, "MODIFIED", o, false);
+    cJSON_Delete(o);
+}
+
+static void one_change_at_a_time(void **state)
+{
+    (void)state;
+    cluster("ADDED", "{\"members\":[1,2,3],\"nextID\":4}", false);
+    cluster("MODIFIED", "{\"members\":[1,2,3],\"nextID\":5,\"scaleOutID\":4}", false);
+    cluster("MODIFIED", "{\"members\":[1,2,3,4],\"nextID\":5}", false);
+    cluster("MODIFIED", "{\"members\":[1,2,3],\"nextID\":5,\"scaleInID\":4}", false);
+    assert_int_equal(total(), 0);                           /* a correct operator */
+    cluster("MODIFIED", "{\"members\":[1],\"nextID\":5}", false);        /* two at once */
+    assert_int_equal(x.violations[I_ONE_CHANGE], 1);
+    cluster("MODIFIED", "{\"members\":[1],\"nextID\":6,\"scaleOutID\":5,\"scaleInID\":1}", false);
+    assert_int_equal(x.violations[I_ONE_CHANGE], 2);         /* two in flight */
+    /* after a gap (a relist) several changes may have been missed: not one step */
+    cluster("SYNC", "{\"members\":[1,6,7],\"nextID\":8}", true);
+    assert_int_equal(x.violations[I_ONE_CHANGE], 2);
+    configmap("1@u,6@u,7@u");
+    configmap("1@u,6@u,7@u,8@u");
+    assert_int_equal(x.violations[I_ONE_CHANGE], 2);
+    configmap("1@u,8@u");
+    assert_int_equal(x.violations[I_ONE_CHANGE], 3);
+}
+
+static void ids_are_never_reused(void **state)
+{
+    (void)state;
+    cluster("ADDED", "{\"members\":[1,2,3],\"nextID\":4}", false);
+    cluster("MODIFIED", "{\"members\":[1,2],\"nextID\":4}", false);     /* 3 removed */
+    assert_int_equal(total(), 0);
+    cluster("MODIFIED", "{\"members\":[1,2],\"nextID\":4,\"scaleOutID\":3}", false);
+    assert_int_equal(x.violations[I_ID_REUSE], 1);          /* 3 handed out again */
+    cluster("MODIFIED", "{\"members\":[1,2,3],\"nextID\":4}", false);
+    assert_int_equal(x.violations[I_ID_REUSE], 2);
+    cluster("MODIFIED", "{\"members\":[1,2,3],\"nextID\":2}", false);
+    assert_int_equal(x.violations[I_ID_REUSE], 4);          /* nextID down, and 3 still back */
+    cJSON *g = cJSON_Parse("{\"metadata\":{\"name\":\"c03-3\"}}");
+    on_godis(&x, "SYNC", g, true);                           /* an old object seen again: fine */
+    assert_int_equal(x.violations[I_ID_REUSE], 4);
+    on_godis(&x, "ADDED", g, false);                         /* created again */
+    assert_int_equal(x.violations[I_ID_REUSE], 5);
+    cJSON_Delete(g);
+    configmap("1@u,2@u,3@u");
+    assert_int_equal(x.violations[I_ID_REUSE], 6);
+}
+
+static void a_key_in_two_reconciles_at_once(void **state)
+{
+    (void)state;
+    gd_map *open = gd_map_new(free);
+    char line[200];
+    int me = (int)getpid();
+    snprintf(line, sizeof line, "B 1 %d 11 godiscluster chaos/c01", me);
+    trace_line(&x, open, line);
+    snprintf(line, sizeof line, "E 2 %d 11 godiscluster chaos/c01", me);
+    trace_line(&x, open, line);
+    snprintf(line, sizeof line, "B 3 %d 12 godiscluster chaos/c01", me);
+    trace_line(&x, open, line);
+    snprintf(line, sizeof line, "B 3 %d 12 godis chaos/c01-1", me);   /* another key */
+    trace_line(&x, open, line);
+    assert_int_equal(total(), 0);
+    snprintf(line, sizeof line, "B 4 %d 13 godiscluster chaos/c01", me);  /* 12 still in it */
+    trace_line(&x, open, line);
+    assert_int_equal(x.violations[I_EXCLUSIVE], 1);
+    /* a worker that died in a reconcile never ends it: its successor may begin */
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(line, sizeof line, "B 5 %d 1 godis chaos/c02-1", (int)dead);
+    trace_line(&x, open, line);
+    snprintf(line, sizeof line, "B 6 %d 14 godis chaos/c02-1", me);
+    trace_line(&x, open, line);
+    assert_int_equal(x.violations[I_EXCLUSIVE], 1);
+    gd_map_destroy(&open);
+}
+
+static void audit(holders *h, const char *ua, const char *resource, const char *name,
+                  const char *recv, const char *done)
+{
+    char line[800];
+    snprintf(line, sizeof line,
+             "{\"userAgent\":\"%s\",\"verb\":\"update\",\"objectRef\":{\"resource\":\"%s\","
+             "\"namespace\":\"chaos\",\"name\":\"%s\"},\"responseStatus\":{\"code\":200},"
+             "\"requestReceivedTimestamp\":\"%s\",\"stageTimestamp\":\"%s\"}",
+             ua, resource, name, recv, done);
+    audit_line(&x, h, line);
+}
+
+static void no_write_after_the_lease_is_lost(void **state)
+{
+    (void)state;
+    holders h = {.n = 0};
+    const char *m0 = "godis-operator (manager; identity=chaos-m0-0)";
+    const char *m1 = "godis-operator (manager; identity=chaos-m1-0)";
+    const char *w0 = "godis-operator (worker; manager=chaos-m0-0)";
+    const char *w1 = "godis-operator (worker; manager=chaos-m1-0)";
+    audit(&h, m0, "leases", CH_LEASE, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:00.010000Z");
+    audit(&h, w0, "godisclusters", "c01", "2026-01-01T00:00:01.000000Z", "2026-01-01T00:00:01.010000Z");
+    audit(&h, m0, "leases", CH_LEASE, "2026-01-01T00:00:02.000000Z", "2026-01-01T00:00:02.010000Z");
+    audit(&h, m1, "leases", "some-other-lease", "2026-01-01T00:00:03.000000Z", "2026-01-01T00:00:03.010000Z");
+    assert_int_equal(total(), 0);
+    /* m1 takes over at 20.01 s; a write of m0's workers received after that is a violation */
+    audit(&h, m1, "leases", CH_LEASE, "2026-01-01T00:00:20.000000Z", "2026-01-01T00:00:20.010000Z");
+    audit(&h, w0, "godises", "c01-4", "2026-01-01T00:00:19.000000Z", "2026-01-01T00:00:20.020000Z");
+    assert_int_equal(total(), 0);           /* received before the takeover */
+    audit(&h, w1, "godises", "c01-4", "2026-01-01T00:00:21.000000Z", "2026-01-01T00:00:21.010000Z");
+    assert_int_equal(total(), 0);
+    audit(&h, w0, "configmaps", "c01-config", "2026-01-01T00:00:22.000000Z", "2026-01-01T00:00:22.010000Z");
+    assert_int_equal(x.violations[I_FENCED], 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(one_change_at_a_time, setup),
+        cmocka_unit_test_setup(ids_are_never_reused, setup),
+        cmocka_unit_test_setup(a_key_in_two_reconciles_at_once, setup),
+        cmocka_unit_test_setup(no_write_after_the_lease_is_lost, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

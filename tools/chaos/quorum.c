@@ -1,0 +1,151 @@
+/* quorum.c — a quorum of every cluster's members answers, sampled through RESP every 2 s:
+ * a `set` through one of its members succeeds only when a leader hears a majority (godis
+ * answers "-propose canceled by context" otherwise), so a successful write is the proof.
+ * A cluster is not sampled while it is being created (no members recorded, or phase
+ * Initializing). A cluster that cannot be written is a violation only when that lasts
+ * QUORUM_GRACE_MS (an election after a membership change takes a moment) and the members
+ * no fault took down would still be a majority: a fault that kills two members of three
+ * takes the quorum away by itself; the operator must never be the one who does. */
+#include "chaos.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gd_json.h"
+#include "gd_time.h"
+#include "godis_client.h"
+
+#define SAMPLE_MS 2000
+#define QUORUM_GRACE_MS 15000
+#define MAX_MEMBERS 32
+
+typedef struct {
+    int64_t id;
+    bool joining;           /* the scale-out member: met, its pod may not run yet */
+    char ip[32], node[64];
+} member;
+
+static bool excused(chaos *x, int cluster, const member *m)
+{
+    bool yes = false;
+    pthread_mutex_lock(&x->mu);
+    int64_t now = ch_now(x);
+    for (int i = 0; i < x->nhits && !yes; i++) {
+        const ch_hit *h = &x->hits[i];
+        if (h->until < now) continue;
+        yes = (h->cluster == cluster && (h->id == 0 || h->id == m->id)) ||
+              (h->node[0] && !strcmp(h->node, m->node));
+    }
+    pthread_mutex_unlock(&x->mu);
+    /* After `cluster meet` the new member counts in the Raft quorum before its pod runs
+     * (1 -> 2 members cannot write until member 2 is up): that is godis, not a fault. */
+    return yes || (m->joining && !m->ip[0]);
+}
+
+static bool writable(const member *m, int64_t seq)
+{
+    godis_opts o = {.connect_timeout_ms = 500, .reply_timeout_ms = 2500, .loopback_only = 1};
+    godis_client *c = godis_client_new(m->ip, 6379, &o);
+    if (!c) return false;
+    char v[32];
+    snprintf(v, sizeof v, "v%lld", (long long)seq);
+    bool ok = godis_set(c, "chaos-quorum-probe", v) == GD_OK;   /* not starting with * $ + - : */
+    godis_client_destroy(&c);
+    return ok;
+}
+
+static void pod_of(const cJSON *pods, const char *cluster, member *e)
+{
+    char godis[80];
+    snprintf(godis, sizeof godis, "%s-%lld", cluster, (long long)e->id);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
+        const char *nn = gd_meta_label(p, "node-name");
+        if (gd_meta_deleting(p) || !nn || strcmp(nn, godis)) continue;
+        snprintf(e->ip, sizeof e->ip, "%s", gd_json_str_or(p, "status.podIP", ""));
+        snprintf(e->node, sizeof e->node, "%s", gd_json_str_or(p, "spec.nodeName", ""));
+    }
+}
+
+/* The members of one cluster as Raft counts them — status.members without the one being
+ * forgotten, plus the one being added — with their pods' IPs and nodes. */
+static int members_of(const cJSON *gc, const cJSON *pods, member *out)
+{
+    int n = 0;
+    int64_t leaving = gd_json_int_or(gc, "status.scaleInID", 0);
+    int64_t joining = gd_json_int_or(gc, "status.scaleOutID", 0);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, gd_json_path(gc, "status.members")) {
+        if (n >= MAX_MEMBERS || !cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble >= 2147483648.0)
+            continue;
+        int64_t id = (int64_t)m->valuedouble;
+        if (id == leaving || id == joining) continue;
+        out[n] = (member){.id = id};
+        pod_of(pods, gd_meta_name(gc), &out[n++]);
+    }
+    if (n > 0 && joining > 0 && n < MAX_MEMBERS) {
+        out[n] = (member){.id = joining, .joining = true};
+        pod_of(pods, gd_meta_name(gc), &out[n++]);
+    }
+    return n;
+}
+
+void *ch_quorum_thread(void *arg)
+{
+    chaos *x = arg;
+    k8s_client *c = ch_client(x);
+    int64_t bad_since[CH_MAX_CLUSTERS] = {0};
+    bool reported[CH_MAX_CLUSTERS] = {false};
+    int64_t seq = 0;
+    while (c && !atomic_load(&x->stop)) {
+        int64_t round = gd_mono_ms();
+        cJSON *gcs = NULL, *pods = NULL;
+        if (k8s_list(c, &K8S_RES_GODISCLUSTERS, x->ns, NULL, &gcs, NULL) != GD_OK ||
+            k8s_list(c, &K8S_RES_PODS, x->ns, NULL, &pods, NULL) != GD_OK) {
+            cJSON_Delete(gcs);              /* the API server is restarting: sample later */
+            gd_sleep_ms(500);
+            continue;
+        }
+        const cJSON *gc;
+        cJSON_ArrayForEach(gc, gd_json_path(gcs, "items")) {
+            int ci = ch_cluster_index(x, gd_meta_name(gc));
+            const char *phase = gd_json_str_or(gc, "status.status", "");
+            member ms[MAX_MEMBERS];
+            int n = ci < 0 ? 0 : members_of(gc, pods, ms);
+            if (ci < 0 || n == 0 || !*phase || !strcmp(phase, "Initializing")) {
+                if (ci >= 0) bad_since[ci] = 0;
+                continue;
+            }
+            ch_check(x, I_QUORUM);
+            bool ok = false;
+            int down = 0;
+            for (int i = 0; i < n && !ok; i++) ok = ms[i].ip[0] && writable(&ms[i], ++seq);
+            if (ok) {
+                bad_since[ci] = 0;
+                reported[ci] = false;
+                continue;
+            }
+            for (int i = 0; i < n; i++) down += excused(x, ci, &ms[i]);
+            int64_t now = ch_now(x);
+            if (!bad_since[ci]) bad_since[ci] = now;
+            bool should_have_quorum = n - down >= n / 2 + 1;
+            if (should_have_quorum && now - bad_since[ci] >= QUORUM_GRACE_MS && !reported[ci]) {
+                char list[400] = "";
+                size_t o = 0;
+                for (int i = 0; i < n && o < sizeof list; i++)
+                    o += (size_t)snprintf(list + o, sizeof list - o, "%s%lld@%s", i ? "," : "",
+                                          (long long)ms[i].id, ms[i].ip[0] ? ms[i].ip : "no-pod");
+                ch_violation(x, I_QUORUM, "GodisCluster %s/%s (phase %s): no write through any "
+                             "of its members [%s] for %.0f s, though only %d of %d were taken "
+                             "down by faults", x->ns, gd_meta_name(gc), phase, list,
+                             (double)(now - bad_since[ci]) / 1000, down, n);
+                reported[ci] = true;
+            }
+        }
+        cJSON_Delete(gcs);
+        cJSON_Delete(pods);
+        int64_t left = SAMPLE_MS - (gd_mono_ms() - round);
+        if (left > 0) gd_sleep_ms(left);
+    }
+    k8s_client_destroy(&c);
+    return NULL;
+}

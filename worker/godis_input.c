@@ -1,0 +1,205 @@
+/* godis_input.c — see godis_input.h. */
+#include "godis_input.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "godis_children.h"
+#include "godis_status.h"
+#include "godis_write.h"
+#include "gd_json.h"
+#include "gd_log.h"
+
+#define MAX_FINDINGS 8
+
+typedef struct {
+    const char *reason;
+    char msg[320];
+} finding;
+
+typedef struct {
+    finding f[MAX_FINDINGS];
+    int n;
+    bool hold;
+} findings;
+
+static void add(findings *fs, const char *reason, bool hold, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(findings *fs, const char *reason, bool hold, const char *fmt, ...)
+{
+    fs->hold |= hold;
+    if (fs->n == MAX_FINDINGS) return;
+    finding *f = &fs->f[fs->n++];
+    f->reason = reason;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+    va_end(ap);
+}
+
+bool godis_reschedule_value_valid(const char *v)
+{
+    return v && (!*v || !strcmp(v, "true") || !strcmp(v, "True"));
+}
+
+static bool observed_godis(const godis_view *v, int64_t id)
+{
+    for (int i = 0; i < v->nobserved; i++)
+        if (v->observed[i].id == id && v->observed[i].godis_exists) return true;
+    return false;
+}
+
+/* A Godis named <cluster>-<id> that is not ours. */
+static void check_name(godis_input *in, findings *fs, int64_t id, const char *role)
+{
+    if (id <= 0 || observed_godis(in->v, id)) return;
+    char name[300];
+    snprintf(name, sizeof name, "%s-%lld", in->name, (long long)id);
+    cJSON *g = in->e->get(in->e, "Godis", in->ns, name);
+    if (g && !gd_meta_owned_by(g, "GodisCluster", in->uid)) {
+        const cJSON *owner = gd_meta_controller_owner(g);
+        add(fs, "ForeignGodis", true, "Godis %s is not controlled by this GodisCluster (controller: "
+            "%.40s %.60s): %s %lld is left alone and no membership change is made until its "
+            "ownerReference is fixed", name, owner ? gd_json_str_or(owner, "kind", "?") : "none",
+            owner ? gd_json_str_or(owner, "name", "?") : "", role, (long long)id);
+    }
+    cJSON_Delete(g);
+}
+
+static void check_annotations(godis_input *in, findings *fs)
+{
+    godis_view *v = in->v;
+    cJSON *pods = in->e->list(in->e, "Pod", in->ns, "cluster-name", in->name);
+    for (int i = 0; i < v->nobserved; i++) {
+        godis_member *m = &v->observed[i];
+        if (!m->reschedule) continue;
+        char godis[300];
+        snprintf(godis, sizeof godis, "%s-%lld", in->name, (long long)m->id);
+        bool asked = false;
+        const cJSON *o;
+        cJSON_ArrayForEach(o, in->godises) {
+            const char *a = strcmp(gd_meta_name(o), godis) ? NULL : gd_meta_annotation(o, GODIS_ANN_RESCHEDULE);
+            if (!a) continue;
+            if (godis_reschedule_value_valid(a)) asked = true;
+            else add(fs, "InvalidAnnotation", false, "Godis %s: %s is \"%.40s\", not \"true\": "
+                     "ignored, the member is not moved", godis, GODIS_ANN_RESCHEDULE, a);
+        }
+        cJSON_ArrayForEach(o, pods) {
+            const char *nn = gd_meta_label(o, "node-name");
+            const char *a = nn && !strcmp(nn, godis) ? gd_meta_annotation(o, GODIS_ANN_RESCHEDULE) : NULL;
+            if (!a || gd_meta_deleting(o)) continue;
+            if (godis_reschedule_value_valid(a)) asked = true;
+            else add(fs, "InvalidAnnotation", false, "Pod %s: %s is \"%.40s\", not \"true\": "
+                     "ignored, the member is not moved", gd_meta_name(o), GODIS_ANN_RESCHEDULE, a);
+        }
+        m->reschedule = asked;
+    }
+    cJSON_Delete(pods);
+}
+
+/* initial-cluster must be exactly id@<the member's peer URL>, comma-separated. */
+static void check_configmap(godis_input *in, findings *fs)
+{
+    godis_view *v = in->v;
+    if (!v->configmap_exists || !in->configmap) return;
+    const char *val = gd_json_str_or(in->configmap, "data.initial-cluster", NULL);
+    bool ok = v->configmap_parsed && val;
+    for (const char *p = val; ok && p && *p;) {
+        char *end;
+        long long id = strtoll(p, &end, 10);
+        char url[400];
+        const char *comma = strchr(end, ',');
+        size_t ul = comma ? (size_t)(comma - end - 1) : strlen(end + 1);
+        ok = *end == '@' && godis_peer_url(url, sizeof url, in->ns, in->name, id) > 0 &&
+             strlen(url) == ul && !strncmp(end + 1, url, ul);
+        p = comma ? comma + 1 : NULL;
+    }
+    if (ok) return;
+    v->configmap_parsed = false;            /* the planner rewrites it from status.members */
+    add(fs, "ConfigMapEdited", false, "ConfigMap %s-config: initial-cluster \"%.80s\" is not "
+        "the id@URL list of the members: rewritten from status.members", in->name,
+        val ? val : "(missing)");
+}
+
+static const cJSON *condition(const cJSON *cluster, const char *type)
+{
+    const cJSON *c, *found = NULL;
+    cJSON_ArrayForEach(c, gd_json_path(cluster, "status.conditions"))
+        if (!strcmp(gd_json_str_or(c, "type", ""), type)) found = c;
+    return found;
+}
+
+/* Valid condition and Events; writes only when the condition changes. */
+static void report(godis_input *in, const findings *fs)
+{
+    cJSON *cluster = *in->cluster;
+    const cJSON *old = condition(cluster, "Valid");
+    if (!fs->n && !old) return;
+    char msg[1024] = "";
+    size_t o = 0;
+    for (int i = 0; i < fs->n && o < sizeof msg; i++)
+        o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s", i ? "; " : "", fs->f[i].msg);
+    if (!fs->n) snprintf(msg, sizeof msg, "spec, status, ConfigMap and member objects are consistent");
+    const char *reason = fs->n ? fs->f[0].reason : "AsExpected";
+    if (old && !strcmp(gd_json_str_or(old, "status", ""), fs->n ? "False" : "True") &&
+        !strcmp(gd_json_str_or(old, "reason", ""), reason) &&
+        !strcmp(gd_json_str_or(old, "message", ""), msg))
+        return;                             /* said already */
+    cJSON *obj = cJSON_Duplicate(cluster, 1);
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (!cJSON_IsObject(st)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        st = cJSON_AddObjectToObject(obj, "status");
+    }
+    godis_set_condition(st, "Valid", fs->n == 0, reason, msg, gd_meta_generation(cluster));
+    cJSON *written = NULL;
+    if (gw_update_status_out(in->e, &K8S_RES_GODISCLUSTERS, obj, &written) == GD_OK) {
+        for (int i = 0; i < fs->n; i++)
+            godis_emit_event(in->e, cluster, "Warning", fs->f[i].reason, fs->f[i].msg);
+        if (written) {
+            cJSON_Delete(*in->cluster);
+            *in->cluster = written;             /* the planner's write needs the new rv */
+        }
+    }
+    cJSON_Delete(obj);
+}
+
+/* Paused with another size asked for: legitimate, but the user asked for something that
+ * will not happen until they unpause — a Warning Event once per change. The planner's
+ * Degraded condition (reason Paused, "... N desired") says it lastingly; until it does for
+ * this N, this is a change. */
+static void check_paused(godis_input *in)
+{
+    const godis_view *v = in->v;
+    if (!v->paused || !v->members_recorded || v->nmembers == v->desired) return;
+    const cJSON *deg = condition(*in->cluster, "Degraded");
+    char want[32];
+    snprintf(want, sizeof want, " %d desired", v->desired);
+    if (deg && !strcmp(gd_json_str_or(deg, "reason", ""), "Paused") &&
+        strstr(gd_json_str_or(deg, "message", ""), want))
+        return;
+    char msg[200];
+    snprintf(msg, sizeof msg, "spec.replicas is %d but spec.paused holds the cluster at %d "
+             "members: no membership change until spec.paused is false", v->desired, v->nmembers);
+    godis_emit_event(in->e, *in->cluster, "Warning", "ScalingPaused", msg);
+}
+
+godis_input_verdict godis_input_check(godis_input *in)
+{
+    findings fs = {.n = 0};
+    godis_view *v = in->v;
+    if (v->members_recorded) {
+        for (int i = 0; i < v->nmembers; i++) check_name(in, &fs, v->members[i], "member");
+        check_name(in, &fs, v->scale_out_id, "the member being added,");
+        if (v->scale_out_id <= 0 && v->nmembers < v->desired && !v->paused)
+            check_name(in, &fs, v->next_id, "the next member id");
+    }
+    check_annotations(in, &fs);
+    check_configmap(in, &fs);
+    report(in, &fs);
+    check_paused(in);
+    if (fs.hold)
+        gd_log(GD_LOG_WARN, "membership held: nonsense input", "cluster", in->name, "namespace",
+               in->ns, "why", fs.f[0].msg, NULL);
+    return fs.hold ? GODIS_INPUT_HOLD : GODIS_INPUT_OK;
+}
