@@ -131,13 +131,15 @@ integration-test: all
 
 # The README's test command: unit tests (gcc), the same under ASan+UBSan, a warning-free
 # clang build, every fuzz target briefly over its corpus, the integration tests on the
-# local control plane, then valgrind over the unit tests and one operator scenario.
+# local control plane, the short seeded chaos campaign, then valgrind over the unit tests
+# and one operator scenario.
 test: $(STAMP_DEPS)
 	@$(MAKE) --no-print-directory unit-test
 	@$(MAKE) --no-print-directory asan-test
 	@$(MAKE) --no-print-directory clang-build
 	@$(MAKE) --no-print-directory fuzz-test
 	@$(MAKE) --no-print-directory integration-test
+	@$(MAKE) --no-print-directory chaos-test
 	@$(MAKE) --no-print-directory valgrind
 
 bench: all
