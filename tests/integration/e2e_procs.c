@@ -1,5 +1,6 @@
 /* e2e_procs.c — see e2e_procs.h. */
 #include "e2e_procs.h"
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,28 @@ pid_t e2e_spawn(const char *const *argv, const char *log_path)
     execv(argv[0], (char *const *)argv);
     perror(argv[0]);
     _exit(127);
+}
+
+int e2e_children(pid_t parent, const char *comm, pid_t *out, int cap)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && (de = readdir(d)) && n < cap) {
+        char path[300], buf[512], c[64], st;
+        int pid, ppid;
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        if (sscanf(buf, "%d (%63[^)]) %c %d", &pid, c, &st, &ppid) == 4 && ppid == parent &&
+            st != 'Z' && !strcmp(c, comm))
+            out[n++] = pid;
+    }
+    if (d) closedir(d);
+    return n;
 }
 
 int e2e_stop(pid_t pid, int grace_ms)

@@ -13,6 +13,10 @@ int e2e_stop(pid_t pid, int grace_ms);
  * label), the way the manager does. pids must hold 8. Returns how many were started. */
 int e2e_start_informers(const char *runtime_dir, const char *log_dir, pid_t *pids);
 
+/* The live (not zombie) children of parent whose command name is comm, into out (at most
+ * cap); returns how many. */
+int e2e_children(pid_t parent, const char *comm, pid_t *out, int cap);
+
 /* Makes build/itest-logs/<name>-<pid> (logs kept after the run for a person to read) into buf. */
 void e2e_log_dir(char *buf, size_t cap, const char *name);
 /* Removes a test's scratch directory tree; false (and a message) when that failed. */

@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -142,28 +141,8 @@ static bool event(const char *name, const char *reason, char *msg, size_t cap, i
     return false;
 }
 
-/* The manager's worker processes, sorted: the same set afterwards = no crash. */
-static int workers(pid_t *out)
-{
-    int n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *de;
-    while (d && (de = readdir(d)) && n < 8) {
-        char path[300], buf[512], comm[64], st;
-        int pid, ppid;
-        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        if (sscanf(buf, "%d (%63[^)]) %c %d", &pid, comm, &st, &ppid) == 4 && ppid == manager &&
-            !strcmp(comm, "godis-worker"))
-            out[n++] = pid;
-    }
-    if (d) closedir(d);
-    return n;
-}
+/* The manager's worker processes: the same set afterwards = no crash. */
+static int workers(pid_t *out) { return e2e_children(manager, "godis-worker", out, 8); }
 
 static void patch(const k8s_resource *r, const char *name, const char *json)
 {

@@ -27,27 +27,13 @@ static char rundir[2][256], logdir[256], lease[64];
 /* SIGKILL every godis-worker whose parent is one of our managers. */
 static void kill_workers(void)
 {
-    DIR *d = opendir("/proc");
-    struct dirent *de;
     int killed = 0;
-    while (d && (de = readdir(d))) {
-        char path[300], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        int pid, ppid;
-        char comm[64], st;
-        if (sscanf(buf, "%d (%63[^)]) %c %d", &pid, comm, &st, &ppid) != 4) continue;
-        if (strcmp(comm, "godis-worker") != 0) continue;
-        if (ppid == managers[0] || ppid == managers[1]) {
-            kill(pid, SIGKILL);
-            killed++;
-        }
+    for (int m = 0; m < 2; m++) {
+        pid_t w[16];
+        int n = e2e_children(managers[m], "godis-worker", w, 16);
+        for (int i = 0; i < n; i++) kill(w[i], SIGKILL);
+        killed += n;
     }
-    if (d) closedir(d);
     fprintf(stderr, "e2e: killed %d workers\n", killed);
     assert_true(killed >= 2);
 }
