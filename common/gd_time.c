@@ -58,6 +58,23 @@ void gd_sleep_ms(int64_t ms)
         ;
 }
 
+/* Civil date from days since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm).
+ * Plain arithmetic on purpose: gmtime_r takes glibc's time-zone lock, and gd_log formats
+ * timestamps with this — a child forked while another thread held that lock deadlocked on
+ * its first log line (test_log's test_fork_while_logging, seen on a fresh Debian root). */
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;                                    /* [0, 146096] */
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;  /* [0, 399] */
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
+    int64_t mp = (5 * doy + 2) / 153;                                   /* [0, 11] */
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
 void gd_format_rfc3339_micro(int64_t wall_us, char out[32])
 {
     int64_t secs = wall_us / 1000000, us = wall_us % 1000000;
@@ -65,16 +82,22 @@ void gd_format_rfc3339_micro(int64_t wall_us, char out[32])
         us += 1000000;
         secs--;
     }
-    time_t t = (time_t)secs;
-    struct tm tm;
-    if (!gmtime_r(&t, &tm)) {
+    int64_t days = secs / 86400, sod = secs % 86400;
+    if (sod < 0) {
+        sod += 86400;
+        days--;
+    }
+    int64_t y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (y < 0 || y > 9999) {
         snprintf(out, 32, "1970-01-01T00:00:00.000000Z");
         return;
     }
-    char date[24];
-    if (strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-        snprintf(date, sizeof date, "1970-01-01T00:00:00");
-    snprintf(out, 32, "%.23s.%06dZ", date, (int)us);
+    /* every field is in range by construction; the modulos say so to the compiler */
+    snprintf(out, 32, "%04u-%02u-%02uT%02u:%02u:%02u.%06uZ", (unsigned)y % 10000u,
+             (unsigned)m % 100u, (unsigned)d % 100u, (unsigned)(sod / 3600) % 100u,
+             (unsigned)(sod / 60 % 60), (unsigned)(sod % 60), (unsigned)us % 1000000u);
 }
 
 /* Kubernetes writes metav1.Time as "2006-01-02T15:04:05Z" and MicroTime with six fraction

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <pthread.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <time.h>
 #include "gd_time.h"
 
 static int64_t fake_now_ns;
@@ -61,6 +63,20 @@ static void test_rfc3339(void **state)
     gd_format_rfc3339_micro(-1, out);
     assert_string_equal(out, "1969-12-31T23:59:59.999999Z");
     assert_true(gd_wall_ms() > 1700000000000LL);
+    /* the lock-free date arithmetic agrees with gmtime_r: leap days, centuries, the range */
+    static const int64_t secs[] = {951782400, 951868800, 4107542400LL, 4107456000LL,
+                                   -86400, 253402300799LL, 68169600, 1582934400};
+    for (size_t i = 0; i < sizeof secs / sizeof *secs + 2000; i++) {
+        int64_t t = i < sizeof secs / sizeof *secs ? secs[i] : (int64_t)(gd_rand01() * 253402300799.0);
+        time_t tt = (time_t)t;
+        struct tm tm;
+        char want[96];
+        assert_non_null(gmtime_r(&tt, &tm));
+        snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.000007Z", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        gd_format_rfc3339_micro(t * 1000000 + 7, out);
+        assert_string_equal(out, want);
+    }
 }
 
 static void test_rand01(void **state)
