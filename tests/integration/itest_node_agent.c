@@ -313,6 +313,9 @@ static void test_nodes_ready(void **st)
         assert_string_equal(gd_json_str_or(n, "status.allocatable.memory", ""), "16Gi");
         assert_string_equal(gd_json_str_or(n, "status.capacity.pods", ""), "110");
         cJSON_Delete(n);
+        /* the agent registers the Node (Ready) first and creates its Lease on the heartbeat
+         * right after: on a busy machine the Node can be seen before the Lease */
+        assert_true(wait_lease_renewed(nodes[i], "", 30000));
         cJSON *lease = get(&K8S_RES_LEASES, "kube-node-lease", nodes[i]);
         assert_non_null(lease);
         assert_string_equal(gd_json_str_or(lease, "spec.holderIdentity", ""), nodes[i]);
