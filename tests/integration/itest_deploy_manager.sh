@@ -116,7 +116,16 @@ export -f inner
 [ "$COMMAND" = /usr/local/bin/godis-manager ] || die "deployment.yaml's command is \"$COMMAND\", not the image's /usr/local/bin/godis-manager"
 export COMMAND ROOT RUNDIR SA_FILES POD_NAME SA_NS API_PORT UID_ GID_ DV_ROOT
 ARGS_FILE=$DV_TMP/args; printf '%s\n' "${args[@]}" >"$ARGS_FILE"
-setsid unshare --mount --propagation private bash -c 'mapfile -t args <"$0"; inner' "$ARGS_FILE" \
+# The namespace's mounts must not propagate back. Private propagation needs "/" to be a mount
+# point, which it is not in a chroot (tools/fresh-machine-check runs `make test` in one);
+# there, unchanged propagation is as safe as long as no mount is shared.
+PROPAGATION=private
+if ! unshare --mount --propagation private true 2>/dev/null; then
+  grep -q ' shared:' /proc/self/mountinfo &&
+    die "cannot make a private mount namespace here (\"/\" is no mount point) and shared mounts would leak to the host"
+  PROPAGATION=unchanged
+fi
+setsid unshare --mount --propagation "$PROPAGATION" bash -c 'mapfile -t args <"$0"; inner' "$ARGS_FILE" \
   </dev/null >"$DV_TMP/manager.log" 2>&1 &
 MGR=$!
 echo "manager: pid $MGR, health 127.0.0.1:$HP, log $DV_TMP/manager.log"
