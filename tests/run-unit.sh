@@ -6,8 +6,10 @@ set -u
 export GODIS_LOOPBACK_ONLY=1
 pass=0; fail=0; bad=()
 for t in "$@"; do
-  out=$("$t" 2>&1); rc=$?
+  # A hung binary fails with a message instead of holding the run (and CI) until its limit.
+  out=$(timeout -k 10 "${UNIT_TIMEOUT:-300}" "$t" 2>&1); rc=$?
   printf '%s\n' "$out"
+  [ $rc -ne 124 ] || echo "$t: timed out after ${UNIT_TIMEOUT:-300} s" >&2
   p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
   f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
   pass=$((pass+p)); fail=$((fail+f))
