@@ -12,8 +12,10 @@
 #include <cmocka.h>
 #include "../../tools/chaos/state.c"
 #include "../../tools/chaos/procs.c"
+#include "../../tools/chaos/faults.c"
 #include "../../tools/chaos/membership.c"
 #include "../../tools/chaos/audit.c"
+#include "../../tools/chaos/quorum.c"
 
 static chaos x;
 
@@ -167,6 +169,38 @@ static void no_write_after_the_lease_is_lost(void **state)
     assert_int_equal(x.violations[I_FENCED], 1);
 }
 
+/* Which members the quorum check counts, and which a fault excuses. */
+static void quorum_counts_what_raft_counts(void **state)
+{
+    (void)state;
+    cJSON *gc = cJSON_Parse("{\"metadata\":{\"name\":\"c03\"},\"status\":{\"members\":[1,2,3,4],"
+                            "\"scaleInID\":4,\"scaleOutID\":5}}");
+    cJSON *pods = cJSON_Parse("{\"items\":["
+        "{\"metadata\":{\"name\":\"a\",\"labels\":{\"node-name\":\"c03-1\"}},\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"podIP\":\"127.0.0.11\"}},"
+        "{\"metadata\":{\"name\":\"b\",\"labels\":{\"node-name\":\"c03-2\"}},\"spec\":{\"nodeName\":\"n2\"},\"status\":{\"podIP\":\"127.0.0.12\"}}]}");
+    member m[MAX_MEMBERS];
+    int n = members_of(gc, pods, m);
+    assert_int_equal(n, 4);                       /* 1, 2, 3 (no pod), 5 joining; not 4 */
+    assert_int_equal(m[0].id, 1);
+    assert_string_equal(m[0].ip, "127.0.0.11");
+    assert_string_equal(m[1].node, "n2");
+    assert_int_equal(m[2].id, 3);
+    assert_string_equal(m[2].ip, "");
+    assert_true(m[3].joining && m[3].id == 5);
+    assert_false(excused(&x, 3, &m[0]));
+    assert_false(excused(&x, 3, &m[2]));          /* a member without a pod is not excused */
+    assert_true(excused(&x, 3, &m[3]));           /* met, its pod not running yet: godis */
+    ch_hit_member(&x, 3, 3, 60000);
+    ch_hit_node(&x, "n2", 60000);
+    ch_hit_node(&x, "n1", -1);                     /* over already */
+    assert_true(excused(&x, 3, &m[2]));
+    assert_true(excused(&x, 3, &m[1]));
+    assert_false(excused(&x, 3, &m[0]));
+    assert_false(excused(&x, 4, &m[2]));          /* another cluster's member 3 */
+    cJSON_Delete(gc);
+    cJSON_Delete(pods);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +208,7 @@ int main(void)
         cmocka_unit_test_setup(ids_are_never_reused, setup),
         cmocka_unit_test_setup(a_key_in_two_reconciles_at_once, setup),
         cmocka_unit_test_setup(no_write_after_the_lease_is_lost, setup),
+        cmocka_unit_test_setup(quorum_counts_what_raft_counts, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
