@@ -96,6 +96,8 @@ typedef struct chaos {
     int nhits;
     int replicas[CH_MAX_CLUSTERS];  /* spec.replicas as last set */
     int64_t created_at[CH_MAX_CLUSTERS];
+    int64_t lost_id[CH_MAX_CLUSTERS];   /* a member whose Godis a fault deleted, until it is
+                                         * replaced: no second one meanwhile */
     ch_proc mgr[CH_MANAGERS];
     ch_proc agent[CH_MAX_AGENTS];
     int violations[I__COUNT];

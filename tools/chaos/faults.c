@@ -108,10 +108,12 @@ typedef struct {
 } target;
 
 /* min_members > 1 asks for a cluster that can lose one member for good and keep a quorum:
- * at least that many members, every one Ready, no step in flight. Deleting the Godis of a
- * 1- or 2-member cluster (its volume goes with it) takes the quorum away for ever, and the
- * operator rightly refuses to forget a member without one: that is a fault beyond what
- * any operator can heal, not a test of this one. */
+ * at least that many members, every one Ready, no step in flight, and no member lost to an
+ * earlier fault still waiting to be replaced (the status lags a deletion by a moment: two
+ * Godis deleted 3 s apart once both passed the first three tests). Deleting the Godis of a
+ * 1- or 2-member cluster, or a second one of 3 before the first was replaced (the volumes
+ * go with them), takes the quorum away for ever, and the operator rightly refuses to forget
+ * a member without one: a fault beyond what any operator can heal, not a test of this one. */
 static bool pick_member_of(chaos *x, target *t, int min_members)
 {
     memset(t, 0, sizeof *t);
@@ -121,11 +123,19 @@ static bool pick_member_of(chaos *x, target *t, int min_members)
     if (k8s_get(x->c, &K8S_RES_GODISCLUSTERS, x->ns, t->name, &gc, NULL) != GD_OK) return false;
     cJSON *members = gd_json_path(gc, "status.members");
     int n = cJSON_GetArraySize(members);
-    if (min_members > 1 && (n < min_members || gd_json_int_or(gc, "status.readyReplicas", 0) != n ||
-                            gd_json_int_or(gc, "status.scaleOutID", 0) ||
-                            gd_json_int_or(gc, "status.scaleInID", 0))) {
-        cJSON_Delete(gc);
-        return false;
+    if (min_members > 1) {
+        int64_t lost = x->lost_id[t->cluster];
+        const cJSON *m;
+        cJSON_ArrayForEach(m, members)
+            if (lost && cJSON_IsNumber(m) && (int64_t)m->valuedouble == lost) lost = -1;
+        bool ok = n >= min_members && gd_json_int_or(gc, "status.readyReplicas", 0) == n &&
+                  !gd_json_int_or(gc, "status.scaleOutID", 0) &&
+                  !gd_json_int_or(gc, "status.scaleInID", 0) && lost >= 0;
+        if (!ok) {
+            cJSON_Delete(gc);
+            return false;
+        }
+        x->lost_id[t->cluster] = 0;         /* replaced, and the cluster whole again */
     }
     const cJSON *m = n > 0 ? cJSON_GetArrayItem(members, ch_rand_int(x, 0, n - 1)) : NULL;
     if (cJSON_IsNumber(m) && m->valuedouble >= 1 && m->valuedouble < 2147483648.0)
@@ -250,7 +260,9 @@ static bool inject(chaos *x, ch_fault f)
     }
     case F_DELETE_GODIS:
         if (!pick_member_of(x, &t, 3)) return false;
-        return delete_object(x, f, &K8S_RES_GODISES, t.godis, &t, 180000);
+        x->lost_id[t.cluster] = t.id;
+        /* excused while Raft still counts it: until it leaves status.members */
+        return delete_object(x, f, &K8S_RES_GODISES, t.godis, &t, 3600000);
     case F_DELETE_CONFIGMAP: {
         char cm[40];
         if (!pick_member(x, &t)) return false;
