@@ -293,7 +293,10 @@ static int watch_on_event(void *ud, const char *type, cJSON *obj)
         /* a Status: 410 Expired/Gone means relist; anything else ends this watch too */
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
         char *txt = cJSON_PrintUnformatted(obj);
-        long http = cJSON_IsNumber(code) ? (long)code->valuedouble : 500;
+        /* an HTTP status from the stream: anything else (1e999, -3) is not one, and
+         * converting it would be undefined behaviour (found by fuzzing: fuzz_watch) */
+        long http = cJSON_IsNumber(code) && code->valuedouble >= 100 && code->valuedouble <= 599
+                        ? (long)code->valuedouble : 500;
         gd_err e = k8s_classify(http, txt, txt ? strlen(txt) : 0, NULL, &w->error_status);
         free(txt);
         if (e == GD_OK)
