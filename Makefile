@@ -3,6 +3,9 @@
 #   common/*.c            -> build/<v>/libgodiscommon.a
 #   manager|informer|worker/*.c -> bin/godis-<dir>
 #   tools/<name>/*.c      -> bin/<name>      (a tools/ folder with C files)
+#   worker/*.c + tests/support/worker/*.c + tools/bench/worker/*.c
+#                         -> bin/tests/godis-worker (the worker with the test and benchmark
+#                            reconciler sets; the shipped bin/godis-worker has none of them)
 #   tests/unit/test_*.c   -> build/<v>/tests/test_*  (cmocka, linked with common + helpers)
 CC      ?= gcc
 ifeq ($(origin CC),default)
@@ -45,6 +48,10 @@ TEST_HELP  := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 TEST_BINS  := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
 ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 ITEST_BINS := $(ITEST_SRC:tests/integration/%.c=bin/tests/%)
+# Reconciler sets for tests (noop, sleepy) and the pipeline benchmark (bench): linked only
+# into bin/tests/godis-worker, never into the shipped worker.
+TEST_WORKER_SRC := $(wildcard tests/support/worker/*.c tools/bench/worker/*.c)
+TEST_WORKER     := bin/tests/godis-worker
 STAMP_DEPS := build/.deps-ok
 
 # --version and godis_operator_build_info, injected with -D into common/gd_version.c only.
@@ -60,7 +67,7 @@ GD_BUILD_DATE := $(GD_BUILD_DATE)
 VERSION_STAMP := build/.version
 
 .PHONY: FORCE all deps test unit-test asan-test clang-build integration-test bench demo clean fresh-check
-all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS) bin/kubectl-godis
+all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS) $(TEST_WORKER) bin/kubectl-godis
 
 # Installs every Debian package the build, the tests and the demo need. Idempotent: it only
 # calls apt-get when something is missing, so every other target can depend on it.
@@ -103,6 +110,12 @@ $(PROG_BINS): bin/godis-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$
 
 $(TOOL_BINS): bin/%: $$(foreach f,$$(wildcard tools/$$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
+
+# The test sets include the worker's headers (reconciler.h, cache.h, ...).
+$(TEST_WORKER_SRC:%.c=$(B)/%.o): ALL_CFLAGS += -Iworker
+$(TEST_WORKER): $(patsubst %.c,$(B)/%.o,$(wildcard worker/*.c) $(TEST_WORKER_SRC)) $(COMMON_LIB) $(BIN_STAMP)
+	@mkdir -p bin/tests
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
 # The kubectl plugin (`kubectl godis …`) is godisctl under the name kubectl looks for.

@@ -60,7 +60,7 @@ static gd_err manager_identity(void *ud, const char *v, char *why, size_t cap)
     return GD_OK;
 }
 
-/* "--reconciler NAME: reconciler set (default godis): godis (…), noop (…), …" */
+/* "--reconciler NAME: reconciler set: godis (…)[; another (…)]" — the sets linked in */
 static void reconciler_help(char *out, size_t cap)
 {
     size_t n = (size_t)snprintf(out, cap, "reconciler set:");
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
         FLAG(GD_FLAG_FUNC, "manager-identity", NULL, "the Lease identity of the manager that runs this worker; API requests then carry the User-Agent \"godis-operator (worker; manager=ID)\", so the API server's audit log names the manager of every write", .metavar = "ID", .fn = manager_identity, .ud = &o.manager_identity),
         FLAG(GD_FLAG_FUNC, "cluster-domain", NULL, "the cluster's DNS domain: a member without a pod IP in the cache is dialled at <godis>-endpoint.<ns>.svc.DOMAIN", .metavar = "DOMAIN", .fn = cluster_domain, .ud = &o.cluster_domain, .def = "cluster.local"),
         FLAG(GD_FLAG_STRING, "reconciler", &o.reconciler, rec_help, .metavar = "NAME"),
-        FLAG(GD_FLAG_STRING, "reconciler-arg", &o.reconciler_arg, "options for the reconciler set (godis: \"node-grace-ms=N,godis-timeout-ms=N,godis-port=N\"; test sets: \"record=<file>,sleep_ms=<n>\")", .metavar = "STRING"),
+        FLAG(GD_FLAG_STRING, "reconciler-arg", &o.reconciler_arg, "options for the reconciler set (godis: \"node-grace-ms=N,godis-timeout-ms=N,godis-port=N\")", .metavar = "STRING"),
         FLAG(GD_FLAG_DURATION, "stop-grace", &o.stop_grace_ms, "on SIGTERM, how long in-flight reconciles may run (0s..1h)", .min = 0, .max = 3600000),
         FLAG(GD_FLAG_MILLIS, "stop-grace-ms", &o.stop_grace_ms, "", .min = 0, .max = 3600000, .deprecated = "use --stop-grace DURATION"),
         FLAG(GD_FLAG_FUNC, "log-level", NULL, "debug, info, warn or error", .metavar = "LEVEL", .fn = gd_flags_log_level, .ud = &level, .def = "info"),

@@ -5,9 +5,10 @@
  * constructor that runs before main: the worker never names a reconciler's symbols, so a
  * reconciler file is added (worker/reconcile_*.c) without touching main.c or the Makefile.
  *
- * The production set is "godis" (issue 7: controllers "godiscluster" For GodisCluster and
- * "godis" For Godis). The test sets "noop" and "sleepy" (testing_reconcilers.c) serve the
- * integration tests and benchmarks.
+ * The shipped worker has one set, "godis" (controllers "godiscluster" For GodisCluster and
+ * "godis" For Godis). The test sets "noop" and "sleepy" (tests/support/worker/) and the
+ * benchmark's "bench" (tools/bench/worker/) register the same way but are linked only into
+ * bin/tests/godis-worker, the worker the integration tests and benchmarks run.
  *
  * Controller names must match the mapping's (MAP_CTRL_CLUSTER, MAP_CTRL_GODIS in
  * mapping.h) for events to reach them; a set may also name its own controllers and map

@@ -467,7 +467,7 @@ int mgr_itest_init(int argc, char **argv, const char *name)
     if (!bindir) bindir = "bin";
     snprintf(mgr_path, sizeof mgr_path, "%s/godis-manager", bindir);
     bin_path(bindir, "godis-informer", informer_path);
-    bin_path(bindir, "godis-worker", worker_path);
+    bin_path(bindir, "tests/godis-worker", worker_path);   /* with the test reconcilers */
     /* itest_manager_load → /tmp/itest-manager-load-<pid> */
     int len = snprintf(tmpdir, sizeof tmpdir, "/tmp/%s-%d", name, (int)getpid());
     for (int i = 5; i < len; i++) if (tmpdir[i] == '_') tmpdir[i] = '-';

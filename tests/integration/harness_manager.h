@@ -8,8 +8,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* This test binary, bin/godis-manager, the real informer and worker (absolute, "" when
- * missing) and the run's scratch directory. Set by mgr_itest_init. */
+/* This test binary, bin/godis-manager, the real informer and the real worker built with the
+ * test reconciler sets (bin/tests/godis-worker) — absolute, "" when missing — and the run's
+ * scratch directory. Set by mgr_itest_init. */
 extern char self_path[512], mgr_path[512], tmpdir[256];
 extern char informer_path[PATH_MAX], worker_path[PATH_MAX];
 

@@ -250,7 +250,9 @@ static void test_ctrl_c_never_respawns(void **st)
     const char *argv[] = {"bin/godis-manager", "--leader-elect=false", "--workers", "2",
                           "--health-probe-bind-address", ha, "--metrics-bind-address", ha,
                           "--runtime-dir", cli_tmp("rt-int"),
-                          /* supervision is under test: reconcile nobody's clusters */
+                          /* supervision is under test: reconcile nobody's clusters
+                           * (the worker with the test reconciler sets) */
+                          "--worker-bin", "bin/tests/godis-worker",
                           "--worker-arg", "--reconciler noop", NULL};
     pid_t pid = spawn_group(argv, cli_tmp("ctrl-c.log"));
     char body[512];

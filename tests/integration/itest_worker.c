@@ -318,7 +318,7 @@ static void test_500_keys_against_api(void **state)
     const char *inf[] = {"bin/godis-informer", "--kind", "GodisCluster", "--pub-endpoint", pub,
                          "--snap-endpoint", snap, "--namespace", ns, "--kubeconfig", kc,
                          "--log-level", level, NULL};
-    const char *wrk[] = {"bin/godis-worker", "--informer-endpoints", eps, "--reconciler",
+    const char *wrk[] = {"bin/tests/godis-worker", "--informer-endpoints", eps, "--reconciler",
                          "sleepy", "--reconciler-arg", arg, "--max-concurrent-reconciles", "8",
                          "--kubeconfig", kc, "--log-level", level, NULL};
     informer_pid = spawn(inf);

@@ -1,4 +1,5 @@
-/* itest_worker_gdw.c — bin/godis-worker end to end without an API server: the test plays
+/* itest_worker_gdw.c — the worker (bin/tests/godis-worker: bin/godis-worker's sources with
+ * the test reconciler sets) end to end without an API server: the test plays
  * a GodisCluster informer (GDI1 PUB + snapshot ROUTER, docs/PROTOCOL.md §1) and, for the
  * managed cases, the manager (GDW1 ROUTER, §2). Workers run the "sleepy" test reconciler,
  * which logs the start and end of every reconcile to one file; the checker proves
@@ -264,7 +265,7 @@ static pid_t spawn_worker(int index, bool managed, const char *shards)
     snprintf(arg, sizeof arg, "record=%s,sleep_ms=4", rec_path);
     char ctl[300];
     snprintf(ctl, sizeof ctl, "ipc://%s/control", dir);
-    const char *bin = getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/godis-worker";
+    const char *bin = getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/tests/godis-worker";
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -767,7 +768,7 @@ static void test_runtime_dir_missing_informers(void **state)
 /* Flags: --help succeeds, everything malformed is a fatal configuration error (exit 2). */
 static int run_flags(const char *const *args)
 {
-    const char *bin = getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/godis-worker";
+    const char *bin = getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/tests/godis-worker";
     const char *argv[16];
     int n = 0;
     argv[n++] = bin;
@@ -822,9 +823,9 @@ static void test_flags(void **state)
 
 int main(void)
 {
-    if (access(getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/godis-worker",
+    if (access(getenv("GODIS_WORKER_BIN") ? getenv("GODIS_WORKER_BIN") : "bin/tests/godis-worker",
                X_OK) != 0) {
-        fprintf(stderr, "bin/godis-worker not built (run from the repository root)\n");
+        fprintf(stderr, "bin/tests/godis-worker not built (run from the repository root)\n");
         return 1;
     }
     const struct CMUnitTest tests[] = {

@@ -101,7 +101,7 @@ run() {
     trace="$GD_HOPTRACE/rate-$rate-$(date +%s%N)"; mkdir -p "$trace"
   fi
   replay_start --objects "$OBJECTS" --events "$events" --rate "$rate" --start-delay-ms 1000
-  GD_HOPTRACE=$trace bin/godis-worker --informer-endpoints "ConfigMap=$PUB,$SNAP" \
+  GD_HOPTRACE=$trace bin/tests/godis-worker --informer-endpoints "ConfigMap=$PUB,$SNAP" \
     --reconciler bench --max-concurrent-reconciles 2 --log-level error \
     --reconciler-arg "out=$out,warmup_ms=2000,expect=$events,objects=$OBJECTS" &
   WORKER_PID=$!

@@ -1,5 +1,6 @@
 /* bench_reconciler.c — the "bench" reconciler set: the informer → worker → reconcile
- * pipeline benchmark (issue 5, item 8).
+ * pipeline benchmark (issue 5, item 8), linked only into bin/tests/godis-worker (a
+ * subfolder, so bin/bench does not link it), never into the shipped worker.
  *
  * Events of every kind map to the object's own key in controller "bench" (no owner lookups:
  * the replay source's ConfigMaps all carry one cluster-name). A reconcile does nothing but

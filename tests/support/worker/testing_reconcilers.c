@@ -1,4 +1,5 @@
-/* testing_reconcilers.c — reconciler sets for tests and benchmarks (--reconciler noop|sleepy).
+/* testing_reconcilers.c — reconciler sets for tests and benchmarks (--reconciler noop|sleepy),
+ * linked only into bin/tests/godis-worker (see the Makefile), never into the shipped worker.
  *
  * Both serve the "godiscluster" controller (For GodisCluster) so the standard mapping feeds
  * them. With --reconciler-arg "record=<file>" every reconcile appends one line when it
