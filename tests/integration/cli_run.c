@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +96,25 @@ void cli_run(cli_result *r, const char *const *argv, const char *const *env, int
     waitpid(pid, &st, 0);
     r->ms = now_ms() - t0;
     r->status = killed ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void cli_runl(cli_result *r, const char *const *env, int timeout_ms, ...)
+{
+    const char *argv[32];
+    int n = 0;
+    va_list ap;
+    va_start(ap, timeout_ms);
+    for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    cli_run(r, argv, env, timeout_ms);
+}
+
+int cli_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
 }
 
 int cli_lines(const char *s)
@@ -238,6 +259,22 @@ int cli_tmp_done(int rc)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
     return system(cmd) == 0 ? 0 : 1;
+}
+
+bool cli_put(const char *path, const char *text, mode_t mode)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0700);                /* one level: what the tests' scratch trees need */
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    bool ok = fputs(text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    return ok && chmod(path, mode) == 0;
 }
 
 char *cli_slurp(const char *path)

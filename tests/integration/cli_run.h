@@ -5,6 +5,7 @@
 #define CLI_RUN_H
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct {
     int status;          /* exit code; 128+N for signal N; -1 when it was killed at the timeout */
@@ -16,8 +17,12 @@ typedef struct {
 /* Runs argv (NULL-terminated) with stdin from /dev/null and env extra ("K=V" entries,
  * NULL-terminated, or NULL) added to ours; an entry "K=" with nothing after it removes K. */
 void cli_run(cli_result *r, const char *const *argv, const char *const *env, int timeout_ms);
+/* The same with argv given as arguments: cli_runl(r, env, timeout_ms, "bin/x", "a", NULL). */
+void cli_runl(cli_result *r, const char *const *env, int timeout_ms, ...);
 /* Lines in s (a last line without '\n' counts). */
 int cli_lines(const char *s);
+/* How often needle stands in hay (not overlapping). */
+int cli_count(const char *hay, const char *needle);
 
 enum { CLI_SERVER_SILENT, CLI_SERVER_HTML };
 typedef struct cli_server cli_server;
@@ -39,6 +44,8 @@ int cli_busy_port(int *fd);
 bool cli_tmp_init(const char *name);
 const char *cli_tmp(const char *name);
 int cli_tmp_done(int cmocka_rc);
+/* Writes text into path (its directory made when missing) with mode; false when it could not. */
+bool cli_put(const char *path, const char *text, mode_t mode);
 /* The whole file (up to 1 MiB, NUL-terminated; "" when unreadable), in a static buffer. */
 char *cli_slurp(const char *path);
 

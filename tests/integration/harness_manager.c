@@ -41,6 +41,7 @@
 #include <zmq.h>
 #include "e2e_procs.h"
 #include "harness_manager.h"
+#include "cli_run.h"
 #include "gd_time.h"
 
 /* ---- stand-in children ---- */
@@ -353,10 +354,7 @@ int fresh_fake_dir(void **st)
 
 void write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    assert_true(cli_put(path, text, 0644));
 }
 
 /* Starts the manager with stand-in children and the extra flags given. */

@@ -30,18 +30,6 @@
 #include "e2e_lib.h"
 #include "harness_manager.h"
 
-static void run(cli_result *r, int timeout_ms, ...)
-{
-    const char *argv[32];
-    int n = 0;
-    va_list ap;
-    va_start(ap, timeout_ms);
-    for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    cli_run(r, argv, NULL, timeout_ms);
-}
-
 static const struct { const char *bin, *name, *usage; } PROGS[] = {
     {"bin/godis-manager", "godis-manager", "godis-manager [flags]"},
     {"bin/godis-informer", "godis-informer", "godis-informer --kind KIND [flags]"},
@@ -57,9 +45,9 @@ static void test_help_and_version(void **st)
     static cli_result help, h, ver;
     char first_ver[512] = "";
     for (size_t i = 0; i < NPROGS; i++) {
-        run(&help, 10000, PROGS[i].bin, "--help", NULL);
-        run(&h, 10000, PROGS[i].bin, "-h", NULL);
-        run(&ver, 10000, PROGS[i].bin, "--version", NULL);
+        cli_runl(&help, NULL, 10000, PROGS[i].bin, "--help", NULL);
+        cli_runl(&h, NULL, 10000, PROGS[i].bin, "-h", NULL);
+        cli_runl(&ver, NULL, 10000, PROGS[i].bin, "--version", NULL);
         if (help.status != 0 || h.status != 0 || ver.status != 0)
             fail_msg("%s: --help %d, -h %d, --version %d (want 0)", PROGS[i].bin, help.status,
                      h.status, ver.status);
@@ -160,9 +148,7 @@ static void test_worker_kubeconfig_exit_2(void **st)
     if (r.status != 2 || cli_lines(r.err) != 1 ||
         !strstr(r.err, "godis-worker: /nonexistent/kubeconfig: cannot read kubeconfig: No such file or directory"))
         fail_msg("missing: exit %d, \"%s\"", r.status, r.err);
-    FILE *f = fopen(cli_tmp("garbage"), "w");
-    fputs("clusters: [unclosed\n", f);
-    fclose(f);
+    assert_true(cli_put(cli_tmp("garbage"), "clusters: [unclosed\n", 0600));
     char env_kc[400];
     snprintf(env_kc, sizeof env_kc, "KUBECONFIG=%s", cli_tmp("garbage"));
     const char *env[] = {env_kc, NULL};
@@ -229,13 +215,6 @@ static int wait_exit(pid_t pid, int ms, int64_t *took)
     return -1;
 }
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-    return n;
-}
-
 static void test_ctrl_c_never_respawns(void **st)
 {
     if (!getenv("KUBECONFIG")) fail_msg("needs the devcluster (KUBECONFIG)");
@@ -276,12 +255,12 @@ static void test_ctrl_c_never_respawns(void **st)
     int code = wait_exit(pid, 30000, &took);
     const char *log = cli_slurp(cli_tmp("ctrl-c.log"));
     if (code != 0) fail_msg("exit %d after Ctrl-C: %s", code, log);
-    assert_int_equal(count(log, "restarting after backoff"), 0);
+    assert_int_equal(cli_count(log, "restarting after backoff"), 0);
     const char *stop = strstr(log, "msg=\"shutting down");
     assert_non_null(stop);
     assert_null(strstr(stop, "started child"));          /* nothing started once stopping */
-    assert_int_equal(count(log, "msg=\"started child\""), 10);   /* 8 informers + 2 workers */
-    assert_int_equal(count(log, "msg=\"child stopped\""), 10);
+    assert_int_equal(cli_count(log, "msg=\"started child\""), 10);   /* 8 informers + 2 workers */
+    assert_int_equal(cli_count(log, "msg=\"child stopped\""), 10);
     struct stat sb;
     assert_int_equal(stat(cli_tmp("rt-int"), &sb), -1);   /* the runtime dir is gone */
 }
@@ -315,7 +294,7 @@ static void test_informer_in_list_stops_within_grace(void **st)
     if (code != 0) fail_msg("exit %d after %lld ms: %s", code, (long long)took, log);
     assert_null(strstr(log, "SIGKILL"));
     assert_null(strstr(log, "did not stop in time"));
-    assert_int_equal(count(log, "reflector=joined"), 3);
+    assert_int_equal(cli_count(log, "reflector=joined"), 3);
     struct stat sb;
     assert_int_equal(stat(cli_tmp("rt-bh"), &sb), -1);
 }

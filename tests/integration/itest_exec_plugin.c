@@ -12,17 +12,16 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli_run.h"
+#include "e2e_procs.h"
 #include "gd_json.h"
+#include "gd_time.h"
 
 /* The plugin: counts its runs; run N prints DIR/answer.N when present (else the admin
  * certificate); records its args, KUBERNETES_EXEC_INFO and $PLUGIN_ENV. */
@@ -41,11 +40,7 @@ static const char PLUGIN[] =
 
 static void write_file(const char *path, const char *text, mode_t mode)
 {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    chmod(path, mode);
+    assert_true(cli_put(path, text, mode));
 }
 
 static int setup(void **st)
@@ -142,26 +137,15 @@ static void test_failing_plugin_is_named(void **st)
 static void test_informer_with_plugin(void **st)
 {
     reset();
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(cli_tmp("informer.log"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execl("bin/godis-informer", "bin/godis-informer", "--kind", "Node", "--kubeconfig",
-              cli_tmp("kubeconfig"), "--runtime-dir", cli_tmp("rt"), (char *)NULL);
-        _exit(127);
-    }
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    bool listed = false;
-    do {
-        listed = strstr(cli_slurp(cli_tmp("informer.log")), "msg=listed kind=Node") != NULL;
-        if (!listed) usleep(50000);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while (!listed && now.tv_sec - t0.tv_sec < 30);
-    kill(pid, SIGTERM);
-    int status;
-    waitpid(pid, &status, 0);
+    const char *argv[] = {"bin/godis-informer", "--kind", "Node", "--kubeconfig", cli_tmp("kubeconfig"),
+                          "--runtime-dir", cli_tmp("rt"), NULL};
+    pid_t pid = e2e_spawn(argv, cli_tmp("informer.log"));
+    int64_t deadline = gd_mono_ms() + 30000;
+    bool listed;
+    while (!(listed = strstr(cli_slurp(cli_tmp("informer.log")), "msg=listed kind=Node") != NULL) &&
+           gd_mono_ms() < deadline)
+        gd_sleep_ms(50);
+    int status = e2e_stop(pid, 10000);
     if (!listed) fail_msg("the informer did not list Nodes: %s", cli_slurp(cli_tmp("informer.log")));
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     assert_int_equal(runs(), 1);

@@ -26,33 +26,12 @@
 static char ns[64];
 static k8s_client *api;
 
-static void put(const char *name, const char *text)
-{
-    const char *p = cli_tmp(name);
-    char dir[300];
-    snprintf(dir, sizeof dir, "%s", p);
-    *strrchr(dir, '/') = '\0';
-    mkdir(dir, 0700);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
+static void put(const char *name, const char *text) { assert_true(cli_put(cli_tmp(name), text, 0600)); }
 
-/* godisctl ARGS… with extra env (NULL-terminated "K=V" list or NULL) */
+/* godisctl ARGS… (CTL_ENV: with extra env, a NULL-terminated "K=V" list) */
 static cli_result R;
-static void ctl(const char *const *env, ...)
-{
-    const char *argv[32] = {"bin/godisctl"};
-    int n = 1;
-    va_list ap;
-    va_start(ap, env);
-    for (const char *a; n < 31 && (a = va_arg(ap, const char *));) argv[n++] = a;
-    va_end(ap);
-    argv[n] = NULL;
-    cli_run(&R, argv, env, 60000);
-}
-#define CTL(...) ctl(NULL, __VA_ARGS__, NULL)
+#define CTL(...) cli_runl(&R, NULL, 60000, "bin/godisctl", __VA_ARGS__, NULL)
+#define CTL_ENV(env, ...) cli_runl(&R, env, 60000, "bin/godisctl", __VA_ARGS__, NULL)
 
 static void expect(int status, const char *in_err, const char *in_out)
 {
@@ -96,7 +75,7 @@ static void crd_replicas_bounds(int *min, int *max)
 static void test_checked_before_kubeconfig(void **st)
 {
     const char *no_kc[] = {"KUBECONFIG=/nonexistent/kubeconfig", NULL};
-    ctl(no_kc, "bogus", NULL);
+    CTL_ENV(no_kc, "bogus");
     expect(2, "godisctl: unknown command \"bogus\" (see godisctl --help)", NULL);
     int min, max;
     crd_replicas_bounds(&min, &max);
@@ -107,27 +86,27 @@ static void test_checked_before_kubeconfig(void **st)
     snprintf(above, sizeof above, "%d", max + 1);
     const char *bad[] = {"abc", "3abc", "99999999999999999999", below, above, " 3", "3.0", "1e1", ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ctl(no_kc, "scale", "x", bad[i], NULL);
+        CTL_ENV(no_kc, "scale", "x", bad[i]);
         expect(2, range, NULL);
-        ctl(no_kc, "follow", "x", bad[i], NULL);
+        CTL_ENV(no_kc, "follow", "x", bad[i]);
         expect(2, range, NULL);
     }
-    ctl(no_kc, "scale", "x", "--", "-1", NULL);
+    CTL_ENV(no_kc, "scale", "x", "--", "-1");
     expect(2, range, NULL);
-    ctl(no_kc, "scale", "x", "-1", NULL);
+    CTL_ENV(no_kc, "scale", "x", "-1");
     expect(2, "unknown shorthand flag -1 in \"-1\" (a number? put -- before it)", NULL);
-    ctl(no_kc, "follow", "x", "3", "soon", NULL);
+    CTL_ENV(no_kc, "follow", "x", "3", "soon");
     expect(2, "follow: SECONDS: expected an integer between 1 and 86400, got \"soon\"", NULL);
-    ctl(no_kc, "get", "Widget", NULL);
+    CTL_ENV(no_kc, "get", "Widget");
     expect(2, "get: unknown kind \"Widget\"", NULL);
-    ctl(no_kc, "apply", NULL);
+    CTL_ENV(no_kc, "apply");
     expect(2, "apply needs -f FILE", NULL);
-    ctl(no_kc, "scale", "x", NULL);
+    CTL_ENV(no_kc, "scale", "x");
     expect(2, "scale takes NAME REPLICAS", NULL);
-    ctl(no_kc, "status", "-f", "x.yaml", NULL);
+    CTL_ENV(no_kc, "status", "-f", "x.yaml");
     expect(2, "-f and -R are for apply and delete, not status", NULL);
     /* only once the command line is right does the kubeconfig matter */
-    ctl(no_kc, "scale", "x", "3", NULL);
+    CTL_ENV(no_kc, "scale", "x", "3");
     expect(2, "godisctl: KUBECONFIG=/nonexistent/kubeconfig: none of these files exist", NULL);
 }
 
@@ -159,7 +138,8 @@ static void test_manifests(void **st)
     expect(1, "missing.yaml: cannot read: No such file or directory", NULL);
     CTL("-n", ns, "apply", "-f", cli_tmp("none"));
     expect(1, "none: no .yaml, .yml or .json files in the directory", NULL);
-    ctl((const char *const[]){"KUBECONFIG=/nonexistent", NULL}, "-n", ns, "apply", "-f", "-", NULL);
+    const char *no_kc[] = {"KUBECONFIG=/nonexistent", NULL};
+    CTL_ENV(no_kc, "-n", ns, "apply", "-f", "-");
     expect(1, "-: no objects in the file", NULL);        /* stdin is /dev/null */
     /* an unknown kind anywhere: nothing of any file is applied */
     CTL("-n", ns, "apply", "-f", cli_tmp("w"));
