@@ -200,6 +200,7 @@ gd_err k8s_classify_ex(long http_status, const char *body, size_t len,
         if (ra < 0 && cJSON_IsNumber(ras) && ras->valuedouble >= 0)
             ra = ras->valuedouble > 86400 ? 86400 : (int)ras->valuedouble;
     } else if (body && len) {
+        st->foreign = true;
         k8s_sanitize(st->message, sizeof st->message, body, len);
     }
     if (!st->message[0])

@@ -52,6 +52,8 @@ typedef struct {
     char reason[64];            /* Status.reason, e.g. "NotFound" ("" when none) */
     char message[512];          /* Status.message or curl's error text (truncated) */
     int  retry_after_s;         /* from Retry-After or Status.details.retryAfterSeconds */
+    bool foreign;               /* an error answer with a body that is no Kubernetes Status
+                                   (a proxy's or a login page): message is that body */
 } k8s_status;
 
 /* A resource type: group "" is the core group (/api/v1), others /apis/<group>/<version>. */

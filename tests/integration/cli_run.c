@@ -135,7 +135,7 @@ struct cli_server {
     int nconns;
 };
 
-static void answer_html(int c)
+static void answer_html(int c, bool error)
 {
     char req[8192];
     size_t n = 0;
@@ -150,8 +150,9 @@ static void answer_html(int c)
     static const char page[] = "<!DOCTYPE html><html><head><title>Sign in</title></head>"
                                "<body><form>user <input name=u></form></body></html>\n";
     char resp[512];
-    int len = snprintf(resp, sizeof resp, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-                       "Content-Length: %zu\r\nConnection: close\r\n\r\n", sizeof page - 1);
+    int len = snprintf(resp, sizeof resp, "HTTP/1.1 %s\r\nContent-Type: text/html\r\n"
+                       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                       error ? "502 Bad Gateway" : "200 OK", sizeof page - 1);
     (void)!write(c, resp, (size_t)len);
     (void)!write(c, page, sizeof page - 1);
 }
@@ -165,8 +166,8 @@ static void *serve(void *ud)
         int c = accept(s->fd, NULL, NULL);
         if (c < 0) continue;
         atomic_fetch_add(&s->accepted, 1);
-        if (s->mode == CLI_SERVER_HTML) {
-            answer_html(c);
+        if (s->mode != CLI_SERVER_SILENT) {
+            answer_html(c, s->mode == CLI_SERVER_HTML_ERROR);
             close(c);
         } else if (s->nconns < 256) {
             s->conns[s->nconns++] = c;   /* held open, never answered */

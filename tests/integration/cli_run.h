@@ -24,10 +24,11 @@ int cli_lines(const char *s);
 /* How often needle stands in hay (not overlapping). */
 int cli_count(const char *hay, const char *needle);
 
-enum { CLI_SERVER_SILENT, CLI_SERVER_HTML };
+enum { CLI_SERVER_SILENT, CLI_SERVER_HTML, CLI_SERVER_HTML_ERROR };
 typedef struct cli_server cli_server;
 /* Listens on 127.0.0.1 (a free port). SILENT: accepts, reads, never answers. HTML: every
- * request gets "200 OK" with an HTML login page, as a proxy in front of nothing would. */
+ * request gets "200 OK" with an HTML login page, as a proxy in front of nothing would;
+ * HTML_ERROR: "502 Bad Gateway" with the same page. */
 cli_server *cli_server_start(int mode);
 int  cli_server_port(const cli_server *s);
 int  cli_server_accepted(cli_server *s);   /* connections so far */

@@ -248,16 +248,23 @@ static void test_dead_server(void **st)
     against(url, want);
 }
 
+/* An HTML page, as a login page (200) or a proxy's error (502): said as not an API server. */
 static void test_html_server(void **st)
 {
-    cli_server *h = cli_server_start(CLI_SERVER_HTML);
-    assert_non_null(h);
-    char url[64], want[160];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", cli_server_port(h));
-    snprintf(want, sizeof want, "%s answered HTTP 200 but not with Kubernetes JSON", url);
-    against(url, want);
-    assert_true(cli_server_accepted(h) >= 11);
-    cli_server_stop(&h);
+    /* a 200 says what it asked and that the body was no JSON; an error answer shows the page */
+    const struct { int mode; long code; const char *then; } pages[] = {
+        {CLI_SERVER_HTML, 200, ""}, {CLI_SERVER_HTML_ERROR, 502, "<!DOCTYPE html><html><head><title>Sign in"}};
+    for (size_t i = 0; i < 2; i++) {
+        cli_server *h = cli_server_start(pages[i].mode);
+        assert_non_null(h);
+        char url[64], want[200];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d", cli_server_port(h));
+        snprintf(want, sizeof want, "%s answered HTTP %ld but not with Kubernetes JSON (is it an API server? "
+                 "a proxy or login page?): %s", url, pages[i].code, pages[i].then);
+        against(url, want);
+        assert_true(cli_server_accepted(h) >= 11);
+        cli_server_stop(&h);
+    }
 }
 
 int main(void)

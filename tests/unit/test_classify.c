@@ -62,6 +62,7 @@ static void test_status_table(void **state)
         assert_int_equal(st.http_status, T[i].code);
         assert_string_equal(st.reason, T[i].reason);
         assert_string_equal(st.message, "the message");
+        assert_false(st.foreign);
     }
 }
 
@@ -123,9 +124,11 @@ static void test_non_json_bodies(void **state)
     assert_string_equal(st.message, "<html> <head><title>502 Bad Gateway</title></head> "
                                     "<body> <center><h1>502 Bad Gateway</h1></center></body>"
                                     "</html>");
+    assert_true(st.foreign);                  /* godisctl says: not an API server */
     /* empty body */
     assert_int_equal(k8s_classify(404, "", 0, NULL, &st), GD_ERR_NOT_FOUND);
     assert_non_null(strstr(st.message, "404"));
+    assert_false(st.foreign);
     assert_int_equal(k8s_classify(403, NULL, 0, NULL, &st), GD_ERR_FORBIDDEN);
     /* binary garbage becomes printable */
     const char garbage[] = "\x01\x02\xff\xfe ok \x00\x80 end";

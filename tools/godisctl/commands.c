@@ -17,12 +17,13 @@ int gdctl_api_fail(ctl *x, const char *what, gd_err e, const k8s_status *st)
         x->unreachable = true;
         fprintf(stderr, "%s: %s: cannot reach the API server at %s: %s\n", x->prog, what, server,
                 st->message[0] ? st->message : gd_strerror(e));
-    } else if (e == GD_ERR_PARSE) {
-        /* a 2xx whose body is not JSON: a proxy's or a login page, not an API server */
+    } else if (e == GD_ERR_PARSE || st->foreign) {
+        /* a body that is not Kubernetes JSON, a 2xx or an error: a proxy's or a login page,
+         * not an API server; its start is enough to recognise it */
         x->unreachable = true;
         fprintf(stderr, "%s: %s: %s answered HTTP %ld but not with Kubernetes JSON (is it an API "
-                "server? a proxy or login page?): %s\n", x->prog, what, server, st->http_status,
-                st->message);
+                "server? a proxy or login page?): %.160s%s\n", x->prog, what, server,
+                st->http_status, st->message, strlen(st->message) > 160 ? "..." : "");
     } else {
         fprintf(stderr, "%s: %s: %ld %s: %s\n", x->prog, what, st->http_status,
                 st->reason[0] ? st->reason : gd_strerror(e), st->message);
