@@ -504,8 +504,10 @@ static k8s_cred *refresh_locked(k8s_exec *x, char *err, size_t errlen)
     } else if (serr) {
         snprintf(err, errlen, "exec plugin \"%s\" (%s): cannot run it: %s", cmd, where, strerror(serr));
     } else if (r.timed_out) {
-        snprintf(err, errlen, "exec plugin \"%s\" (%s): no answer within %ld ms, killed%s", cmd,
-                 where, timeout, tail);
+        char d[32];                       /* as the flags say durations: 1m0s, 300ms */
+        gd_format_duration_ms(timeout, d, sizeof d);
+        snprintf(err, errlen, "exec plugin \"%s\" (%s): no answer within %s, killed%s", cmd,
+                 where, d, tail);
     } else if (r.too_large) {
         snprintf(err, errlen, "exec plugin \"%s\" (%s): output larger than %u bytes", cmd, where,
                  OUT_MAX);

@@ -217,7 +217,7 @@ static void test_failures_name_the_plugin(void **state)
                    5000, w1);
 
     write_file("slow", "#!/bin/sh\necho 'waiting for the browser' >&2\nexec sleep 30\n", 0700);
-    const char *w2[] = {"/slow\"", "no answer within 300 ms, killed", "waiting for the browser", NULL};
+    const char *w2[] = {"/slow\"", "no answer within 300ms, killed", "waiting for the browser", NULL};
     expect_failure("{apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never, command: ./slow}",
                    300, w2);
 
