@@ -202,9 +202,16 @@ static void test_cluster_commands(void **st)
     expect(1, "403 Forbidden: godisclusters.kumkeehyun.github.com \"db\" is forbidden: User \"alice\"", NULL);
     assert_int_equal(cli_lines(R.err), 1);
     /* the kubectl plugin: same program, kubectl's name, four commands */
-    const char *pa[] = {"bin/kubectl-godis", "-n", ns, "status", "db", NULL};
+    /* kubectl runs a plugin by the path it found on $PATH (absolute, the link not resolved) */
+    char plugin[4096];
+    assert_non_null(getcwd(plugin, sizeof plugin - 32));
+    strcat(plugin, "/bin/kubectl-godis");
+    const char *pa[] = {plugin, "-n", ns, "status", "db", NULL};
     cli_run(&R, pa, NULL, 30000);
     expect(0, NULL, head);
+    const char *pc[] = {plugin, "-n", ns, "scale", "db", "0", NULL};
+    cli_run(&R, pc, NULL, 30000);
+    expect(2, "kubectl godis: scale: REPLICAS must be between ", NULL);
     const char *pb[] = {"bin/kubectl-godis", "apply", "-f", cli_tmp("gc.yaml"), NULL};
     cli_run(&R, pb, NULL, 30000);
     expect(2, "kubectl godis: \"apply\" is godisctl's; kubectl godis has status, scale, events and follow", NULL);
