@@ -39,7 +39,7 @@ B       ?= build/$(V)-$(notdir $(CC))
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/%.o)
 COMMON_LIB := $(B)/libgodiscommon.a
-PROGS      := manager informer worker
+PROGS      := manager informer worker webhook
 PROG_BINS  := $(foreach p,$(PROGS),$(if $(wildcard $(p)/*.c),bin/godis-$(p)))
 TOOL_DIRS  := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
 TOOL_BINS  := $(foreach t,$(TOOL_DIRS),bin/$(t))

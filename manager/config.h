@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "gd_err.h"
+#include "gd_addr.h"
 #include "gd_flags.h"
 
 #define GD_MGR_MAX_KINDS 16
@@ -55,11 +56,5 @@ gd_err gd_mgr_informer_kinds(const char *list, char (*out)[64], char *err, size_
 /* Cross-field checks (lease timings, bind addresses, counts). */
 gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen);
 void   gd_mgr_config_usage(FILE *out);
-
-/* "127.0.0.1:8080" → host/port (IPv4 literal or "localhost"; ":8080" = 0.0.0.0); "0"
- * means disabled (port 0). The defaults are loopback; anything wider must be asked for.
- * GD_ERR_CONFIG with a reason. */
-gd_err gd_parse_bind_addr(const char *s, char *host, size_t hostcap, int *port,
-                          char *why, size_t whylen);
 
 #endif

@@ -1,0 +1,243 @@
+/* certs.c — see certs.h. OpenSSL 3 (Debian's libssl): EC P-256 keys, SHA-256 signatures. */
+#include "certs.h"
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <openssl/asn1.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+static char *bio_string(BIO *b)
+{
+    char *data = NULL;
+    long n = BIO_get_mem_data(b, &data);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) {
+        memcpy(s, data, (size_t)n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+static char *pem_of_cert(X509 *x)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    char *s = b && PEM_write_bio_X509(b, x) ? bio_string(b) : NULL;
+    BIO_free(b);
+    return s;
+}
+
+static char *pem_of_key(EVP_PKEY *k)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    char *s = b && PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL) ? bio_string(b) : NULL;
+    BIO_free(b);
+    return s;
+}
+
+static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
+{
+    X509_EXTENSION *e = X509V3_EXT_conf_nid(NULL, ctx, nid, value);
+    if (!e) return 0;
+    int ok = X509_add_ext(x, e, -1);
+    X509_EXTENSION_free(e);
+    return ok;
+}
+
+static bool is_ip(const char *h)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, h, buf) == 1 || inet_pton(AF_INET6, h, buf) == 1;
+}
+
+/* "IP:127.0.0.1,DNS:svc.ns.svc"; false when a host holds characters that would change the
+ * extension's meaning (a comma or colon in a DNS name). */
+static bool san_list(const char *const *hosts, int n, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        bool ip = is_ip(hosts[i]);
+        if (!ip && (strpbrk(hosts[i], ",: \t\n") || !hosts[i][0])) return false;
+        int w = snprintf(out + used, cap - used, "%s%s:%s", i ? "," : "", ip ? "IP" : "DNS", hosts[i]);
+        if (w < 0 || (size_t)w >= cap - used) return false;
+        used += (size_t)w;
+    }
+    return true;
+}
+
+static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key,
+                       int64_t validity_s, const char *san)
+{
+    X509 *x = X509_new();
+    unsigned char serial[16];
+    if (!x || RAND_bytes(serial, sizeof serial) != 1) goto fail;
+    serial[0] &= 0x7f;                      /* a positive serial */
+    BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
+    bool sok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x));
+    BN_free(bn);
+    if (!sok) goto fail;
+    X509_set_version(x, 2);
+    /* a little in the past: the API server's clock may be slightly behind ours */
+    X509_gmtime_adj(X509_getm_notBefore(x), -300);
+    X509_gmtime_adj(X509_getm_notAfter(x), (long)validity_s);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name);
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
+    int ok = issuer
+        ? add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") &&
+          add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature,keyEncipherment") &&
+          add_ext(x, &ctx, NID_ext_key_usage, "serverAuth") &&
+          add_ext(x, &ctx, NID_subject_alt_name, san)
+        : add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
+          add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") &&
+          add_ext(x, &ctx, NID_subject_key_identifier, "hash");
+    if (ok && !X509_sign(x, issuer_key ? issuer_key : key, EVP_sha256())) ok = 0;
+    if (ok) return x;
+fail:
+    X509_free(x);
+    return NULL;
+}
+
+static int64_t asn1_time_s(const ASN1_TIME *t)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
+    return (int64_t)timegm(&tm);
+}
+
+gd_err wh_certs_generate(const char *const *hosts, int nhosts, int64_t validity_s,
+                         wh_certs *out, char *why, size_t whylen)
+{
+    memset(out, 0, sizeof *out);
+    char san[2048];
+    if (nhosts < 1 || !san_list(hosts, nhosts, san, sizeof san)) {
+        snprintf(why, whylen, "cannot put the host names into a certificate (need 1..n plain "
+                 "DNS names or IP addresses)");
+        return GD_ERR_ARG;
+    }
+    EVP_PKEY *cak = EVP_EC_gen("P-256"), *k = EVP_EC_gen("P-256");
+    X509 *ca = cak ? make_cert(cak, "godis-operator-webhook-ca", NULL, NULL, validity_s, NULL) : NULL;
+    X509 *x = ca && k ? make_cert(k, hosts[0], ca, cak, validity_s, san) : NULL;
+    if (x) {
+        out->ca_pem = pem_of_cert(ca);
+        out->cert_pem = pem_of_cert(x);
+        out->key_pem = pem_of_key(k);
+        out->not_before_s = asn1_time_s(X509_get0_notBefore(x));
+        out->not_after_s = asn1_time_s(X509_get0_notAfter(x));
+    }
+    X509_free(x);
+    X509_free(ca);
+    EVP_PKEY_free(k);
+    EVP_PKEY_free(cak);
+    if (!out->ca_pem || !out->cert_pem || !out->key_pem) {
+        wh_certs_free(out);
+        snprintf(why, whylen, "OpenSSL could not make the certificates");
+        return GD_ERR_NOMEM;
+    }
+    return GD_OK;
+}
+
+static char *read_file(const char *dir, const char *name, bool *missing)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    *missing = !f;
+    if (!f) return NULL;
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    return buf;
+}
+
+gd_err wh_certs_load_dir(const char *dir, wh_certs *out, char *why, size_t whylen)
+{
+    memset(out, 0, sizeof *out);
+    bool m1, m2, m3;
+    out->cert_pem = read_file(dir, "tls.crt", &m1);
+    out->key_pem = read_file(dir, "tls.key", &m2);
+    out->ca_pem = read_file(dir, "ca.crt", &m3);
+    if (m1 || m2) {
+        snprintf(why, whylen, "%s: %s is missing (a cert-manager Certificate's Secret mounted "
+                 "there has tls.crt and tls.key)", dir, m1 ? "tls.crt" : "tls.key");
+        wh_certs_free(out);
+        return GD_ERR_CONFIG;
+    }
+    if (wh_pem_validity(out->cert_pem, &out->not_before_s, &out->not_after_s) != GD_OK) {
+        snprintf(why, whylen, "%s/tls.crt: not a PEM certificate", dir);
+        wh_certs_free(out);
+        return GD_ERR_CONFIG;
+    }
+    if (out->ca_pem && !out->ca_pem[0]) { free(out->ca_pem); out->ca_pem = NULL; }
+    return GD_OK;
+}
+
+void wh_certs_free(wh_certs *c)
+{
+    if (!c) return;
+    free(c->ca_pem);
+    free(c->cert_pem);
+    free(c->key_pem);
+    memset(c, 0, sizeof *c);
+}
+
+int64_t wh_certs_renew_at(const wh_certs *c)
+{
+    return c->not_before_s + (c->not_after_s - c->not_before_s) * 2 / 3;
+}
+
+gd_err wh_pem_validity(const char *pem, int64_t *not_before_s, int64_t *not_after_s)
+{
+    BIO *b = pem ? BIO_new_mem_buf(pem, -1) : NULL;
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    if (!x) return GD_ERR_PARSE;
+    *not_before_s = asn1_time_s(X509_get0_notBefore(x));
+    *not_after_s = asn1_time_s(X509_get0_notAfter(x));
+    X509_free(x);
+    return GD_OK;
+}
+
+char *wh_ca_bundle_merge(const char *existing, const char *own_ca, int64_t now_s, int max)
+{
+    BIO *out = BIO_new(BIO_s_mem());
+    if (!out) return NULL;
+    int n = 0;
+    if (own_ca) { BIO_puts(out, own_ca); n++; }
+    BIO *in = existing ? BIO_new_mem_buf(existing, -1) : NULL;
+    X509 *own = NULL;
+    if (own_ca) {
+        BIO *ob = BIO_new_mem_buf(own_ca, -1);
+        own = ob ? PEM_read_bio_X509(ob, NULL, NULL, NULL) : NULL;
+        BIO_free(ob);
+    }
+    X509 *x;
+    while (in && n < max && (x = PEM_read_bio_X509(in, NULL, NULL, NULL))) {
+        bool expired = asn1_time_s(X509_get0_notAfter(x)) <= now_s;
+        if (!expired && !(own && X509_cmp(x, own) == 0)) {
+            PEM_write_bio_X509(out, x);
+            n++;
+        }
+        X509_free(x);
+    }
+    X509_free(own);
+    BIO_free(in);
+    char *s = bio_string(out);
+    BIO_free(out);
+    return s;
+}

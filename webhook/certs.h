@@ -1,0 +1,34 @@
+/* certs.h — the webhook's serving certificate: generated with OpenSSL (self-managed mode),
+ * or read from a directory that cert-manager fills (tls.crt, tls.key, ca.crt: the keys of a
+ * kubernetes.io/tls Secret it writes, mounted as files).
+ *
+ * Self-managed: each (re)generation makes a fresh CA and a serving certificate it signs,
+ * both valid for the same period; renewal happens at two thirds of it. The old CA stays in
+ * the webhook configuration's caBundle until it expires (wh_ca_bundle_merge), so the API
+ * server trusts the old certificate and the new one alike while replicas switch over. */
+#ifndef WH_CERTS_H
+#define WH_CERTS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "gd_err.h"
+
+typedef struct {
+    char *ca_pem;             /* may be NULL (a cert dir without ca.crt) */
+    char *cert_pem, *key_pem; /* the serving pair */
+    int64_t not_before_s, not_after_s;   /* of the serving certificate, Unix seconds */
+} wh_certs;
+
+/* hosts: IPv4/IPv6 literals become IP SANs, anything else DNS SANs (the first is the CN). */
+gd_err wh_certs_generate(const char *const *hosts, int nhosts, int64_t validity_s,
+                         wh_certs *out, char *why, size_t whylen);
+gd_err wh_certs_load_dir(const char *dir, wh_certs *out, char *why, size_t whylen);
+void   wh_certs_free(wh_certs *c);
+/* When to renew: two thirds into the serving certificate's validity. */
+int64_t wh_certs_renew_at(const wh_certs *c);
+/* notBefore/notAfter of the first certificate of a PEM text. */
+gd_err wh_pem_validity(const char *pem, int64_t *not_before_s, int64_t *not_after_s);
+/* The caBundle to register: own_ca first, then every certificate of existing (PEM, may be
+ * NULL) that is not expired at now_s and not own_ca itself, at most max in all. malloc'd. */
+char  *wh_ca_bundle_merge(const char *existing, const char *own_ca, int64_t now_s, int max);
+
+#endif

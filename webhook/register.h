@@ -1,0 +1,40 @@
+/* register.h — the webhook's ValidatingWebhookConfiguration (admissionregistration.k8s.io/v1):
+ * built from the flags, created or updated by every replica (no leadership needed: the
+ * update is idempotent and the caBundle is merged, never overwritten, so replicas with
+ * different self-made CAs are all trusted). */
+#ifndef WH_REGISTER_H
+#define WH_REGISTER_H
+#include <stdbool.h>
+#include <cjson/cJSON.h>
+#include "gd_err.h"
+#include "k8s_client.h"
+
+#define WH_WEBHOOK_NAME "eviction.godis.kumkeehyun.github.com"
+#define WH_CA_BUNDLE_MAX 8
+
+typedef struct {
+    const char *name;             /* the configuration's name */
+    const char *url;              /* https://HOST:PORT/eviction, or NULL: the Service below */
+    const char *svc_ns, *svc_name;
+    int svc_port;
+    const char *failure_policy;   /* "Ignore" or "Fail" */
+    int timeout_s;                /* 1..30 */
+} wh_reg_opts;
+
+extern const k8s_resource WH_RES_VWC;
+
+/* Our one webhook entry; ca_b64 may be NULL (no caBundle field: cert-manager's CA injector
+ * fills it). */
+cJSON *wh_webhook_entry(const wh_reg_opts *o, const char *ca_b64);
+/* Creates the configuration, or updates it (optimistic concurrency, retried on conflict)
+ * so its webhooks are exactly our entry with caBundle = own_ca merged into the bundle it
+ * already has (wh_ca_bundle_merge). own_ca NULL: the caBundle it has is kept as it is.
+ * *changed tells whether anything was written. */
+gd_err wh_register(k8s_client *c, const wh_reg_opts *o, const char *own_ca, bool *changed,
+                   char *why, size_t whylen);
+
+/* "https://HOST[:PORT]/path" → HOST (an IPv6 literal without its brackets); false for
+ * anything else (another scheme, no host, userinfo). */
+bool wh_url_host(const char *url, char *host, size_t cap);
+
+#endif
