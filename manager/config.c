@@ -40,6 +40,11 @@ static size_t bind_flags(gd_mgr_config *c, gd_flag *out)
         STR("cluster-domain", cluster_domain, "the cluster's DNS domain: workers dial a godis member without a pod IP in the cache at <godis>-endpoint.<ns>.svc.<domain>", .metavar = "DOMAIN"),
         STR("health-probe-bind-address", health_addr, "IPv4 host:port serving /healthz and /readyz (\":8081\" = every interface, as a pod needs for the kubelet's probes; \"0\" disables)", .metavar = "ADDR"),
         STR("metrics-bind-address", metrics_addr, "IPv4 host:port serving /metrics (\"0\" disables)", .metavar = "ADDR"),
+        STR("webhook-bind-address", webhook_addr, "IPv4 host:port where the eviction webhook (godis-webhook, a supervised child) serves HTTPS POST /eviction (\":9443\" = every interface; \"0\" = no webhook). It registers its ValidatingWebhookConfiguration itself", .metavar = "ADDR"),
+        STR("webhook-url", webhook_url, "register the webhook under this URL (https://HOST:PORT/eviction) instead of the Service godis-system/godis-operator-webhook from deploy/ (an API server without Service routing)", .metavar = "URL"),
+        STR("webhook-cert-dir", webhook_cert_dir, "the webhook's tls.crt/tls.key (and ca.crt), e.g. a cert-manager Secret; default: a CA and serving certificate generated with OpenSSL, renewed before expiry", .metavar = "DIR"),
+        STR("webhook-client-ca", webhook_client_ca, "PEM file: the webhook requires a client certificate it signed (the API server's)", .metavar = "FILE"),
+        STR("webhook-bin", webhook_bin, "path of the webhook program (default: godis-webhook beside this program)", .metavar = "PATH", .no_default = true),
         FLAG(GD_FLAG_DURATION, "heartbeat", &c->heartbeat_ms, "interval of PING to workers (10ms..1m); a worker silent for 5 intervals is killed", .min = 10, .max = 60000),
         FLAG(GD_FLAG_DURATION, "shutdown-grace", &c->shutdown_grace_ms, "on shutdown or fencing: time from STOP to SIGKILL of a worker, SIGTERM at half (0s..10m)", .min = 0, .max = 600000),
         STR("log-level", log_level, "debug, info, warn or error", .metavar = "LEVEL"),
@@ -48,7 +53,7 @@ static size_t bind_flags(gd_mgr_config *c, gd_flag *out)
     memcpy(out, defs, sizeof defs);
     return sizeof defs / sizeof defs[0];
 }
-#define MAX_FLAGS 32
+#define MAX_FLAGS 40
 
 static const char ABOUT[] =
     "Runs the godis operator: elects a leader among the replicas on a Lease, supervises one "
@@ -87,6 +92,7 @@ void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
     snprintf(c->cluster_domain, sizeof c->cluster_domain, "cluster.local");
     snprintf(c->health_addr, sizeof c->health_addr, "127.0.0.1:8081");
     snprintf(c->metrics_addr, sizeof c->metrics_addr, "127.0.0.1:8080");
+    snprintf(c->webhook_addr, sizeof c->webhook_addr, "0");
     c->heartbeat_ms = 1000;
     c->shutdown_grace_ms = 5000;
     snprintf(c->log_level, sizeof c->log_level, "info");
@@ -104,6 +110,7 @@ void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
     }
     snprintf(c->informer_bin, sizeof c->informer_bin, "%.490s/godis-informer", dir);
     snprintf(c->worker_bin, sizeof c->worker_bin, "%.490s/godis-worker", dir);
+    snprintf(c->webhook_bin, sizeof c->webhook_bin, "%.490s/godis-webhook", dir);
 }
 
 static gd_err load_file(gd_mgr_config *c, const char *path, char *err, size_t errlen)
@@ -256,6 +263,18 @@ gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
     }
     if (gd_parse_bind_addr(c->metrics_addr, host, sizeof host, &port, why, sizeof why)) {
         snprintf(err, errlen, "--metrics-bind-address: %s", why);
+        return GD_ERR_CONFIG;
+    }
+    if (gd_parse_bind_addr(c->webhook_addr, host, sizeof host, &port, why, sizeof why)) {
+        snprintf(err, errlen, "--webhook-bind-address: %s", why);
+        return GD_ERR_CONFIG;
+    }
+    if (port == 0 && (c->webhook_url[0] || c->webhook_cert_dir[0] || c->webhook_client_ca[0])) {
+        snprintf(err, errlen, "--webhook-url, --webhook-cert-dir and --webhook-client-ca need --webhook-bind-address");
+        return GD_ERR_CONFIG;
+    }
+    if (c->webhook_url[0] && strncmp(c->webhook_url, "https://", 8)) {
+        snprintf(err, errlen, "--webhook-url: expected https://HOST:PORT/eviction, got \"%.200s\"", c->webhook_url);
         return GD_ERR_CONFIG;
     }
     if (gd_log_level_parse(c->log_level) < 0) {

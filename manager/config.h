@@ -34,6 +34,11 @@ typedef struct {
     char cluster_domain[254];           /* workers' --cluster-domain */
     char health_addr[128];
     char metrics_addr[128];
+    char webhook_addr[128];             /* "0": no eviction webhook (godis-webhook) */
+    char webhook_url[GD_MGR_STR];       /* registered instead of the Service when set */
+    char webhook_cert_dir[GD_MGR_STR];  /* "" = self-managed certificates */
+    char webhook_client_ca[GD_MGR_STR];
+    char webhook_bin[GD_MGR_STR];
     int64_t heartbeat_ms;
     int64_t shutdown_grace_ms;
     char log_level[16];

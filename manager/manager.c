@@ -172,6 +172,30 @@ static bool add_informers(mgr_t *m)
     return true;
 }
 
+/* The eviction webhook (--webhook-bind-address): one child, started whether or not this
+ * manager leads (the API server may call any replica; only the leader's workers act on
+ * the marks it sets). */
+static bool add_webhook(mgr_t *m)
+{
+    char host[128], why[128];
+    int port = 0;
+    if (gd_parse_bind_addr(m->cfg.webhook_addr, host, sizeof host, &port, why, sizeof why) != GD_OK || port == 0)
+        return true;
+    const char *a[32];
+    int n = 0;
+    a[n++] = m->cfg.webhook_bin;
+    a[n++] = "--bind-address"; a[n++] = m->cfg.webhook_addr;
+    if (m->cfg.webhook_url[0]) { a[n++] = "--url"; a[n++] = m->cfg.webhook_url; }
+    if (m->cfg.webhook_cert_dir[0]) { a[n++] = "--cert-dir"; a[n++] = m->cfg.webhook_cert_dir; }
+    if (m->cfg.webhook_client_ca[0]) { a[n++] = "--client-ca"; a[n++] = m->cfg.webhook_client_ca; }
+    n = common_args(m, a, n);
+    a[n] = NULL;
+    gd_proc *p = gd_sup_add(m->sup, GD_ROLE_WEBHOOK, 0, "webhook", (char *const *)a);
+    if (!p) return false;
+    gd_sup_want(m->sup, p);
+    return true;
+}
+
 static gd_proc *worker_slot(mgr_t *m, int i)
 {
     gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
@@ -266,7 +290,7 @@ static void on_child_exit(void *ud, gd_proc *p, int status)
         /* a worker stopped by fencing comes back as a warm standby worker */
         if (m->phase == 0 && !m->leading && p->index < m->want_workers && !gd_sup_fatal(m->sup))
             gd_sup_want(m->sup, p);
-    } else if (p->index < m->ninf) {
+    } else if (p->role == GD_ROLE_INFORMER && p->index < m->ninf) {
         gd_stats_reset(m->inf[p->index].stats);
     }
 }
@@ -676,9 +700,13 @@ static void advance_shutdown(mgr_t *m)
     if (m->phase == 1 && gd_sup_alive(m->sup, GD_ROLE_WORKER) == 0) {
         stop_election(m);
         for (int i = 0; i < m->ninf; i++) gd_sup_stop(m->sup, m->inf[i].proc, false);
+        gd_proc *wh = gd_sup_find(m->sup, GD_ROLE_WEBHOOK, 0);
+        if (wh) gd_sup_stop(m->sup, wh, false);
         m->phase = 2;
     }
-    if (m->phase == 2 && gd_sup_alive(m->sup, GD_ROLE_INFORMER) == 0) m->phase = 3;
+    if (m->phase == 2 && gd_sup_alive(m->sup, GD_ROLE_INFORMER) == 0 &&
+        gd_sup_alive(m->sup, GD_ROLE_WEBHOOK) == 0)
+        m->phase = 3;
 }
 
 static void teardown(mgr_t *m)
@@ -769,7 +797,7 @@ int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
         code = GD_EXIT_FAILURE;
         goto out;
     }
-    if (!add_informers(m)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
+    if (!add_informers(m) || !add_webhook(m)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
     want_workers(m);
     if (setup_http(m) != GD_OK) { code = GD_EXIT_FATAL_CONFIG; goto out; }
     gd_err e = setup_election(m);

@@ -22,7 +22,7 @@ struct gd_supervisor {
     int n, cap;
     bool fatal;
     bool shutting_down;         /* never spawn again (gd_sup_shutdown) */
-    uint64_t restarts[2];
+    uint64_t restarts[3];
     gd_sup_exit_fn on_exit;
     void *ud;
 };
@@ -42,7 +42,10 @@ const char *gd_proc_state_name(gd_proc_state st)
     return (unsigned)st < sizeof n / sizeof n[0] ? n[st] : "?";
 }
 
-const char *gd_role_name(gd_role r) { return r == GD_ROLE_WORKER ? "worker" : "informer"; }
+const char *gd_role_name(gd_role r)
+{
+    return r == GD_ROLE_WORKER ? "worker" : r == GD_ROLE_WEBHOOK ? "webhook" : "informer";
+}
 
 gd_supervisor *gd_sup_new(const gd_sup_opts *o, gd_sup_exit_fn on_exit, void *ud)
 {
@@ -311,5 +314,5 @@ void gd_sup_signal_all(gd_supervisor *s, int sig)
 
 uint64_t gd_sup_restarts(const gd_supervisor *s, gd_role role)
 {
-    return s->restarts[role == GD_ROLE_WORKER ? 1 : 0];
+    return s->restarts[role == GD_ROLE_WORKER || role == GD_ROLE_WEBHOOK ? role : 0];
 }

@@ -15,7 +15,8 @@
 #include <sys/types.h>
 #include "gd_time.h"
 
-typedef enum { GD_ROLE_INFORMER = 0, GD_ROLE_WORKER = 1 } gd_role;
+/* GD_ROLE_WEBHOOK: the eviction webhook (godis-webhook), one per manager when enabled. */
+typedef enum { GD_ROLE_INFORMER = 0, GD_ROLE_WORKER = 1, GD_ROLE_WEBHOOK = 2 } gd_role;
 
 typedef enum {
     GD_PROC_IDLE = 0,    /* not running, not wanted */
