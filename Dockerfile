@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# godis-operator image: the manager and the processes it forks (informer, worker).
+# godis-operator image: the manager and the processes it forks (informer, worker, webhook).
 # Multi-stage on Debian bookworm: build with Debian's -dev packages, run on bookworm-slim
 # with only the shared libraries, as a non-root user. Nothing runs containers on the
 # development machine, so this file is not exercised by `make test`; build and push it as
@@ -21,6 +21,7 @@ COPY common/ common/
 COPY manager/ manager/
 COPY informer/ informer/
 COPY worker/ worker/
+COPY webhook/ webhook/
 COPY tools/deps.sh tools/deps.sh
 # The stamp tells the Makefile the build dependencies are present (installed above), so it
 # does not run tools/deps.sh, which installs the whole test environment.
@@ -29,8 +30,8 @@ ARG GD_GIT_COMMIT=unknown
 ARG SOURCE_DATE_EPOCH
 RUN mkdir -p build && touch build/.deps-ok \
  && make V=release GD_VERSION="$GD_VERSION" GD_GIT_COMMIT="$GD_GIT_COMMIT" \
-      bin/godis-manager bin/godis-informer bin/godis-worker \
- && strip bin/godis-manager bin/godis-informer bin/godis-worker
+      bin/godis-manager bin/godis-informer bin/godis-worker bin/godis-webhook \
+ && strip bin/godis-manager bin/godis-informer bin/godis-worker bin/godis-webhook
 
 FROM debian:bookworm-slim
 RUN apt-get update \
@@ -42,8 +43,8 @@ RUN apt-get update \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin nonroot
 COPY --from=build /src/bin/godis-manager /src/bin/godis-informer /src/bin/godis-worker \
-     /usr/local/bin/
+     /src/bin/godis-webhook /usr/local/bin/
 USER 65532:65532
-# metrics, health probes
-EXPOSE 8080 8081
+# metrics, health probes, the eviction webhook (--webhook-bind-address=:9443)
+EXPOSE 8080 8081 9443
 ENTRYPOINT ["/usr/local/bin/godis-manager"]

@@ -58,7 +58,7 @@ if [ "$got" = "$want" ]; then ok "--version says the build arguments"; else bad 
 pkgs=" $(runtime_stage | grep 'apt-get install' | sed 's/.*--no-install-recommends//; s/&&.*//') "
 deps=""
 for p in $pkgs; do deps+=" $(dpkg-query -W -f='${Depends}' "$p" 2>/dev/null | sed 's/([^)]*)//g; s/[,|]/ /g')"; done
-for b in godis-manager godis-informer godis-worker; do
+for b in godis-manager godis-informer godis-worker godis-webhook; do
   missing=""
   for lib in $(readelf -d "$SRC/bin/$b" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|x86_64/ {print $NF; exit}')
