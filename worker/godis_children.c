@@ -192,6 +192,31 @@ static cJSON *godis_container(const godis_child_spec *s)
     return c;
 }
 
+/* Members of one cluster spread over nodes (kubernetes.io/hostname), so a node drain or
+ * failure takes at most one of them where there are enough nodes: preferred by default (a
+ * cluster still starts on fewer nodes than members), required on request (a member that
+ * cannot be placed stays Pending, and a move waits for a free node), none to switch it off. */
+static cJSON *anti_affinity(const godis_child_spec *s)
+{
+    const char *mode = s->anti_affinity ? s->anti_affinity : "preferred";
+    if (!strcmp(mode, "none")) return NULL;
+    cJSON *term = cJSON_CreateObject();
+    cJSON_AddStringToObject(term, "topologyKey", "kubernetes.io/hostname");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(term, "labelSelector"),
+                                                    "matchLabels"), "cluster-name", s->cluster);
+    cJSON *a = cJSON_CreateObject();
+    cJSON *pa = cJSON_AddObjectToObject(a, "podAntiAffinity");
+    if (!strcmp(mode, "required")) {
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(pa, "requiredDuringSchedulingIgnoredDuringExecution"), term);
+    } else {
+        cJSON *w = cJSON_CreateObject();
+        cJSON_AddNumberToObject(w, "weight", 100);
+        cJSON_AddItemToObject(w, "podAffinityTerm", term);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(pa, "preferredDuringSchedulingIgnoredDuringExecution"), w);
+    }
+    return a;
+}
+
 cJSON *godis_build_replicaset(const godis_child_spec *s)
 {
     cJSON *o = new_object("apps/v1", "ReplicaSet", child_meta(s, s->godis));
@@ -209,6 +234,8 @@ cJSON *godis_build_replicaset(const godis_child_spec *s)
     cJSON_AddStringToObject(cJSON_AddObjectToObject(vol, "persistentVolumeClaim"), "claimName", claim);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "volumes"), vol);
     cJSON_AddNumberToObject(pspec, "terminationGracePeriodSeconds", 10);
+    cJSON *aff = anti_affinity(s);
+    if (aff) cJSON_AddItemToObject(pspec, "affinity", aff);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(pspec, "securityContext"),
                                                     "seccompProfile"), "type", "RuntimeDefault");
     return o;

@@ -24,6 +24,7 @@ typedef struct {
     const char *storage_size;   /* NULL: default */
     const char *storage_class;  /* NULL: the cluster's default StorageClass */
     const cJSON *resources;     /* spec.resources ({requests, limits}); NULL: the defaults */
+    const char *anti_affinity;  /* spec.antiAffinity: "required", "none"; else preferred */
 } godis_child_spec;
 
 /* Member containers' resources when spec.resources is not given: a request the scheduler can

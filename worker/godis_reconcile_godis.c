@@ -186,7 +186,8 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
         .image = gd_json_str_or(g.cluster, "spec.image", NULL),
         .storage_size = gd_json_str_or(g.cluster, "spec.storage.size", NULL),
         .storage_class = gd_json_str_or(g.cluster, "spec.storage.storageClassName", NULL),
-        .resources = gd_json_path(g.cluster, "spec.resources")};
+        .resources = gd_json_path(g.cluster, "spec.resources"),
+        .anti_affinity = gd_json_str_or(g.cluster, "spec.antiAffinity", NULL)};
     r = reconcile_godis_ctx(&g);
 out:
     cJSON_Delete(g.godis);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "godis_pdb.h"
 #include "godis_reconcile.h"
 #include "reconciler.h"
 #include "gd_log.h"
@@ -71,6 +72,7 @@ static gd_result reconcile_cluster(rec_ctx *ctx, const char *key)
 {
     godis_env e;
     env_init(&e, ctx);
+    godis_ensure_pdb(&e, key);
     return to_result(godis_reconcile_cluster(&e, key));
 }
 
