@@ -50,7 +50,7 @@ had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-o
 cleanup() {
   delete_ns "$NS"
   "$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \
-    -f deploy/manager/pdb.yaml >/dev/null 2>&1
+    -f deploy/manager/webhook_service.yaml -f deploy/manager/pdb.yaml >/dev/null 2>&1
   [ $had_rbac = 1 ] || "$CTL" delete $(printf -- '-f %s ' deploy/rbac/*.yaml) >/dev/null 2>&1
   [ $had_ns = 1 ] || { delete_ns godis-system; wait_ns_gone godis-system 90 || echo "deploy: godis-system still Terminating"; }
   wait_ns_gone "$NS" 90 || echo "deploy: $NS still Terminating"
@@ -73,7 +73,7 @@ check "the PDB is stored as $pdb_served_as" expect_code 200 GET "/apis/$pdb_serv
 check "Deployment godis-system/godis-operator stored with 2 replicas" \
   sh -c "'$CTL' -n godis-system get deployment godis-operator | grep -qP '^\\t\\t\"replicas\":\\t2,'"
 "$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \
-  -f deploy/manager/pdb.yaml >/dev/null 2>&1
+  -f deploy/manager/webhook_service.yaml -f deploy/manager/pdb.yaml >/dev/null 2>&1
 # The Deployment's container args, as bin/godis-manager parses them: every flag known and
 # valid. The kubeconfig is one that does not exist, so the manager stops right after parsing
 # (exit 2, "cannot read kubeconfig") and never binds; the binds are moved to loopback anyway.
@@ -163,7 +163,9 @@ for v in "get godisclusters.$G" "list godisclusters.$G" "watch godisclusters.$G"
          "watch godises.$G" "update godises.$G/status" "update godisclusters.$G/finalizers" \
          "create configmaps" "update configmaps" "create services" "update services" \
          "create persistentvolumeclaims" "update persistentvolumeclaims" "create replicasets.apps" \
-         "update replicasets.apps" "watch pods" "delete pods" "list nodes" "watch nodes" "create events"; do
+         "update replicasets.apps" "watch pods" "delete pods" "list nodes" "watch nodes" "create events" \
+         "create poddisruptionbudgets.policy" "get pods" "patch pods" \
+         "create validatingwebhookconfigurations.admissionregistration.k8s.io"; do
   check "SA may $v" can "$NS" $v
 done
 check "SA may create Leases in godis-system" can godis-system create leases.coordination.k8s.io
@@ -176,7 +178,10 @@ for v in "create godisclusters.$G" "update godisclusters.$G" "patch godiscluster
          "create pods/eviction" "update nodes" "patch nodes" "delete nodes" "create deployments.apps" \
          "delete namespaces" "create clusterrolebindings.rbac.authorization.k8s.io" \
          "escalate clusterroles.rbac.authorization.k8s.io" "bind clusterroles.rbac.authorization.k8s.io" \
-         "impersonate users" "create serviceaccounts/token"; do
+         "impersonate users" "create serviceaccounts/token" "delete poddisruptionbudgets.policy" \
+         "delete validatingwebhookconfigurations.admissionregistration.k8s.io" \
+         "update validatingwebhookconfigurations.admissionregistration.k8s.io" \
+         "create mutatingwebhookconfigurations.admissionregistration.k8s.io"; do
   check "SA may not $v" cannot "$NS" $v
 done
 check "SA may not touch Leases outside godis-system" cannot "$NS" create leases.coordination.k8s.io
