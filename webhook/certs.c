@@ -151,18 +151,24 @@ gd_err wh_certs_generate(const char *const *hosts, int nhosts, int64_t validity_
     return GD_OK;
 }
 
-static char *read_file(const char *dir, const char *name, bool *missing)
+char *wh_read_text(const char *path)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "rb");
-    *missing = !f;
     if (!f) return NULL;
     char *buf = malloc(1 << 20);
     size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
     fclose(f);
     if (buf) buf[n] = '\0';
     return buf;
+}
+
+static char *read_file(const char *dir, const char *name, bool *missing)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = wh_read_text(path);
+    *missing = !text;
+    return text;
 }
 
 gd_err wh_certs_load_dir(const char *dir, wh_certs *out, char *why, size_t whylen)

@@ -23,6 +23,8 @@ gd_err wh_certs_generate(const char *const *hosts, int nhosts, int64_t validity_
                          wh_certs *out, char *why, size_t whylen);
 gd_err wh_certs_load_dir(const char *dir, wh_certs *out, char *why, size_t whylen);
 void   wh_certs_free(wh_certs *c);
+/* A text file of at most 1 MiB, NUL-terminated, malloc'd; NULL when it cannot be read. */
+char  *wh_read_text(const char *path);
 /* When to renew: two thirds into the serving certificate's validity. */
 int64_t wh_certs_renew_at(const wh_certs *c);
 /* notBefore/notAfter of the first certificate of a PEM text. */

@@ -108,17 +108,6 @@ static int parse_flags(int argc, char **argv, flags *f)
     return -1;
 }
 
-static char *read_text(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, fp) : 0;
-    fclose(fp);
-    if (buf) buf[n] = '\0';
-    return buf;
-}
-
 /* The serving certificate: from --cert-dir, or generated for the names the API server
  * will dial (the --url host, or the Service's DNS names). */
 static gd_err get_certs(const flags *f, wh_certs *c, char *why, size_t whylen)
@@ -273,7 +262,7 @@ int main(int argc, char **argv)
         return GD_EXIT_FAILURE;
     }
     char *client_ca = NULL;
-    if (f.client_ca && !(client_ca = read_text(f.client_ca))) {
+    if (f.client_ca && !(client_ca = wh_read_text(f.client_ca))) {
         fprintf(stderr, "godis-webhook: --client-ca: cannot read %s\n", f.client_ca);
         return GD_EXIT_FATAL_CONFIG;
     }

@@ -26,30 +26,14 @@
 #include <curl/curl.h>
 #include "e2e_lib.h"
 #include "e2e_procs.h"
+#include "e2e_webhook.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "k8s_config.h"
 
-#define VWC_NAME "godis-operator-eviction"
-static const k8s_resource VWC = {"admissionregistration.k8s.io", "v1",
-                                 "validatingwebhookconfigurations",
-                                 "ValidatingWebhookConfiguration", false};
-
 static k8s_client *c;        /* no client-side 429 retries: the test reads every answer */
 static pid_t manager;
-static int port;
 static char url[128], ns[128], rundir[256], logdir[256];
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof sa;
-    bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    getsockname(fd, (struct sockaddr *)&sa, &l);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
 
 static int setup(void **state)
 {
@@ -67,18 +51,11 @@ static int setup(void **state)
     ko.max_retries_429 = 0;
     c = k8s_client_new(&cfg, &ko);
     if (!c || !e2e_install_crds(c) || !e2e_ns_create(c, "webhook", ns, sizeof ns)) return -1;
-    port = free_port();
-    snprintf(url, sizeof url, "https://127.0.0.1:%d/eviction", port);
-    char bind[64], log[512];
-    snprintf(bind, sizeof bind, "127.0.0.1:%d", port);
+    char log[512];
     e2e_log_dir(logdir, sizeof logdir, "webhook");
     snprintf(rundir, sizeof rundir, "/tmp/godis-itest-webhook-%d", (int)getpid());
     snprintf(log, sizeof log, "%s/manager.log", logdir);
-    const char *argv[] = {"bin/godis-manager", "--kubeconfig", getenv("KUBECONFIG"),
-                          "--leader-elect=false", "--workers", "1", "--runtime-dir", rundir,
-                          "--health-probe-bind-address", "0", "--metrics-bind-address", "0",
-                          "--webhook-bind-address", bind, "--webhook-url", url, NULL};
-    manager = e2e_spawn(argv, log);
+    manager = e2e_start_manager(rundir, log, 1, true, url, sizeof url);
     fprintf(stderr, "itest_webhook: logs in %s\n", logdir);
     return manager > 0 ? 0 : -1;
 }
@@ -89,11 +66,7 @@ static int teardown(void **state)
     int st = e2e_stop(manager, 15000);
     if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
         fprintf(stderr, "itest_webhook: manager stopped with status 0x%x\n", st);
-    k8s_delete_opts o;
-    k8s_delete_opts_default(&o);
-    /* the configuration outlives the manager by design; remove it so later tests' evictions
-     * do not call a webhook that is gone */
-    k8s_delete(c, &VWC, NULL, VWC_NAME, &o, NULL);
+    e2e_delete_webhook_config(c);
     e2e_ns_delete(c, ns);
     e2e_remove_dir(rundir);
     k8s_client_destroy(&c);
@@ -137,7 +110,7 @@ static void test_registers_url_and_ca(void **state)
     while (e2e_now_ms() < deadline) {
         cJSON_Delete(v);
         v = NULL;
-        if (k8s_get(c, &VWC, NULL, VWC_NAME, &v, NULL) == GD_OK &&
+        if (k8s_request(c, "GET", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/" E2E_WEBHOOK_CONFIG, NULL, NULL, &v, NULL) == GD_OK &&
             (ca = gd_json_str_or(cJSON_GetArrayItem(gd_json_path(v, "webhooks"), 0), "clientConfig.caBundle", NULL)))
             break;
         usleep(100000);

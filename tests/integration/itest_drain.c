@@ -1,0 +1,562 @@
+/* itest_drain — `kubectl drain` (Debian's kubectl, tools/kubectl-debian) never costs a godis
+ * cluster its quorum (issue 19.4), on the local control plane with 3 nodes from the node
+ * agent and godis-manager serving the eviction webhook (--webhook-url, self-managed
+ * certificates).
+ *
+ * Each scenario writes data first, then drains a node with kubectl while a sampler talks RESP
+ * to the members every 100 ms: at every sample a majority of the membership Raft counts (a
+ * live member's own list) answers, and the membership never changes by more than one id
+ * between samples; a watch on the GodisCluster's status (e2e_history) checks every recorded
+ * transition (one change at a time, ids never reused). kubectl drain must complete; after it
+ * the data is readable, no member runs on the drained node, and the moved members have fresh
+ * ids. Scenarios: one member on the node (members spread by the default anti-affinity), two
+ * members on the node (anti-affinity none, created while the third node was cordoned), and a
+ * node holding members of ten clusters at once.
+ *
+ * kubectl is given --pod-selector for this test's clusters: the devcluster is shared by the
+ * tests of a run, and a leftover member of another test's cluster, whose operator is gone,
+ * would be held by the webhook for ever (correctly) and keep the drain from completing.
+ * The figures (drain times, members unavailable at most, the webhook's answer times) are
+ * printed as "drain-figure:" lines for the issue's note and the benchmark. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include "e2e_lib.h"
+#include "e2e_procs.h"
+#include "e2e_webhook.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "godis_client.h"
+
+#define MAXC 10
+#define MAXM 16
+static k8s_client *c;
+static pid_t manager;
+static char ns[128], rundir[256], logdir[256], mgr_log[512];
+
+/* ---------- kubectl ---------- */
+static int kubectl(const char *const *args, int64_t *ms)
+{
+    const char *argv[24];
+    int n = 0;
+    argv[n++] = "tools/kubectl-debian";
+    argv[n++] = "--kubeconfig";
+    argv[n++] = getenv("KUBECONFIG");
+    for (int i = 0; args[i] && n < 22; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    char log[600];
+    snprintf(log, sizeof log, "%s/kubectl.log", logdir);
+    int64_t t0 = e2e_now_ms();
+    pid_t p = e2e_spawn(argv, log);
+    int st = 0;
+    waitpid(p, &st, 0);
+    if (ms) *ms = e2e_now_ms() - t0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int uncordon(const char *node)
+{
+    const char *a[] = {"uncordon", node, NULL};
+    return kubectl(a, NULL);
+}
+
+static int cordon(const char *node)
+{
+    const char *a[] = {"cordon", node, NULL};
+    return kubectl(a, NULL);
+}
+
+/* ---------- the cluster's members ---------- */
+typedef struct {
+    int64_t id;
+    char ip[32], node[64], pod[128];
+} member_pod;
+
+/* Member pods of a cluster (not being deleted), by label. */
+static int member_pods(k8s_client *k, const char *cluster, member_pod *out, int cap)
+{
+    char sel[160];
+    snprintf(sel, sizeof sel, "cluster-name=%s", cluster);
+    k8s_list_opts lo = {.label_selector = sel};
+    cJSON *list = NULL;
+    if (k8s_list(k, &K8S_RES_PODS, ns, &lo, &list, NULL) != GD_OK) return -1;
+    int n = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, gd_json_path(list, "items")) {
+        const char *nn = gd_meta_label(p, "node-name");
+        size_t cl = strlen(cluster);
+        if (n >= cap || gd_meta_deleting(p) || !nn || strncmp(nn, cluster, cl) || nn[cl] != '-') continue;
+        out[n].id = atoll(nn + cl + 1);
+        snprintf(out[n].ip, sizeof out[n].ip, "%s", gd_json_str_or(p, "status.podIP", ""));
+        snprintf(out[n].node, sizeof out[n].node, "%s", gd_json_str_or(p, "spec.nodeName", ""));
+        snprintf(out[n].pod, sizeof out[n].pod, "%s", gd_meta_name(p));
+        n++;
+    }
+    cJSON_Delete(list);
+    return n;
+}
+
+static godis_client *dial(const char *ip)
+{
+    godis_opts o = {.connect_timeout_ms = 300, .reply_timeout_ms = 1000, .loopback_only = 1};
+    return godis_client_new(ip, 6379, &o);
+}
+
+/* ---------- the sampler ---------- */
+typedef struct {
+    pthread_t t;
+    char cluster[64];
+    volatile int stop;
+    k8s_client *k;
+    int samples, no_quorum, multi_change;
+    int max_unavailable;        /* Raft members not answering, at most */
+    char violation[256];
+    int64_t last_ids[MAXM];
+    int nlast;
+} sampler;
+
+static int cmp64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The membership as Raft counts it: a live member's own list (the stand-in's `standin
+ * members`; a meet counts before the new pod runs, a forget removes at once). */
+static int by_id(const void *a, const void *b)
+{
+    return cmp64(&((const member_pod *)a)->id, &((const member_pod *)b)->id);
+}
+
+/* Asked of the lowest id that answers, so consecutive samples read the same member's view
+ * (members learn a change a moment apart). */
+static int raft_members(member_pod *m, int n, int64_t *ids)
+{
+    qsort(m, (size_t)n, sizeof *m, by_id);
+    for (int i = 0; i < n; i++) {
+        if (!m[i].ip[0]) continue;
+        godis_client *g = dial(m[i].ip);
+        char *urls[MAXM] = {0};
+        size_t got = 0;
+        long long lids[MAXM];
+        gd_err e = g ? godis_members(g, lids, urls, MAXM, &got) : GD_ERR_ARG;
+        godis_client_destroy(&g);
+        for (size_t k = 0; k < got; k++) free(urls[k]);
+        if (e != GD_OK) continue;
+        for (size_t k = 0; k < got; k++) ids[k] = lids[k];
+        qsort(ids, got, sizeof *ids, cmp64);
+        return (int)got;
+    }
+    return -1;
+}
+
+static bool answers(const char *ip)
+{
+    if (!ip[0]) return false;
+    godis_client *g = dial(ip);
+    godis_hello_info h;
+    bool ok = g && godis_hello(g, &h) == GD_OK;
+    godis_client_destroy(&g);
+    return ok;
+}
+
+static void sample_once(sampler *s)
+{
+    member_pod m[MAXM];
+    int n = member_pods(s->k, s->cluster, m, MAXM);
+    if (n < 0) return;                       /* the API server did not answer: no sample */
+    int64_t ids[MAXM];
+    int nr = raft_members(m, n, ids);
+    s->samples++;
+    if (nr <= 0) {
+        s->no_quorum++;
+        snprintf(s->violation, sizeof s->violation, "sample %d: no member answers", s->samples);
+        return;
+    }
+    int alive = 0;
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < n; j++)
+            if (m[j].id == ids[i] && answers(m[j].ip)) { alive++; break; }
+    if (nr - alive > s->max_unavailable) s->max_unavailable = nr - alive;
+    if (alive * 2 <= nr) {
+        s->no_quorum++;
+        snprintf(s->violation, sizeof s->violation, "sample %d: %d of %d members answer",
+                 s->samples, alive, nr);
+    }
+    /* Two ids added, or two removed, between samples 100 ms apart is two membership
+     * changes at once. One removed and one added is the end of one move and the start of
+     * the next (a forget, then the next member's meet): sequential, each checked by the
+     * status watch (e2e_history). */
+    if (s->nlast) {
+        int added = 0, removed = 0;
+        for (int i = 0; i < nr; i++) if (!bsearch(&ids[i], s->last_ids, (size_t)s->nlast, sizeof *ids, cmp64)) added++;
+        for (int i = 0; i < s->nlast; i++) if (!bsearch(&s->last_ids[i], ids, (size_t)nr, sizeof *ids, cmp64)) removed++;
+        if (added > 1 || removed > 1) {
+            s->multi_change++;
+            snprintf(s->violation, sizeof s->violation, "sample %d: %d members added and %d removed at once",
+                     s->samples, added, removed);
+        }
+    }
+    memcpy(s->last_ids, ids, sizeof(int64_t) * (size_t)nr);
+    s->nlast = nr;
+}
+
+static void *sampler_main(void *arg)
+{
+    sampler *s = arg;
+    while (!__atomic_load_n(&s->stop, __ATOMIC_SEQ_CST)) {
+        int64_t t0 = e2e_now_ms();
+        sample_once(s);
+        int64_t left = 100 - (e2e_now_ms() - t0);
+        if (left > 0) usleep((useconds_t)left * 1000);
+    }
+    return NULL;
+}
+
+static void sampler_start(sampler *s, const char *cluster)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->cluster, sizeof s->cluster, "%s", cluster);
+    s->k = e2e_client();
+    assert_non_null(s->k);
+    sample_once(s);                          /* the state before the drain */
+    assert_int_equal(s->no_quorum, 0);
+    assert_int_equal(pthread_create(&s->t, NULL, sampler_main, s), 0);
+}
+
+static void sampler_stop(sampler *s)
+{
+    __atomic_store_n(&s->stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(s->t, NULL);
+    k8s_client_destroy(&s->k);
+    fprintf(stderr, "drain: %s: %d samples, %d without quorum, %d multi-member changes, at most "
+            "%d unavailable%s%s\n", s->cluster, s->samples, s->no_quorum, s->multi_change,
+            s->max_unavailable, s->violation[0] ? ": " : "", s->violation);
+}
+
+/* ---------- data ---------- */
+/* Written through every member: godis replicates a write to all members through Raft, the
+ * stand-in keeps it where it was written, so the test does the replication itself. */
+static void write_data(const char *cluster)
+{
+    member_pod m[MAXM];
+    int n = member_pods(c, cluster, m, MAXM);
+    assert_true(n > 0);
+    for (int j = 0; j < n; j++) {
+        godis_client *g = dial(m[j].ip);
+        for (int i = 0; i < 20; i++) {
+            char k[32], v[32];
+            snprintf(k, sizeof k, "drain-key-%d", i);
+            snprintf(v, sizeof v, "value-%d", i);
+            assert_int_equal(godis_set(g, k, v), GD_OK);
+        }
+        godis_client_destroy(&g);
+    }
+}
+
+/* After the drain every member that was not moved still serves every key (none was
+ * restarted on an empty volume), and at least one such member is left. */
+static void check_data(const char *cluster, const int64_t *before, int nbefore)
+{
+    member_pod m[MAXM];
+    int n = member_pods(c, cluster, m, MAXM), survivors = 0;
+    for (int j = 0; j < n; j++) {
+        bool old = false;
+        for (int b = 0; b < nbefore; b++) old |= before[b] == m[j].id;
+        if (!old) continue;
+        survivors++;
+        godis_client *g = dial(m[j].ip);
+        for (int i = 0; i < 20; i++) {
+            char k[32], want[32], *v = NULL;
+            snprintf(k, sizeof k, "drain-key-%d", i);
+            snprintf(want, sizeof want, "value-%d", i);
+            bool ok = g && godis_get(g, k, &v) == GD_OK && v && !strcmp(v, want);
+            free(v);
+            if (!ok) fail_msg("%s: key %s not readable on member %lld after the drain", cluster, k,
+                              (long long)m[j].id);
+        }
+        godis_client_destroy(&g);
+    }
+    assert_true(survivors >= 1);
+}
+
+static bool create_cluster(const char *name, const char *anti)
+{
+    char body[400];
+    snprintf(body, sizeof body, "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"replicas\":3%s%s%s}}",
+             name, ns, anti ? ",\"antiAffinity\":\"" : "", anti ? anti : "", anti ? "\"" : "");
+    cJSON *o = cJSON_Parse(body);
+    k8s_status st = {0};
+    gd_err e = k8s_create(c, &K8S_RES_GODISCLUSTERS, ns, o, NULL, &st);
+    cJSON_Delete(o);
+    if (e) fprintf(stderr, "drain: create %s: %s %s\n", name, gd_strerror(e), st.message);
+    return e == GD_OK;
+}
+
+static int nodes_of(const char *cluster, char nodes[][64], int64_t *ids)
+{
+    member_pod m[MAXM];
+    int n = member_pods(c, cluster, m, MAXM);
+    for (int i = 0; i < n; i++) {
+        snprintf(nodes[i], 64, "%s", m[i].node);
+        ids[i] = m[i].id;
+    }
+    return n;
+}
+
+/* After the drain: 3 members, none on the drained node, every member that was there
+ * replaced by a fresh id (larger than any id before). */
+static void check_after(const char *cluster, const char *drained, const int64_t *before, int nbefore)
+{
+    assert_true(e2e_wait_converged(c, ns, cluster, 3, 120000));
+    assert_true(e2e_wait_consistent(c, ns, cluster, 60000));
+    char nodes[MAXM][64];
+    int64_t ids[MAXM];
+    int n = nodes_of(cluster, nodes, ids);
+    assert_int_equal(n, 3);
+    int64_t max_before = 0;
+    for (int i = 0; i < nbefore; i++) if (before[i] > max_before) max_before = before[i];
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(nodes[i], drained)) fail_msg("%s: member %lld still on %s", cluster, (long long)ids[i], drained);
+        bool old = false;
+        for (int j = 0; j < nbefore; j++) old |= before[j] == ids[i];
+        if (!old && ids[i] <= max_before) fail_msg("%s: id %lld reused", cluster, (long long)ids[i]);
+    }
+    check_data(cluster, before, nbefore);
+}
+
+static int drain(const char *node, const char *selector, int64_t *ms)
+{
+    const char *a[] = {"drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                       "--timeout=300s", "--pod-selector", selector, NULL};
+    return kubectl(a, ms);
+}
+
+/* One or two members on the node: drain it, check every invariant. quorum: the quorum must
+ * hold at every sample (with the webhook); without it only what the PDB promises is
+ * asserted — the drain completes, one membership change at a time, no data lost, no id
+ * reused — and the samples without quorum are reported. */
+static void drain_and_check(const char *cluster, const char *node, int on_node, const char *figure,
+                            bool quorum)
+{
+    char nodes[MAXM][64];
+    int64_t ids[MAXM];
+    int n = nodes_of(cluster, nodes, ids);
+    int here = 0;
+    for (int i = 0; i < n; i++) here += !strcmp(nodes[i], node);
+    assert_int_equal(here, on_node);
+    write_data(cluster);
+    e2e_history h;
+    assert_true(e2e_history_start(&h, c, ns, cluster));
+    sampler s;
+    sampler_start(&s, cluster);
+    char sel[96];
+    snprintf(sel, sizeof sel, "cluster-name=%s", cluster);
+    int64_t ms = 0;
+    int rc = drain(node, sel, &ms);
+    sampler_stop(&s);
+    bool hist_ok = e2e_history_stop(&h);
+    fprintf(stderr, "drain-figure: %s drain_ms=%lld max_unavailable=%d samples=%d "
+            "samples_without_quorum=%d\n", figure, (long long)ms, s.max_unavailable, s.samples,
+            s.no_quorum);
+    assert_int_equal(rc, 0);
+    assert_int_equal(s.multi_change, 0);
+    if (quorum) {
+        assert_int_equal(s.no_quorum, 0);
+        assert_true(s.max_unavailable <= 1);
+    }
+    assert_true(hist_ok);
+    check_after(cluster, node, ids, n);
+    assert_int_equal(uncordon(node), 0);
+}
+
+static void uncordon_all(void)
+{
+    for (int i = 1; i <= 3; i++) {
+        char node[16];
+        snprintf(node, sizeof node, "node-%d", i);
+        uncordon(node);
+    }
+}
+
+/* ---------- setup ---------- */
+static int setup(void **state)
+{
+    (void)state;
+    gd_log_init("itest", GD_LOG_WARN, 0, 2);
+    c = e2e_client();
+    if (!c || !e2e_install_crds(c) || !e2e_ns_create(c, "drain", ns, sizeof ns)) return -1;
+    const char *v[] = {"version", "--client", NULL};
+    e2e_log_dir(logdir, sizeof logdir, "drain");
+    if (kubectl(v, NULL) != 0) {
+        fprintf(stderr, "drain: Debian's kubectl does not run (tools/deps.sh)\n");
+        return -1;
+    }
+    snprintf(rundir, sizeof rundir, "/tmp/godis-itest-drain-%d", (int)getpid());
+    snprintf(mgr_log, sizeof mgr_log, "%s/manager.log", logdir);
+    manager = e2e_start_manager(rundir, mgr_log, 2, true, NULL, 0);
+    fprintf(stderr, "drain: logs in %s\n", logdir);
+    return manager > 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    uncordon_all();
+    e2e_stop(manager, 15000);
+    e2e_delete_webhook_config(c);
+    e2e_ns_delete(c, ns);
+    e2e_remove_dir(rundir);
+    k8s_client_destroy(&c);
+    return 0;
+}
+
+/* The cluster's PodDisruptionBudget: maxUnavailable 1 over its members (policy/v1beta1 on
+ * this 1.20 control plane). */
+static void check_pdb(const char *cluster)
+{
+    char path[400];
+    snprintf(path, sizeof path, "/apis/policy/v1beta1/namespaces/%s/poddisruptionbudgets/%s", ns, cluster);
+    cJSON *p = NULL;
+    int64_t deadline = e2e_now_ms() + 30000;
+    while (k8s_request(c, "GET", path, NULL, NULL, &p, NULL) != GD_OK && e2e_now_ms() < deadline)
+        usleep(200000);
+    assert_non_null(p);
+    assert_int_equal(gd_json_int_or(p, "spec.maxUnavailable", 0), 1);
+    assert_string_equal(gd_json_str_or(p, "spec.selector.matchLabels.cluster-name", ""), cluster);
+    assert_true(gd_meta_owned_by(p, "GodisCluster", NULL));
+    cJSON_Delete(p);
+}
+
+static void test_drain_node_with_one_member(void **state)
+{
+    (void)state;
+    uncordon_all();
+    assert_true(create_cluster("one", NULL));
+    assert_true(e2e_wait_converged(c, ns, "one", 3, 180000));
+    char nodes[MAXM][64];
+    int64_t ids[MAXM];
+    assert_int_equal(nodes_of("one", nodes, ids), 3);
+    /* the default anti-affinity spread the members over the three nodes */
+    assert_string_not_equal(nodes[0], nodes[1]);
+    assert_string_not_equal(nodes[0], nodes[2]);
+    assert_string_not_equal(nodes[1], nodes[2]);
+    check_pdb("one");
+    char node[64];
+    snprintf(node, sizeof node, "%s", nodes[0]);
+    drain_and_check("one", node, 1, "one-member-on-node", true);
+}
+
+static void test_drain_node_with_two_members(void **state)
+{
+    (void)state;
+    uncordon_all();
+    /* three members on two nodes: the third node cordoned while they are placed (the
+     * preferred anti-affinity then puts two on one node and one on the other) */
+    assert_int_equal(cordon("node-3"), 0);
+    assert_true(create_cluster("two", NULL));
+    assert_true(e2e_wait_converged(c, ns, "two", 3, 180000));
+    assert_int_equal(uncordon("node-3"), 0);
+    char nodes[MAXM][64];
+    int64_t ids[MAXM];
+    assert_int_equal(nodes_of("two", nodes, ids), 3);
+    const char *pair = !strcmp(nodes[0], nodes[1]) || !strcmp(nodes[0], nodes[2]) ? nodes[0] : nodes[1];
+    char node[64];
+    snprintf(node, sizeof node, "%s", pair);
+    drain_and_check("two", node, 2, "two-members-on-node", true);
+}
+
+static void test_drain_node_with_ten_clusters(void **state)
+{
+    (void)state;
+    uncordon_all();
+    char names[MAXC][16];
+    for (int i = 0; i < MAXC; i++) {
+        snprintf(names[i], sizeof names[i], "ten-%d", i);
+        assert_true(create_cluster(names[i], NULL));
+    }
+    for (int i = 0; i < MAXC; i++) assert_true(e2e_wait_converged(c, ns, names[i], 3, 300000));
+    /* the default (preferred) anti-affinity on three nodes: node-1 holds a member of every
+     * cluster; a moved member goes to node-2 or node-3 (required would leave it nowhere) */
+    int64_t before[MAXC][MAXM];
+    int nbefore[MAXC];
+    for (int i = 0; i < MAXC; i++) {
+        char nodes[MAXM][64];
+        nbefore[i] = nodes_of(names[i], nodes, before[i]);
+        int here = 0;
+        for (int j = 0; j < nbefore[i]; j++) here += !strcmp(nodes[j], "node-1");
+        assert_true(here >= 1);
+        write_data(names[i]);
+    }
+    static sampler s[MAXC];
+    e2e_history h[MAXC];
+    for (int i = 0; i < MAXC; i++) {
+        assert_true(e2e_history_start(&h[i], c, ns, names[i]));
+        sampler_start(&s[i], names[i]);
+    }
+    int64_t ms = 0;
+    int rc = drain("node-1", "cluster-name in (ten-0,ten-1,ten-2,ten-3,ten-4,ten-5,ten-6,ten-7,ten-8,ten-9)", &ms);
+    int worst = 0;
+    bool ok = true;
+    for (int i = 0; i < MAXC; i++) {
+        sampler_stop(&s[i]);
+        ok &= e2e_history_stop(&h[i]);
+        if (s[i].max_unavailable > worst) worst = s[i].max_unavailable;
+        assert_int_equal(s[i].no_quorum, 0);
+        assert_int_equal(s[i].multi_change, 0);
+    }
+    fprintf(stderr, "drain-figure: ten-clusters drain_ms=%lld max_unavailable=%d\n", (long long)ms, worst);
+    assert_int_equal(rc, 0);
+    assert_true(ok);
+    assert_true(worst <= 1);
+    for (int i = 0; i < MAXC; i++) check_after(names[i], "node-1", before[i], nbefore[i]);
+    assert_int_equal(uncordon("node-1"), 0);
+}
+
+/* The webhook down: a manager without it, its configuration gone. The PDB alone lets one
+ * member go at a time (its ReplicaSet brings it back elsewhere with its volume, same id) and
+ * the drain completes with nothing lost. The quorum is not promised here: kubectl cordons
+ * and evicts in the same second, the cordon makes the operator meet a replacement (4
+ * members, the new pod not yet counted by the PDB) while the eviction stops a member — 2 of
+ * 4 down for a moment, which is what the webhook prevents. Reported, not asserted. */
+static void test_drain_with_webhook_down_pdb_alone(void **state)
+{
+    (void)state;
+    uncordon_all();
+    e2e_stop(manager, 15000);
+    e2e_delete_webhook_config(c);
+    manager = e2e_start_manager(rundir, mgr_log, 2, false, NULL, 0);
+    assert_true(manager > 0);
+    assert_true(create_cluster("pdb", NULL));
+    assert_true(e2e_wait_converged(c, ns, "pdb", 3, 180000));
+    check_pdb("pdb");
+    char nodes[MAXM][64];
+    int64_t ids[MAXM];
+    assert_int_equal(nodes_of("pdb", nodes, ids), 3);
+    char node[64];
+    snprintf(node, sizeof node, "%s", nodes[0]);
+    drain_and_check("pdb", node, 1, "pdb-alone-one-member-on-node", false);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_drain_node_with_one_member),
+        cmocka_unit_test(test_drain_node_with_two_members),
+        cmocka_unit_test(test_drain_node_with_ten_clusters),
+        cmocka_unit_test(test_drain_with_webhook_down_pdb_alone),
+    };
+    return cmocka_run_group_tests_name("itest_drain", tests, setup, teardown);
+}
