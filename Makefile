@@ -66,7 +66,7 @@ GD_GIT_COMMIT := $(GD_GIT_COMMIT)
 GD_BUILD_DATE := $(GD_BUILD_DATE)
 VERSION_STAMP := build/.version
 
-.PHONY: FORCE all deps test unit-test asan-test clang-build integration-test bench demo clean fresh-check doc-check
+.PHONY: FORCE all deps test unit-test asan-test clang-build integration-test bench bench-drain demo clean fresh-check doc-check
 all: $(STAMP_DEPS) $(PROG_BINS) $(TOOL_BINS) $(ITEST_BINS) $(TEST_WORKER) bin/kubectl-godis
 
 # Installs every Debian package the build, the tests and the demo need. Idempotent: it only
@@ -162,6 +162,10 @@ test: $(STAMP_DEPS)
 
 bench: all
 	@tools/bench/run.sh
+
+# kubectl drain on godis clusters (issue 19.5): drain times, members unavailable, webhook p99.
+bench-drain: all
+	@tools/bench/drain.sh
 
 demo: all
 	@tools/demo.sh
