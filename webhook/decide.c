@@ -170,6 +170,37 @@ wh_action wh_decide(const wh_review *r, const cJSON *pod, wh_limiter *lim, int64
     return WH_ACT_MARK;
 }
 
+static int member_count(const cJSON *cluster)
+{
+    const cJSON *m = gd_json_path(cluster, "status.members");
+    if (cJSON_IsArray(m) && cJSON_GetArraySize(m) > 0) return cJSON_GetArraySize(m);
+    return (int)gd_json_int_or(cluster, "spec.replicas", 0);
+}
+
+void wh_explain(const cJSON *cluster, wh_action *act, wh_verdict *v)
+{
+    if (!cluster || (*act != WH_ACT_MARK && *act != WH_ACT_WAIT)) return;
+    const char *name = gd_meta_name(cluster);
+    if (member_count(cluster) == 1) {
+        *act = WH_ACT_WAIT;
+        say(v, false, 429, "TooManyRequests", "GodisCluster %s/%s has a single member: it cannot "
+            "be moved without stopping it (the move adds a member first, and 1 Ready of 2 is no "
+            "quorum), so it is not evicted; scale the cluster to 3 first, or delete the pod "
+            "yourself to accept the outage", gd_meta_namespace(cluster), name);
+        return;
+    }
+    const cJSON *c;
+    cJSON_ArrayForEach(c, gd_json_path(cluster, "status.conditions")) {
+        const char *type = gd_json_str_or(c, "type", ""), *reason = gd_json_str_or(c, "reason", "");
+        if (strcmp(type, "Progressing") || (strncmp(reason, "Waiting", 7) && strcmp(reason, "QuorumLost")))
+            continue;
+        size_t n = strlen(v->message);
+        snprintf(v->message + n, sizeof v->message - n, " (GodisCluster %s: %s: %.200s)", name,
+                 reason, gd_json_str_or(c, "message", ""));
+        return;
+    }
+}
+
 void wh_verdict_mark_failed(const wh_review *r, bool gone, const char *error, wh_verdict *v)
 {
     if (gone)

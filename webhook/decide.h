@@ -55,6 +55,14 @@ void wh_limiter_undo(wh_limiter *l, const char *key);
  * and on failure calls wh_verdict_mark_failed. */
 wh_action wh_decide(const wh_review *r, const cJSON *pod, wh_limiter *lim, int64_t now_ms,
                     wh_verdict *v);
+/* Refines the answer for a member pod with what its GodisCluster says (cluster may be NULL:
+ * unknown, nothing changes). A cluster of one member cannot move it without stopping it —
+ * the move adds a member first, and 1 Ready of 2 is no quorum — so nothing is marked (act
+ * becomes WH_ACT_WAIT) and the message says why and what to do. A move the operator holds
+ * up (condition Progressing with reason Waiting…, or QuorumLost) is quoted, so the person
+ * running kubectl drain reads why it waits. */
+void wh_explain(const cJSON *cluster, wh_action *act, wh_verdict *v);
+
 /* The answer when marking failed: 404 if the pod vanished meanwhile, else 429 naming the
  * error so kubectl retries. */
 void wh_verdict_mark_failed(const wh_review *r, bool gone, const char *error, wh_verdict *v);

@@ -49,12 +49,24 @@ static void decide_and_act(wh_handler *h, const wh_review *r, wh_verdict *v, wh_
     }
     int64_t now = gd_mono_ms();
     *act = wh_decide(r, pod, h->lim, now, v);
+    char cluster[254] = "";
+    if ((*act == WH_ACT_MARK || *act == WH_ACT_WAIT) && wh_pod_member(pod, cluster, sizeof cluster)) {
+        cJSON *gc = NULL;
+        k8s_get(h->client, &K8S_RES_GODISCLUSTERS, r->ns, cluster, &gc, NULL);
+        bool was_mark = *act == WH_ACT_MARK;
+        wh_explain(gc, act, v);
+        if (was_mark && *act != WH_ACT_MARK && h->lim && !r->dry_run) {
+            char key[512];
+            snprintf(key, sizeof key, "%s/%s", r->ns, cluster);
+            wh_limiter_undo(h->lim, key);          /* nothing marked: the slot is not used */
+        }
+        cJSON_Delete(gc);
+    }
     if (*act == WH_ACT_MARK && !r->dry_run) {
         memset(&st, 0, sizeof st);
         e = mark(h->client, r, pod, &st);
         if (e != GD_OK) {
-            char cluster[254] = "", key[512];
-            wh_pod_member(pod, cluster, sizeof cluster);
+            char key[512];
             snprintf(key, sizeof key, "%s/%s", r->ns, cluster);
             if (h->lim) wh_limiter_undo(h->lim, key);
             wh_verdict_mark_failed(r, e == GD_ERR_NOT_FOUND, st.message[0] ? st.message : gd_strerror(e), v);

@@ -256,6 +256,25 @@ static void test_non_member_evicted_at_once(void **state)
     cJSON_Delete(p);
 }
 
+/* A single-member cluster cannot move its member without stopping it: the eviction gets 429
+ * saying so, and the pod is not marked (the operator could not honour it). */
+static void test_single_member_cluster_not_moved(void **state)
+{
+    (void)state;
+    assert_true(e2e_cluster_create(c, ns, "solo", 1));
+    assert_true(e2e_wait_converged(c, ns, "solo", 1, 180000));
+    k8s_list_opts lo = {.label_selector = "cluster-name=solo"};
+    cJSON *list = NULL;
+    assert_int_equal(k8s_list(c, &K8S_RES_PODS, ns, &lo, &list, NULL), GD_OK);
+    char pod[128];
+    snprintf(pod, sizeof pod, "%s", gd_meta_name(cJSON_GetArrayItem(gd_json_path(list, "items"), 0)));
+    cJSON_Delete(list);
+    k8s_status st;
+    assert_int_equal(evict(pod, false, &st), GD_ERR_TOO_MANY_REQUESTS);
+    assert_non_null(strstr(st.message, "single member"));
+    assert_false(marked(pod));
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -264,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_malformed_review_is_400),
         cmocka_unit_test(test_member_eviction_moves_then_404),
         cmocka_unit_test(test_non_member_evicted_at_once),
+        cmocka_unit_test(test_single_member_cluster_not_moved),
     };
     int rc = cmocka_run_group_tests_name("itest_webhook", tests, setup, teardown);
     curl_global_cleanup();

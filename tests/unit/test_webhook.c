@@ -273,6 +273,54 @@ static void test_decisions(void **st)
     assert_null(lim);
 }
 
+static void test_explain_with_the_cluster(void **st)
+{
+    (void)st;
+    wh_verdict v;
+    wh_review r = eviction_of("web-1-a", false);
+    cJSON *p = pod("web", "web-1", "ReplicaSet", "web-1", NULL, false);
+    /* a single member: not marked, told why */
+    cJSON *one = cJSON_Parse("{\"metadata\":{\"name\":\"web\",\"namespace\":\"ns1\"},"
+                             "\"spec\":{\"replicas\":1},\"status\":{\"members\":[1]}}");
+    wh_action a = wh_decide(&r, p, NULL, 0, &v);
+    assert_int_equal(a, WH_ACT_MARK);
+    wh_explain(one, &a, &v);
+    assert_int_equal(a, WH_ACT_WAIT);
+    assert_int_equal(v.code, 429);
+    assert_non_null(strstr(v.message, "single member"));
+    /* spec.replicas 1 before any status says the same */
+    cJSON *fresh = cJSON_Parse("{\"metadata\":{\"name\":\"web\"},\"spec\":{\"replicas\":1}}");
+    a = wh_decide(&r, p, NULL, 0, &v);
+    wh_explain(fresh, &a, &v);
+    assert_int_equal(a, WH_ACT_WAIT);
+    /* three members, the operator waiting: quoted, still marked */
+    cJSON *held = cJSON_Parse("{\"metadata\":{\"name\":\"web\"},\"status\":{\"members\":[1,2,3],"
+                              "\"conditions\":[{\"type\":\"Ready\",\"reason\":\"WaitingForQuorum\"},"
+                              "{\"type\":\"Progressing\",\"status\":\"True\",\"reason\":\"WaitingForQuorum\","
+                              "\"message\":\"migration waits for enough Ready members\"}]}}");
+    a = wh_decide(&r, p, NULL, 0, &v);
+    wh_explain(held, &a, &v);
+    assert_int_equal(a, WH_ACT_MARK);
+    assert_non_null(strstr(v.message, "being moved"));
+    assert_non_null(strstr(v.message, "WaitingForQuorum: migration waits for enough Ready members"));
+    /* converged three: the answer is unchanged; no cluster known: unchanged */
+    cJSON *fine = cJSON_Parse("{\"metadata\":{\"name\":\"web\"},\"status\":{\"members\":[1,2,3],"
+                              "\"conditions\":[{\"type\":\"Progressing\",\"reason\":\"Converged\"}]}}");
+    a = wh_decide(&r, p, NULL, 0, &v);
+    char before[512];
+    snprintf(before, sizeof before, "%s", v.message);
+    wh_explain(fine, &a, &v);
+    assert_int_equal(a, WH_ACT_MARK);
+    assert_string_equal(v.message, before);
+    wh_explain(NULL, &a, &v);
+    assert_string_equal(v.message, before);
+    /* an allowed or gone answer is never touched */
+    wh_action gone = WH_ACT_GONE;
+    wh_explain(one, &gone, &v);
+    assert_int_equal(gone, WH_ACT_GONE);
+    cJSON_Delete(one); cJSON_Delete(fresh); cJSON_Delete(held); cJSON_Delete(fine); cJSON_Delete(p);
+}
+
 static void test_limiter_bounded_and_undo(void **st)
 {
     (void)st;
@@ -568,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_parse_other_request_is_not_eviction),
         cmocka_unit_test(test_member_detection),
         cmocka_unit_test(test_decisions),
+        cmocka_unit_test(test_explain_with_the_cluster),
         cmocka_unit_test(test_limiter_bounded_and_undo),
         cmocka_unit_test(test_certs_generate_and_verify),
         cmocka_unit_test(test_certs_load_dir),
