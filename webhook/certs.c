@@ -138,6 +138,7 @@ gd_err wh_certs_generate(const char *const *hosts, int nhosts, int64_t validity_
         out->key_pem = pem_of_key(k);
         out->not_before_s = asn1_time_s(X509_get0_notBefore(x));
         out->not_after_s = asn1_time_s(X509_get0_notAfter(x));
+        out->renew_at_s = (int64_t)time(NULL) + validity_s * 2 / 3;
     }
     X509_free(x);
     X509_free(ca);
@@ -204,6 +205,7 @@ void wh_certs_free(wh_certs *c)
 
 int64_t wh_certs_renew_at(const wh_certs *c)
 {
+    if (c->renew_at_s) return c->renew_at_s;
     return c->not_before_s + (c->not_after_s - c->not_before_s) * 2 / 3;
 }
 

@@ -16,6 +16,7 @@ typedef struct {
     char *ca_pem;             /* may be NULL (a cert dir without ca.crt) */
     char *cert_pem, *key_pem; /* the serving pair */
     int64_t not_before_s, not_after_s;   /* of the serving certificate, Unix seconds */
+    int64_t renew_at_s;       /* when to replace it (wh_certs_renew_at) */
 } wh_certs;
 
 /* hosts: IPv4/IPv6 literals become IP SANs, anything else DNS SANs (the first is the CN). */
@@ -25,7 +26,9 @@ gd_err wh_certs_load_dir(const char *dir, wh_certs *out, char *why, size_t whyle
 void   wh_certs_free(wh_certs *c);
 /* A text file of at most 1 MiB, NUL-terminated, malloc'd; NULL when it cannot be read. */
 char  *wh_read_text(const char *path);
-/* When to renew: two thirds into the serving certificate's validity. */
+/* When to renew: two thirds into the validity — counted from when a generated pair was made
+ * (its notBefore is backdated 5 minutes for clock skew, which must not shorten a short
+ * validity to nothing), from notBefore for a pair read from a directory. */
 int64_t wh_certs_renew_at(const wh_certs *c);
 /* notBefore/notAfter of the first certificate of a PEM text. */
 gd_err wh_pem_validity(const char *pem, int64_t *not_before_s, int64_t *not_after_s);

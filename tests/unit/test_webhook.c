@@ -373,6 +373,13 @@ static void test_certs_generate_and_verify(void **st)
     assert_true(c.not_before_s <= now && c.not_after_s >= now + 3590 && c.not_after_s <= now + 3610);
     int64_t ra = wh_certs_renew_at(&c);
     assert_true(ra > now + 2000 && ra < c.not_after_s);
+    /* a short validity is not eaten by the backdated notBefore: 30 s renews at ~20 s from
+     * now, not at once (it renewed in a loop, a new CA every pass, before) */
+    wh_certs s30;
+    assert_int_equal(wh_certs_generate(hosts, 1, 30, &s30, why, sizeof why), GD_OK);
+    assert_true(wh_certs_renew_at(&s30) >= now + 19 && wh_certs_renew_at(&s30) <= now + 21);
+    assert_true(s30.not_before_s < now);
+    wh_certs_free(&s30);
     /* the serving certificate verifies against the CA for both names */
     X509 *ca = first_cert(c.ca_pem), *leaf = first_cert(c.cert_pem);
     assert_non_null(ca);

@@ -1,0 +1,190 @@
+/* itest_webhook_certs — the eviction webhook's certificates with the real kube-apiserver
+ * calling it (issue 19.1): bin/godis-webhook run directly, registered under its own
+ * configuration name with --url.
+ *  - self-managed, --cert-validity 30s: renewed at two thirds (20 s); the caBundle then holds
+ *    the new CA and the old one (replicas and in-flight calls keep verifying), and the API
+ *    server's calls keep reaching it (an eviction of a missing pod gets the webhook's 404);
+ *  - --cert-dir (what a cert-manager Secret mounts: tls.crt, tls.key, ca.crt, made here with
+ *    the openssl command): its ca.crt is registered; replaced by a new pair from a new CA,
+ *    the files are re-read within seconds, the new CA is merged into the caBundle and the API
+ *    server's calls keep being answered. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include "e2e_lib.h"
+#include "e2e_procs.h"
+#include "e2e_webhook.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "k8s_config.h"
+
+static k8s_client *c;
+static char ns[128], logdir[256], tmp[128];
+
+static int setup(void **state)
+{
+    (void)state;
+    gd_log_init("itest", GD_LOG_WARN, 0, 2);
+    c = e2e_client();
+    e2e_log_dir(logdir, sizeof logdir, "webhook-certs");
+    snprintf(tmp, sizeof tmp, "/tmp/itest-webhook-certs-%d", (int)getpid());
+    mkdir(tmp, 0700);
+    return c && e2e_ns_create(c, "whcerts", ns, sizeof ns) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    e2e_ns_delete(c, ns);
+    e2e_remove_dir(tmp);
+    k8s_client_destroy(&c);
+    return 0;
+}
+
+static void delete_config(const char *name)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", name);
+    k8s_request(c, "DELETE", path, NULL, NULL, NULL, NULL);
+}
+
+/* Certificates in the configuration's caBundle (0 when it or the bundle is missing). */
+static int bundle_certs(const char *name)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", name);
+    cJSON *v = NULL;
+    if (k8s_request(c, "GET", path, NULL, NULL, &v, NULL) != GD_OK) return 0;
+    const char *b64 = gd_json_str_or(cJSON_GetArrayItem(gd_json_path(v, "webhooks"), 0), "clientConfig.caBundle", "");
+    unsigned char *pem = NULL;
+    size_t len = 0;
+    int n = 0;
+    if (gd_base64_decode(b64, strlen(b64), &pem, &len) == GD_OK)
+        for (size_t i = 0; i + 17 <= len; i++) n += !memcmp(pem + i, "BEGIN CERTIFICATE", 17);
+    free(pem);
+    cJSON_Delete(v);
+    return n;
+}
+
+static bool wait_bundle(const char *name, int want, int ms)
+{
+    int64_t end = e2e_now_ms() + ms;
+    while (e2e_now_ms() < end) {
+        if (bundle_certs(name) == want) return true;
+        usleep(200000);
+    }
+    fprintf(stderr, "webhook-certs: %s has %d certificates, want %d\n", name, bundle_certs(name), want);
+    return false;
+}
+
+/* The API server called the webhook, TLS verified with the registered caBundle: an eviction
+ * of a pod that does not exist gets the webhook's own 404 message. */
+static bool api_server_reaches_webhook(void)
+{
+    char path[300], body[300];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/nosuch/eviction", ns);
+    snprintf(body, sizeof body, "{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\","
+             "\"metadata\":{\"name\":\"nosuch\",\"namespace\":\"%s\"}}", ns);
+    k8s_status st = {0};
+    gd_err e = k8s_request(c, "POST", path, body, "application/json", NULL, &st);
+    if (e != GD_ERR_NOT_FOUND || !strstr(st.message, "admission webhook"))
+        fprintf(stderr, "webhook-certs: eviction answer %s: %s\n", gd_strerror(e), st.message);
+    return e == GD_ERR_NOT_FOUND && strstr(st.message, "admission webhook");
+}
+
+static pid_t start_webhook(const char *name, const char *extra1, const char *extra2, char *log, size_t cap)
+{
+    int port = e2e_free_port();
+    char bind[64], url[128];
+    snprintf(bind, sizeof bind, "127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/eviction", port);
+    snprintf(log, cap, "%s/%s.log", logdir, name);
+    const char *argv[] = {"bin/godis-webhook", "--kubeconfig", getenv("KUBECONFIG"), "--bind-address", bind,
+                          "--url", url, "--configuration-name", name, extra1, extra2, NULL};
+    return e2e_spawn(argv, log);
+}
+
+static void test_self_managed_renewal(void **state)
+{
+    (void)state;
+    char name[64], log[512];
+    snprintf(name, sizeof name, "itest-renew-%d", (int)getpid());
+    pid_t p = start_webhook(name, "--cert-validity", "30s", log, sizeof log);
+    assert_true(p > 0);
+    assert_true(wait_bundle(name, 1, 30000));
+    assert_true(api_server_reaches_webhook());
+    /* renewed at 20 s: the new CA joins the bundle, the old one stays until it expires */
+    assert_true(wait_bundle(name, 2, 40000));
+    assert_true(api_server_reaches_webhook());
+    int st = e2e_stop(p, 10000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "grep -q 'webhook certificate renewed' %s", log);
+    assert_int_equal(system(cmd), 0);
+    delete_config(name);
+}
+
+/* A CA and a serving certificate for 127.0.0.1 in dir, made with the openssl command as
+ * cert-manager would make them (ca.crt, tls.crt, tls.key), written by rename. */
+static void make_cert_dir(const char *dir)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "set -e; cd %s; "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=itest-ca "
+             "-keyout ca.key -out ca.new 2>/dev/null; "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 "
+             "-keyout key.new -out req.csr 2>/dev/null; "
+             "printf 'subjectAltName=IP:127.0.0.1\\n' >ext; "
+             "openssl x509 -req -in req.csr -CA ca.new -CAkey ca.key -CAcreateserial -days 1 -extfile ext "
+             "-out crt.new 2>/dev/null; "
+             "mv key.new tls.key; mv crt.new tls.crt; mv ca.new ca.crt", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_cert_dir_reload(void **state)
+{
+    (void)state;
+    char name[64], log[512], dir[200];
+    snprintf(name, sizeof name, "itest-certdir-%d", (int)getpid());
+    snprintf(dir, sizeof dir, "%s/certs", tmp);
+    mkdir(dir, 0700);
+    make_cert_dir(dir);
+    pid_t p = start_webhook(name, "--cert-dir", dir, log, sizeof log);
+    assert_true(p > 0);
+    assert_true(wait_bundle(name, 1, 30000));
+    assert_true(api_server_reaches_webhook());
+    /* cert-manager renews: a new pair from a new CA (a CA rotation, the hard case) */
+    sleep(1);                               /* a new mtime second for the change check */
+    make_cert_dir(dir);
+    assert_true(wait_bundle(name, 2, 30000));
+    int64_t end = e2e_now_ms() + 20000;
+    bool ok = false;
+    while (!ok && e2e_now_ms() < end) {
+        ok = api_server_reaches_webhook();
+        if (!ok) usleep(300000);
+    }
+    assert_true(ok);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "grep -q 'webhook certificates reloaded' %s", log);
+    assert_int_equal(system(cmd), 0);
+    e2e_stop(p, 10000);
+    delete_config(name);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_self_managed_renewal),
+        cmocka_unit_test(test_cert_dir_reload),
+    };
+    return cmocka_run_group_tests_name("itest_webhook_certs", tests, setup, teardown);
+}
