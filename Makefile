@@ -126,7 +126,10 @@ bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integrati
 	@mkdir -p bin/tests
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka
 
-$(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $(COMMON_LIB)
+# A unit test that tests parts of the programs through their headers links their objects:
+# <test>_LINK lists them (paths without .c).
+test_shard_agree_LINK := manager/shards worker/cache worker/mapping
+$(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka
 

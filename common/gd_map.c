@@ -1,6 +1,7 @@
 /* gd_map.c — see gd_map.h. Chained buckets keep deletion trivial (no tombstones), which
  * matters because the informer's relist deletes arbitrary subsets of the map. */
 #include "gd_map.h"
+#include "gd_hash.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,22 +20,14 @@ struct gd_map {
     gd_map_free_fn free_val;
 };
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
+static uint64_t hash_str(const char *s) { return gd_fnv1a64_str(GD_FNV1A64_INIT, s); }
 
 gd_map *gd_map_new(gd_map_free_fn free_val)
 {
     gd_map *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->nbuckets = 64;
+    m->nbuckets = 16;       /* the worker's cache keeps many small index sets */
     m->buckets = calloc(m->nbuckets, sizeof *m->buckets);
     if (!m->buckets) {
         free(m);
@@ -53,7 +46,7 @@ void gd_map_destroy(gd_map **mp)
         node *n = m->buckets[i];
         while (n) {
             node *next = n->next;
-            if (m->free_val)
+            if (m->free_val && n->val)
                 m->free_val(n->val);
             free(n);
             n = next;
@@ -110,7 +103,7 @@ gd_err gd_map_put(gd_map *m, const char *key, void *val, void **old)
     if (*slot) {
         if (old)
             *old = (*slot)->val;
-        else if (m->free_val && (*slot)->val != val)
+        else if (m->free_val && (*slot)->val && (*slot)->val != val)
             m->free_val((*slot)->val);
         (*slot)->val = val;
         return GD_OK;
@@ -151,7 +144,7 @@ bool gd_map_del(gd_map *m, const char *key)
     if (!n)
         return false;
     *slot = n->next;
-    if (m->free_val)
+    if (m->free_val && n->val)
         m->free_val(n->val);
     free(n);
     m->count--;
@@ -159,6 +152,25 @@ bool gd_map_del(gd_map *m, const char *key)
 }
 
 size_t gd_map_count(const gd_map *m) { return m->count; }
+
+bool gd_map_has(const gd_map *m, const char *key) { return *find_slot(m, key, hash_str(key)) != NULL; }
+
+const char *gd_map_key(const gd_map *m, const char *key)
+{
+    node *n = *find_slot(m, key, hash_str(key));
+    return n ? n->key : NULL;
+}
+
+int gd_map_each(const gd_map *m, gd_map_each_fn fn, void *ud)
+{
+    for (size_t i = 0; i < m->nbuckets; i++)
+        for (node *n = m->buckets[i]; n; n = n->next) {
+            int r = fn(ud, n->key, n->val);
+            if (r)
+                return r;
+        }
+    return 0;
+}
 
 void gd_map_iter_init(gd_map_iter *it, gd_map *m)
 {

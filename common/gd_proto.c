@@ -11,28 +11,19 @@
 
 #define CLUSTER_LABEL "cluster-name"
 
-uint64_t gd_fnv1a64(const char *s, size_t len)
+/* fnv1a64("<ns>/<name>") % GD_NSHARDS, hashed without building the string. */
+static int shard_of_ns_name(const char *ns, size_t nslen, const char *name, size_t namelen)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
+    uint64_t h = gd_fnv1a64_add(GD_FNV1A64_INIT, ns, nslen);
+    h = gd_fnv1a64_add(h, "/", 1);
+    return (int)(gd_fnv1a64_add(h, name, namelen) % GD_NSHARDS);
 }
 
-/* Hashes "<ns>/<name>" without building the string. */
 int gd_shard_of_cluster(const char *ns, const char *name)
 {
     if (!ns || !name)
         return GD_SHARD_BROADCAST;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const char *p = ns; *p; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-    h = (h ^ (unsigned char)'/') * 0x100000001b3ULL;
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-    return (int)(h % GD_NSHARDS);
+    return shard_of_ns_name(ns, strlen(ns), name, strlen(name));
 }
 
 /* The cluster a Godis named "<cluster>-<id>" belongs to: the name up to its last '-' when
@@ -73,14 +64,27 @@ int gd_shard_of_object(const char *kind, const cJSON *obj)
         return gd_shard_of_cluster(ns, oname);
     if (strcmp(okind, "Godis") == 0) {
         size_t n = cluster_prefix_of_godis(oname);
-        char cluster[256];
-        if (n == 0 || n >= sizeof cluster)
+        if (n == 0 || n >= GD_KEY_PART_MAX)
             return GD_SHARD_BROADCAST;
-        memcpy(cluster, oname, n);
-        cluster[n] = 0;
-        return gd_shard_of_cluster(ns, cluster);
+        return shard_of_ns_name(ns, strlen(ns), oname, n);
     }
     return GD_SHARD_BROADCAST;
+}
+
+int gd_shard_of_key(const char *controller, const char *key)
+{
+    if (!controller || !key)
+        return -1;
+    const char *slash = strchr(key, '/');
+    if (!slash || slash == key || !slash[1] || strchr(slash + 1, '/'))
+        return -1;
+    const char *name = slash + 1;
+    size_t nslen = (size_t)(slash - key), namelen = strlen(name);
+    if (nslen >= GD_KEY_PART_MAX || namelen >= GD_KEY_PART_MAX)
+        return -1;
+    if (strcmp(controller, GD_CTRL_GODIS) == 0 && (namelen = cluster_prefix_of_godis(name)) == 0)
+        return -1;
+    return shard_of_ns_name(key, nslen, name, namelen);
 }
 
 void gd_shard_topic(int shard, char *buf, size_t cap)

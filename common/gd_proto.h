@@ -5,18 +5,31 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <cjson/cJSON.h>
+#include "gd_hash.h"
 
 #define GD_PROTO_INFORMER "GDI1"
 #define GD_PROTO_WORKER   "GDW1"
 #define GD_NSHARDS        256
 #define GD_SHARD_BROADCAST (-1)
 
-uint64_t gd_fnv1a64(const char *s, size_t len);
-/* Shard of a cluster key "namespace/name". */
+/* The one rule that places everything on a shard (docs/PROTOCOL.md, "Shards"): the shard of
+ * the GodisCluster ns/name, fnv1a64("<ns>/<name>") % GD_NSHARDS (gd_hash.h). The informer
+ * publishes objects by gd_shard_of_object, the worker serves and the manager hands back
+ * reconcile keys by gd_shard_of_key; both reduce to gd_shard_of_cluster, so they agree
+ * (tests/unit/test_shard_agree.c proves it for every kind and key shape). */
 int gd_shard_of_cluster(const char *ns, const char *name);
-/* Shard of any object per docs/PROTOCOL.md, or GD_SHARD_BROADCAST. kind is the object's
- * kind (e.g. "GodisCluster", "Node"). */
+/* Shard of any object, or GD_SHARD_BROADCAST. kind is the object's kind ("GodisCluster",
+ * "Node", ...). */
 int gd_shard_of_object(const char *kind, const cJSON *obj);
+
+/* Reconcile keys. The controller GD_CTRL_GODIS reconciles members: its keys are
+ * "ns/<cluster>-<id>". Every other controller's keys are "ns/<cluster>". */
+#define GD_CTRL_CLUSTER "godiscluster"
+#define GD_CTRL_GODIS   "godis"
+/* Namespace and name are each shorter than this (Kubernetes allows 63 and 253). */
+#define GD_KEY_PART_MAX 254
+/* Shard of a reconcile key of controller; -1 when the key is malformed. */
+int gd_shard_of_key(const char *controller, const char *key);
 /* "S042" or "B" into buf (cap >= 5). */
 void gd_shard_topic(int shard, char *buf, size_t cap);
 /* Parses "S042" → 42, "B" → GD_SHARD_BROADCAST; -2 on anything else. */

@@ -260,11 +260,7 @@ inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop
 
 static size_t key_hash(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;      /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
+    uint64_t h = gd_fnv1a64_str(GD_FNV1A64_INIT, s);
     return (size_t)(h ^ (h >> 29));
 }
 

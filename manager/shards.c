@@ -64,28 +64,6 @@ gd_err gd_shards_worker_gone(gd_shards *s, int w)
 
 void gd_shards_freeze(gd_shards *s, bool frozen) { s->frozen = frozen; }
 
-int gd_shards_key_shard(const char *controller, const char *key)
-{
-    if (!controller || !key) return -1;
-    const char *slash = strchr(key, '/');
-    if (!slash || slash == key || !slash[1] || strchr(slash + 1, '/')) return -1;
-    char ns[254], name[254];
-    size_t nslen = (size_t)(slash - key), namelen = strlen(slash + 1);
-    if (nslen >= sizeof ns || namelen >= sizeof name) return -1;
-    memcpy(ns, key, nslen);
-    ns[nslen] = '\0';
-    memcpy(name, slash + 1, namelen + 1);
-    if (strcmp(controller, "godiscluster") != 0) {
-        /* "<cluster>-<id>": strip the numeric id */
-        char *dash = strrchr(name, '-');
-        if (!dash || dash == name || !dash[1]) return -1;
-        for (const char *p = dash + 1; *p; p++)
-            if (!isdigit((unsigned char)*p)) return -1;
-        *dash = '\0';
-    }
-    return gd_shard_of_cluster(ns, name);
-}
-
 /* Adds key under controller to the shard's pending set (no duplicates). */
 static void pending_add(gd_shard_slot *sl, const char *controller, const char *key)
 {
@@ -131,7 +109,7 @@ gd_err gd_shards_revoked(gd_shards *s, int w, const int *shards, int n, const ch
         if (!cJSON_IsArray(ctrl)) { rc = GD_ERR_PARSE; continue; }
         cJSON *k;
         cJSON_ArrayForEach(k, ctrl) {
-            int sh = cJSON_IsString(k) ? gd_shards_key_shard(ctrl->string, k->valuestring) : -1;
+            int sh = cJSON_IsString(k) ? gd_shard_of_key(ctrl->string, k->valuestring) : -1;
             if (sh < 0 || !in_list(released, nrel, sh)) {
                 /* not a key of a shard handed back here: it must not travel to a worker
                  * that does not own its shard */

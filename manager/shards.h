@@ -83,8 +83,5 @@ int  gd_shards_unowned(const gd_shards *s);
 gd_err gd_shards_parse_list(const char *txt, int *out, int cap, int *n);
 /* shards → "3,17,200" (cap ≥ 4 × n + 1). */
 void   gd_shards_format_list(const int *shards, int n, char *buf, size_t cap);
-/* The shard of a pending key of a controller: "godiscluster" keys are "ns/cluster";
- * other controllers' keys are "ns/<cluster>-<id>". -1 when the key is malformed. */
-int    gd_shards_key_shard(const char *controller, const char *key);
 
 #endif

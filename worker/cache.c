@@ -8,7 +8,7 @@
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_proto.h"
-#include "strmap.h"
+#include "gd_map.h"
 
 typedef struct {
     cJSON *obj;
@@ -17,13 +17,13 @@ typedef struct {
 } item;
 
 typedef struct {
-    strmap *items;                        /* key -> item */
-    strmap *index[CACHE_IDX__COUNT];      /* value -> set of keys (strmap, NULL values) */
+    gd_map *items;                        /* key -> item */
+    gd_map *index[CACHE_IDX__COUNT];      /* value -> set of keys (gd_map, NULL values) */
 } store;
 
 struct cache {
     pthread_rwlock_t lock;
-    strmap *kinds;                        /* kind -> store */
+    gd_map *kinds;                        /* kind -> store */
 };
 
 static void item_free(void *p)
@@ -37,16 +37,16 @@ static void item_free(void *p)
 
 static void set_free(void *p)
 {
-    strmap *m = p;
-    strmap_destroy(&m);
+    gd_map *m = p;
+    gd_map_destroy(&m);
 }
 
 static void store_free(void *p)
 {
     store *s = p;
-    strmap_destroy(&s->items);
+    gd_map_destroy(&s->items);
     for (int i = 0; i < CACHE_IDX__COUNT; i++)
-        strmap_destroy(&s->index[i]);
+        gd_map_destroy(&s->index[i]);
     free(s);
 }
 
@@ -55,7 +55,7 @@ cache *cache_new(void)
     cache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->kinds = strmap_new(store_free);
+    c->kinds = gd_map_new(store_free);
     if (!c->kinds) {
         free(c);
         return NULL;
@@ -68,7 +68,7 @@ void cache_destroy(cache **pc)
 {
     if (!pc || !*pc)
         return;
-    strmap_destroy(&(*pc)->kinds);
+    gd_map_destroy(&(*pc)->kinds);
     pthread_rwlock_destroy(&(*pc)->lock);
     free(*pc);
     *pc = NULL;
@@ -76,16 +76,16 @@ void cache_destroy(cache **pc)
 
 static store *store_get(cache *c, const char *kind, bool create)
 {
-    store *s = strmap_get(c->kinds, kind);
+    store *s = gd_map_get(c->kinds, kind);
     if (s || !create)
         return s;
     s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    bool ok = (s->items = strmap_new(item_free)) != NULL;
+    bool ok = (s->items = gd_map_new(item_free)) != NULL;
     for (int i = 0; ok && i < CACHE_IDX__COUNT; i++)
-        ok = (s->index[i] = strmap_new(set_free)) != NULL;
-    if (!ok || strmap_put(c->kinds, kind, s) != GD_OK) {
+        ok = (s->index[i] = gd_map_new(set_free)) != NULL;
+    if (!ok || gd_map_put(c->kinds, kind, s, NULL) != GD_OK) {
         store_free(s);
         return NULL;
     }
@@ -126,11 +126,11 @@ static void unfile(store *s, const char *key, item *it)
     for (int i = 0; i < CACHE_IDX__COUNT; i++) {
         if (!it->idx[i])
             continue;
-        strmap *set = strmap_get(s->index[i], it->idx[i]);
+        gd_map *set = gd_map_get(s->index[i], it->idx[i]);
         if (set) {
-            strmap_del(set, key);
-            if (strmap_size(set) == 0)
-                strmap_del(s->index[i], it->idx[i]);
+            gd_map_del(set, key);
+            if (gd_map_count(set) == 0)
+                gd_map_del(s->index[i], it->idx[i]);
         }
     }
 }
@@ -140,15 +140,15 @@ static gd_err file(store *s, const char *key, item *it)
     for (int i = 0; i < CACHE_IDX__COUNT; i++) {
         if (!it->idx[i])
             continue;
-        strmap *set = strmap_get(s->index[i], it->idx[i]);
+        gd_map *set = gd_map_get(s->index[i], it->idx[i]);
         if (!set) {
-            set = strmap_new(NULL);
-            if (!set || strmap_put(s->index[i], it->idx[i], set) != GD_OK) {
-                strmap_destroy(&set);
+            set = gd_map_new(NULL);
+            if (!set || gd_map_put(s->index[i], it->idx[i], set, NULL) != GD_OK) {
+                gd_map_destroy(&set);
                 return GD_ERR_NOMEM;
             }
         }
-        if (strmap_put(set, key, NULL) != GD_OK)
+        if (gd_map_put(set, key, NULL, NULL) != GD_OK)
             return GD_ERR_NOMEM;
     }
     return GD_OK;
@@ -192,7 +192,7 @@ gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key
         rc = op == CACHE_UPSERT ? GD_ERR_NOMEM : GD_OK;
         goto out;
     }
-    item *old = strmap_get(s->items, key);
+    item *old = gd_map_get(s->items, key);
     if (old) {
         unfile(s, key, old);
         if (old_out) {          /* handed to the caller instead of freed with the item */
@@ -201,10 +201,10 @@ gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key
         }
     }
     if (op == CACHE_DELETE) {
-        strmap_del(s->items, key);
+        gd_map_del(s->items, key);
         goto out;
     }
-    if ((rc = strmap_put(s->items, key, it)) != GD_OK) {
+    if ((rc = gd_map_put(s->items, key, it, NULL)) != GD_OK) {
         if (old && old_out) {   /* put back what we took: the old item stays in the map */
             old->obj = *old_out;
             *old_out = NULL;
@@ -213,7 +213,7 @@ gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key
     }
     it = NULL;                  /* owned by the store now (old was freed by the put) */
     *obj = NULL;
-    rc = file(s, key, strmap_get(s->items, key));
+    rc = file(s, key, gd_map_get(s->items, key));
 out:
     pthread_rwlock_unlock(&c->lock);
     if (it) {
@@ -255,12 +255,12 @@ static int collect_drop(void *ud, const char *key, void *val)
 static int drop_in_store(store *s, drop_ctx *d)
 {
     d->n = 0;
-    strmap_each(s->items, collect_drop, d);
+    gd_map_each(s->items, collect_drop, d);
     for (int i = 0; i < d->n; i++) {
-        item *it = strmap_get(s->items, d->keys[i]);
+        item *it = gd_map_get(s->items, d->keys[i]);
         if (it)
             unfile(s, d->keys[i], it);
-        strmap_del(s->items, d->keys[i]);
+        gd_map_del(s->items, d->keys[i]);
         free(d->keys[i]);
     }
     return d->n;
@@ -294,7 +294,7 @@ int cache_drop_shards(cache *c, const char *kind, const int *shards, int n)
             total = drop_in_store(s, d);
     } else {
         drop_all_ctx a = {d, 0};
-        strmap_each(c->kinds, drop_each_store, &a);
+        gd_map_each(c->kinds, drop_each_store, &a);
         total = a.total;
     }
     pthread_rwlock_unlock(&c->lock);
@@ -308,7 +308,7 @@ int cache_drop_shards(cache *c, const char *kind, const int *shards, int n)
 static item *find(cache *c, const char *kind, const char *key)
 {
     store *s = (kind && key) ? store_get(c, kind, false) : NULL;
-    return s ? strmap_get(s->items, key) : NULL;
+    return s ? gd_map_get(s->items, key) : NULL;
 }
 
 cJSON *cache_get(cache *c, const char *kind, const char *key)
@@ -374,7 +374,7 @@ size_t cache_count(cache *c, const char *kind)
 {
     pthread_rwlock_rdlock(&c->lock);
     store *s = kind ? store_get(c, kind, false) : NULL;
-    size_t n = s ? strmap_size(s->items) : 0;
+    size_t n = s ? gd_map_count(s->items) : 0;
     pthread_rwlock_unlock(&c->lock);
     return n;
 }
@@ -413,11 +413,11 @@ static int matching_keys(cache *c, const char *kind, int idx, const char *value,
     if (!s)
         return 0;
     if (idx < 0) {
-        strmap_each(s->items, push_key, v);
+        gd_map_each(s->items, push_key, v);
     } else {
-        strmap *set = value ? strmap_get(s->index[idx], value) : NULL;
+        gd_map *set = value ? gd_map_get(s->index[idx], value) : NULL;
         if (set)
-            strmap_each(set, push_key, v);
+            gd_map_each(set, push_key, v);
     }
     if (v->n > 1)
         qsort(v->keys, (size_t)v->n, sizeof *v->keys, cmp_str);
@@ -432,7 +432,7 @@ static int each(cache *c, const char *kind, int idx, const char *value, cache_fn
     pthread_rwlock_rdlock(&c->lock);
     matching_keys(c, kind, idx, value, &v, &s);
     for (int i = 0; i < v.n; i++) {
-        item *it = strmap_get(s->items, v.keys[i]);
+        item *it = gd_map_get(s->items, v.keys[i]);
         if (!it)
             continue;
         calls++;

@@ -3,7 +3,6 @@
  * queue between the ownership check and the add). The cache's lock is never taken under
  * c->mu: expectations are copied out before the cache is asked. */
 #include "controller.h"
-#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,7 @@
 #include "gd_log.h"
 #include "gd_rectrace.h"
 #include "gd_time.h"
-#include "strmap.h"
+#include "gd_map.h"
 
 /* One recorded write: the cache must show kind/objkey at rv or newer (or gone). */
 typedef struct {
@@ -42,8 +41,8 @@ struct controller {
     bool own_all;
     bool owned[GD_NSHARDS];
     bool revoking[GD_NSHARDS];
-    strmap *pending;            /* key -> (void *)(intptr_t)(shard + 1) of revoking shards */
-    strmap *expect;             /* reconcile key -> exp_list */
+    gd_map *pending;            /* key -> (void *)(intptr_t)(shard + 1) of revoking shards */
+    gd_map *expect;             /* reconcile key -> exp_list */
     atomic_int nexpect;         /* keys in expect (read without mu: the common "none" case) */
     controller_stats stats;
     histogram reconcile_time;
@@ -76,42 +75,10 @@ bool gd_fence_open(const gd_fence *f)
 
 /* ---- shards of keys ---- */
 
-static int shard_of_ns_name(const char *key, size_t name_len_cut)
-{
-    const char *slash = strchr(key, '/');
-    if (!slash || slash == key || !slash[1])
-        return -1;
-    char ns[256], name[256];
-    size_t nl = (size_t)(slash - key);
-    size_t ml = strlen(slash + 1) - name_len_cut;
-    if (nl >= sizeof ns || ml == 0 || ml >= sizeof name)
-        return -1;
-    memcpy(ns, key, nl);
-    ns[nl] = 0;
-    memcpy(name, slash + 1, ml);
-    name[ml] = 0;
-    return gd_shard_of_cluster(ns, name);
-}
-
-int gd_shard_of_key_cluster(const char *key) { return key ? shard_of_ns_name(key, 0) : -1; }
-
-int gd_shard_of_key_member(const char *key)
-{
-    if (!key)
-        return -1;
-    const char *dash = strrchr(key, '-');
-    const char *slash = strchr(key, '/');
-    if (!dash || !slash || dash <= slash + 1 || !dash[1])
-        return -1;
-    for (const char *p = dash + 1; *p; p++)
-        if (!isdigit((unsigned char)*p))
-            return -1;
-    return shard_of_ns_name(key, strlen(dash));
-}
-
+/* The one rule (gd_proto.h): the key's shape follows from the controller's name. */
 static int key_shard(const controller *c, const char *key)
 {
-    return c->o.shard_of_key ? c->o.shard_of_key(key) : gd_shard_of_key_cluster(key);
+    return gd_shard_of_key(c->name, key);
 }
 
 /* A key whose shard cannot be computed is served only when this worker owns everything. */
@@ -129,7 +96,7 @@ static bool revoking_locked(const controller *c, int shard)
 
 static void pending_add_locked(controller *c, const char *key, int shard)
 {
-    if (strmap_put(c->pending, key, (void *)(intptr_t)(shard + 1)) != GD_OK)
+    if (gd_map_put(c->pending, key, (void *)(intptr_t)(shard + 1), NULL) != GD_OK)
         gd_log(GD_LOG_ERROR, "controller: out of memory, pending key lost", "controller",
                c->name, "key", key, NULL);
 }
@@ -172,12 +139,12 @@ controller *controller_new(const controller_opts *o, gd_worker_env *env)
         snprintf(c->o.queue.name, sizeof c->o.queue.name, "%s", c->name);
     c->env = env;
     c->q = wq_new(&c->o.queue);
-    c->pending = strmap_new(NULL);
-    c->expect = strmap_new(exp_list_free);
+    c->pending = gd_map_new(NULL);
+    c->expect = gd_map_new(exp_list_free);
     if (!c->q || !c->pending || !c->expect) {
         wq_destroy(&c->q);
-        strmap_destroy(&c->pending);
-        strmap_destroy(&c->expect);
+        gd_map_destroy(&c->pending);
+        gd_map_destroy(&c->expect);
         free(c);
         return NULL;
     }
@@ -259,10 +226,10 @@ void rec_record_write(rec_ctx *ctx, const char *kind, const char *objkey, const 
                       c->env->rv_lookup(c->env->rv_lookup_ud, kind, objkey, cur, sizeof cur,
                                         &deleting);
     pthread_mutex_lock(&c->mu);
-    exp_list *l = strmap_get(c->expect, ctx->key);
+    exp_list *l = gd_map_get(c->expect, ctx->key);
     if (!l) {
         l = calloc(1, sizeof *l);
-        if (!l || strmap_put(c->expect, ctx->key, l) != GD_OK) {
+        if (!l || gd_map_put(c->expect, ctx->key, l, NULL) != GD_OK) {
             free(l);
             l = NULL;
         } else {
@@ -324,7 +291,7 @@ bool controller_caught_up(controller *c, const char *key)
         return true;
     /* Copy the expectations out so the cache is never asked under c->mu. */
     pthread_mutex_lock(&c->mu);
-    exp_list *l = strmap_get(c->expect, key);
+    exp_list *l = gd_map_get(c->expect, key);
     int n = l ? l->n : 0;
     expectation *copy = n ? calloc((size_t)n, sizeof *copy) : NULL;
     for (int i = 0; copy && i < n; i++) {
@@ -349,7 +316,7 @@ bool controller_caught_up(controller *c, const char *key)
     }
     /* Forget the met ones, unless a newer write replaced them meanwhile. */
     pthread_mutex_lock(&c->mu);
-    l = strmap_get(c->expect, key);
+    l = gd_map_get(c->expect, key);
     for (int i = 0; l && i < n; i++) {
         if (!met[i])
             continue;
@@ -364,7 +331,7 @@ bool controller_caught_up(controller *c, const char *key)
         }
     }
     if (l && l->n == 0) {
-        strmap_del(c->expect, key);
+        gd_map_del(c->expect, key);
         atomic_fetch_sub(&c->nexpect, 1);
     }
     pthread_mutex_unlock(&c->mu);
@@ -535,8 +502,8 @@ void controller_destroy(controller **pc)
     if (c->threads && controller_stop(c, 1000) != GD_OK)
         controller_stop(c, -1);
     wq_destroy(&c->q);
-    strmap_destroy(&c->pending);
-    strmap_destroy(&c->expect);
+    gd_map_destroy(&c->pending);
+    gd_map_destroy(&c->expect);
     pthread_mutex_destroy(&c->mu);
     free(c);
     *pc = NULL;
@@ -657,13 +624,13 @@ void controller_revoke_finish(controller *c, const int *shards, int n, cJSON *ar
     fill_match(m, c, shards, n);
     pthread_mutex_lock(&c->mu);
     finish_ctx f = {.m = m, .arr = arr,
-                    .drop = calloc(strmap_size(c->pending) + 1, sizeof(char *))};
+                    .drop = calloc(gd_map_count(c->pending) + 1, sizeof(char *))};
     if (f.drop) {
-        strmap_each(c->pending, collect_finished, &f);
+        gd_map_each(c->pending, collect_finished, &f);
         for (int i = 0; i < f.ndrop; i++) {     /* copy first: the key dies with the node */
             char *k = strdup(f.drop[i]);
             if (k) {
-                strmap_del(c->pending, k);
+                gd_map_del(c->pending, k);
                 free(k);
             }
         }

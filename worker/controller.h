@@ -108,17 +108,10 @@ typedef struct {
     void *ud;
     int max_concurrent;             /* MaxConcurrentReconciles, default 1 */
     wq_config queue;                /* rate limiter; defaults from wq_config_default */
-    /* Shard of a reconcile key; NULL: gd_shard_of_key_cluster. */
-    int (*shard_of_key)(const char *key);
     int64_t stale_requeue_ms;       /* default 50 */
     int64_t expectation_ttl_ms;     /* default 10000 */
 } controller_opts;
 void controller_opts_default(controller_opts *o, const char *name, gd_reconcile_fn fn);
-
-/* Shard helpers for the two key shapes: a GodisCluster key "ns/name", and a member key
- * "ns/<cluster>-<id>" (the trailing -<digits> removed, as PROTOCOL.md says). */
-int gd_shard_of_key_cluster(const char *key);
-int gd_shard_of_key_member(const char *key);
 
 /* env is borrowed and must outlive the controller. NULL on failure. */
 controller *controller_new(const controller_opts *o, gd_worker_env *env);

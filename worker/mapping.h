@@ -26,8 +26,11 @@
 #include <cjson/cJSON.h>
 #include "cache.h"
 
-#define MAP_CTRL_CLUSTER "godiscluster"
-#define MAP_CTRL_GODIS   "godis"
+#include "gd_proto.h"
+
+/* The controllers' names, which also fix their keys' shape and shard (gd_shard_of_key). */
+#define MAP_CTRL_CLUSTER GD_CTRL_CLUSTER
+#define MAP_CTRL_GODIS   GD_CTRL_GODIS
 
 /* Receives each (controller, key) to enqueue; duplicates are possible (the queue dedups). */
 typedef void (*map_emit_fn)(void *ud, const char *controller, const char *key);

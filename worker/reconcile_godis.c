@@ -123,8 +123,7 @@ static gd_reconciler_set godis_set = {
     .ncontrollers = 2,
     .controllers = {
         {.controller = "godiscluster", .for_kind = "GodisCluster", .reconcile = reconcile_cluster},
-        {.controller = "godis", .for_kind = "Godis", .reconcile = reconcile_member,
-         .shard_of_key = gd_shard_of_key_member},
+        {.controller = "godis", .for_kind = "Godis", .reconcile = reconcile_member},
     },
     .init = set_init,
     .fini = set_fini,

@@ -26,7 +26,6 @@ typedef struct {
                                      * field of pending keys in GDW1 ASSIGN/REVOKED */
     const char *for_kind;           /* "GodisCluster" */
     gd_reconcile_fn reconcile;
-    int (*shard_of_key)(const char *key);   /* NULL: gd_shard_of_key_cluster */
 } gd_reconciler;
 
 /* Emits (controller, key) pairs; see mapping.h. */

@@ -17,7 +17,7 @@
 #include <time.h>
 #include "gd_log.h"
 #include "gd_time.h"
-#include "strmap.h"
+#include "gd_map.h"
 
 typedef struct entry {
     const char *key;            /* the map's copy */
@@ -37,7 +37,7 @@ struct wq {
     pthread_cond_t  drained;    /* processing became empty */
     wq_config cfg;
     gd_bucket bucket;
-    strmap *entries;            /* key -> entry */
+    gd_map *entries;            /* key -> entry */
     entry *head, *tail;         /* FIFO */
     int nqueued, nprocessing;
     entry **heap;
@@ -68,7 +68,7 @@ wq *wq_new(const wq_config *c)
     if (!q)
         return NULL;
     q->cfg = *c;
-    q->entries = strmap_new(free);
+    q->entries = gd_map_new(free);
     if (!q->entries) {
         free(q);
         return NULL;
@@ -98,7 +98,7 @@ void wq_destroy(wq **pq)
     if (!pq || !*pq)
         return;
     wq *q = *pq;
-    strmap_destroy(&q->entries);
+    gd_map_destroy(&q->entries);
     free(q->heap);
     gd_bucket_destroy(&q->bucket);
     pthread_cond_destroy(&q->cond);
@@ -110,21 +110,21 @@ void wq_destroy(wq **pq)
 
 /* ---- entries ---- */
 
-static entry *lookup(wq *q, const char *key) { return strmap_get(q->entries, key); }
+static entry *lookup(wq *q, const char *key) { return gd_map_get(q->entries, key); }
 
 static entry *lookup_or_create(wq *q, const char *key)
 {
-    entry *e = strmap_get(q->entries, key);
+    entry *e = gd_map_get(q->entries, key);
     if (e)
         return e;
     e = calloc(1, sizeof *e);
-    if (!e || strmap_put(q->entries, key, e) != GD_OK) {
+    if (!e || gd_map_put(q->entries, key, e, NULL) != GD_OK) {
         free(e);
         gd_log(GD_LOG_ERROR, "workqueue: out of memory, key dropped", "queue", q->cfg.name,
                "key", key, NULL);
         return NULL;
     }
-    e->key = strmap_key(q->entries, key);
+    e->key = gd_map_key(q->entries, key);
     e->heap_idx = -1;
     return e;
 }
@@ -132,7 +132,7 @@ static entry *lookup_or_create(wq *q, const char *key)
 static void maybe_free(wq *q, entry *e)
 {
     if (!e->dirty && !e->processing && e->heap_idx < 0 && e->failures == 0)
-        strmap_del(q->entries, e->key);     /* frees e and the key */
+        gd_map_del(q->entries, e->key);     /* frees e and the key */
 }
 
 /* ---- FIFO ---- */
@@ -663,7 +663,7 @@ int wq_extract(wq *q, wq_match_fn match, wq_take_fn take, void *ud)
     collect_ctx c = {.match = match, .ud = ud};
     int taken = 0;
     pthread_mutex_lock(&q->mu);
-    strmap_each(q->entries, collect_matching, &c);
+    gd_map_each(q->entries, collect_matching, &c);
     if (c.oom)
         gd_log(GD_LOG_ERROR, "workqueue: out of memory while extracting keys", "queue",
                q->cfg.name, NULL);
@@ -711,7 +711,7 @@ int wq_count_processing(wq *q, wq_match_fn match, void *ud)
 {
     count_ctx c = {match, ud, 0};
     pthread_mutex_lock(&q->mu);
-    strmap_each(q->entries, count_processing, &c);
+    gd_map_each(q->entries, count_processing, &c);
     pthread_mutex_unlock(&q->mu);
     return c.n;
 }
@@ -781,7 +781,7 @@ void wq_metrics_render_family(wq *q, int fam, sbuf *out)
     case 4:
     case 5: {
         unfinished_ctx u = {.now = gd_mono_ns()};
-        strmap_each(q->entries, sum_unfinished, &u);
+        gd_map_each(q->entries, sum_unfinished, &u);
         metrics_sample(out, n, labels, fam == 4 ? u.total : u.longest);
         break;
     }

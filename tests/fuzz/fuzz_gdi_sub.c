@@ -17,7 +17,6 @@
 #include <zmq.h>
 #include "fuzz_util.h"
 #include "../../common/gd_sub.c"
-#include "../../worker/strmap.c"
 #include "../../worker/cache.c"
 #include "../../worker/mapping.c"
 #include "../../manager/promtext.c"

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz_util.h"
-#include "../../worker/strmap.c"
 #include "../../worker/metrics.c"
 #include "../../worker/workqueue.c"
 #include "../../worker/controller.c"
@@ -66,7 +65,7 @@ static void use_pending(const cJSON *pending)
     cJSON_ArrayForEach(ctrl, pending) {
         cJSON_ArrayForEach(key, ctrl) {
             const char *k = key->valuestring;
-            int a = gd_shard_of_key_cluster(k), b = gd_shard_of_key_member(k);
+            int a = gd_shard_of_key(GD_CTRL_CLUSTER, k), b = gd_shard_of_key(GD_CTRL_GODIS, k);
             if (a < -1 || a >= GD_NSHARDS || b < -1 || b >= GD_NSHARDS) abort();
             godis_reconcile_cluster(&e, k);
             godis_reconcile_godis(&e, k);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <cmocka.h>
-#include "../../worker/strmap.c"
 #include "../../worker/cache.c"
 
 static cJSON *obj(const char *json)

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <stdio.h>
 #include <cmocka.h>
-#include "../../worker/strmap.c"
 #include "../../worker/cache.c"
 #include "../../worker/mapping.c"
 

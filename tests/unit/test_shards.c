@@ -229,8 +229,8 @@ static void test_pending_keys_travel_with_their_shard(void **st)
     sim_reset();
     gd_shards_worker_up(&s, 0);
     settle(&s);
-    int sa = gd_shards_key_shard("godiscluster", "ns/a");
-    int sb = gd_shards_key_shard("godis", "ns/a-7");
+    int sa = gd_shard_of_key("godiscluster", "ns/a");
+    int sb = gd_shard_of_key("godis", "ns/a-7");
     assert_int_equal(sa, sb);                    /* a Godis key travels with its cluster */
     assert_int_equal(sa, gd_shard_of_cluster("ns", "a"));
     gd_shards_worker_retire(&s, 0);
@@ -259,13 +259,13 @@ static void test_pending_keys_travel_with_their_shard(void **st)
 static void test_key_shard_and_lists(void **st)
 {
     (void)st;
-    assert_int_equal(gd_shards_key_shard("godis", "ns/a"), -1);     /* no id */
-    assert_int_equal(gd_shards_key_shard("godis", "ns/a-x1"), -1);
-    assert_int_equal(gd_shards_key_shard("godis", "ns/a-"), -1);
-    assert_int_equal(gd_shards_key_shard("godiscluster", "noslash"), -1);
-    assert_int_equal(gd_shards_key_shard("godiscluster", "/x"), -1);
-    assert_int_equal(gd_shards_key_shard("godiscluster", "a/b/c"), -1);
-    assert_int_equal(gd_shards_key_shard(NULL, "a/b"), -1);
+    assert_int_equal(gd_shard_of_key("godis", "ns/a"), -1);     /* no id */
+    assert_int_equal(gd_shard_of_key("godis", "ns/a-x1"), -1);
+    assert_int_equal(gd_shard_of_key("godis", "ns/a-"), -1);
+    assert_int_equal(gd_shard_of_key("godiscluster", "noslash"), -1);
+    assert_int_equal(gd_shard_of_key("godiscluster", "/x"), -1);
+    assert_int_equal(gd_shard_of_key("godiscluster", "a/b/c"), -1);
+    assert_int_equal(gd_shard_of_key(NULL, "a/b"), -1);
     int v[GD_NSHARDS], n;
     assert_int_equal(gd_shards_parse_list("3,17,255", v, GD_NSHARDS, &n), GD_OK);
     assert_int_equal(n, 3);

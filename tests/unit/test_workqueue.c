@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "../../worker/strmap.c"
 #include "../../worker/metrics.c"
 #include "../../worker/workqueue.c"
 

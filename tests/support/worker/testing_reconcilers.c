@@ -199,7 +199,7 @@ static gd_reconciler_set noop_set = {
     .name = "noop",
     .help = "test: returns at once (record=<file> logs starts/ends)",
     .ncontrollers = 1,
-    .controllers = {{"godiscluster", "GodisCluster", testrec_reconcile, NULL}},
+    .controllers = {{"godiscluster", "GodisCluster", testrec_reconcile}},
     .init = noop_init,
     .fini = testrec_fini,
 };
@@ -210,7 +210,7 @@ static gd_reconciler_set sleepy_set = {
     .help = "test: sleeps 0..sleep_ms ms at random (sleep_ms=<n>,record=<file>,"
             "write=status,requeue_ms=<n>,ns=<ns>)",
     .ncontrollers = 1,
-    .controllers = {{"godiscluster", "GodisCluster", testrec_reconcile, NULL}},
+    .controllers = {{"godiscluster", "GodisCluster", testrec_reconcile}},
     .init = sleepy_init,
     .fini = testrec_fini,
 };

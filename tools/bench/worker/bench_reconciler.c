@@ -288,7 +288,7 @@ static gd_reconciler_set bench_set = {
     .help = "benchmark: event -> reconcile-start latency from the replay source's "
             "bench.godis/sent-ns (out=<file>,warmup_ms=<n>)",
     .ncontrollers = 1,
-    .controllers = {{"bench", "ConfigMap", bench_reconcile, NULL}},
+    .controllers = {{"bench", "ConfigMap", bench_reconcile}},
     .init = bench_init,
     .fini = bench_fini,
     .map_event = bench_map,
