@@ -87,6 +87,21 @@ int gd_shard_of_key(const char *controller, const char *key)
     return shard_of_ns_name(key, nslen, name, namelen);
 }
 
+static const char *const ev_names[] = {NULL, "ADDED", "MODIFIED", "DELETED", "SYNCED"};
+
+const char *gd_ev_name(gd_ev ev)
+{
+    return ev >= GD_EV_ADDED && ev <= GD_EV_SYNCED ? ev_names[ev] : "?";
+}
+
+gd_ev gd_ev_parse(const char *type)
+{
+    for (int ev = GD_EV_ADDED; type && ev <= GD_EV_SYNCED; ev++)
+        if (strcmp(type, ev_names[ev]) == 0)
+            return (gd_ev)ev;
+    return 0;
+}
+
 void gd_shard_topic(int shard, char *buf, size_t cap)
 {
     if (!buf || cap == 0)

@@ -30,6 +30,14 @@ int gd_shard_of_object(const char *kind, const cJSON *obj);
 #define GD_KEY_PART_MAX 254
 /* Shard of a reconcile key of controller; -1 when the key is malformed. */
 int gd_shard_of_key(const char *controller, const char *key);
+/* The kinds of change, named as Kubernetes watch events and GDI1 messages name them
+ * ("ADDED", "MODIFIED", "DELETED"; GDI1 adds "SYNCED": the informer finished a list).
+ * Defined once here for the reflector, the informer's store and publisher, the subscriber's
+ * replica (gd_sub.h), the worker's feed and the manager's lease watch. */
+typedef enum { GD_EV_ADDED = 1, GD_EV_MODIFIED, GD_EV_DELETED, GD_EV_SYNCED } gd_ev;
+const char *gd_ev_name(gd_ev ev);          /* "ADDED", ...; "?" for anything else */
+gd_ev gd_ev_parse(const char *type);       /* 0 for any other type (BOOKMARK, ERROR, ...) */
+
 /* "S042" or "B" into buf (cap >= 5). */
 void gd_shard_topic(int shard, char *buf, size_t cap);
 /* Parses "S042" → 42, "B" → GD_SHARD_BROADCAST; -2 on anything else. */

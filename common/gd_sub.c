@@ -159,7 +159,7 @@ bool gd_sub_synced(const gd_sub *s)
 
 /* ------------------------------------------------------------ replica changes */
 
-static void notify(gd_sub *s, gd_sub_event ev, const char *key, int shard, const cJSON *old,
+static void notify(gd_sub *s, gd_ev ev, const char *key, int shard, const cJSON *old,
                    const cJSON *new_obj, bool resync)
 {
     if (s->o.on_event)
@@ -204,9 +204,9 @@ static void upsert(gd_sub *s, const char *key, int shard, const char *rv, cJSON 
     const cJSON *nobj = lent ? lent : e->obj;
     s->lending = lent;
     if (!old)
-        notify(s, GD_SUB_ADDED, key, shard, NULL, nobj, resync);
+        notify(s, GD_EV_ADDED, key, shard, NULL, nobj, resync);
     else if (force || strcmp(old->rv, e->rv) != 0 || old->shard != shard)
-        notify(s, GD_SUB_MODIFIED, key, shard, old->obj, nobj, resync);
+        notify(s, GD_EV_MODIFIED, key, shard, old->obj, nobj, resync);
     cJSON_Delete(s->lending);          /* not taken by the handler */
     s->lending = NULL;
     entry_free(old);
@@ -219,7 +219,7 @@ static void remove_key(gd_sub *s, const char *key, bool resync)
     pthread_rwlock_unlock(&s->lock);
     if (!old)
         return;
-    notify(s, GD_SUB_DELETED, key, old->shard, old->obj, NULL, resync);
+    notify(s, GD_EV_DELETED, key, old->shard, old->obj, NULL, resync);
     entry_free(old);
 }
 
@@ -371,13 +371,14 @@ static void handle_pub(gd_sub *s, frames *f)
     }
     s->last[idx] = t;
     cJSON *body = gd_json_parse(zmq_msg_data(&f->m[7]), zmq_msg_size(&f->m[7]));
-    if (!strcmp(type, "HEARTBEAT") || !strcmp(type, "SYNCED")) {
+    gd_ev ev = gd_ev_parse(type);
+    if (!strcmp(type, "HEARTBEAT") || ev == GD_EV_SYNCED) {
         check_status(s, body, true);
-        if (!strcmp(type, "SYNCED")) {
+        if (ev == GD_EV_SYNCED) {
             s->informer_synced = true;
-            notify(s, GD_SUB_SYNCED, NULL, GD_SHARD_BROADCAST, NULL, NULL, false);
+            notify(s, GD_EV_SYNCED, NULL, GD_SHARD_BROADCAST, NULL, NULL, false);
         }
-    } else if (!strcmp(type, "ADDED") || !strcmp(type, "MODIFIED")) {
+    } else if (ev == GD_EV_ADDED || ev == GD_EV_MODIFIED) {
         if (!body || !*key) {
             s->st.protocol_errors++;
             s->resnap[idx] = true;   /* we cannot apply it: repair from a snapshot */
@@ -385,7 +386,7 @@ static void handle_pub(gd_sub *s, frames *f)
             s->st.applied++;
             upsert(s, key, shard, rv, &body, false, true);
         }
-    } else if (!strcmp(type, "DELETED")) {
+    } else if (ev == GD_EV_DELETED) {
         s->st.applied++;
         remove_key(s, key, false);
     } else {
@@ -627,7 +628,7 @@ static void apply_snapshot(gd_sub *s, const bool *want, snap_result *r)
     s->st.snapshots++;
     if (r->synced && !s->informer_synced) {
         s->informer_synced = true;
-        notify(s, GD_SUB_SYNCED, NULL, GD_SHARD_BROADCAST, NULL, NULL, true);
+        notify(s, GD_EV_SYNCED, NULL, GD_SHARD_BROADCAST, NULL, NULL, true);
     }
 }
 

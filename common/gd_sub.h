@@ -23,22 +23,21 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "gd_err.h"
+#include "gd_proto.h"
 
 typedef struct gd_sub gd_sub;
 
-typedef enum {
-    GD_SUB_ADDED = 1,   /* new key in the replica (old == NULL) */
-    GD_SUB_MODIFIED,    /* key replaced (old and new set; a resync may repeat the same rv) */
-    GD_SUB_DELETED,     /* key removed (new == NULL, old is the last known object) */
-    GD_SUB_SYNCED,      /* the informer finished a (re)list, or our first snapshot said it
-                         * had: from now on gd_sub_synced() is true (key/objects NULL) */
-} gd_sub_event;
+/* The events a handler sees are gd_ev's (gd_proto.h): ADDED (new key in the replica, old ==
+ * NULL), MODIFIED (key replaced: old and new set; a resync may repeat the same rv), DELETED
+ * (key removed: new == NULL, old is the last known object) and SYNCED (the informer finished
+ * a (re)list, or our first snapshot said it had: from now on gd_sub_synced() is true;
+ * key/objects NULL). */
 
 /* Called on the owning thread for every change applied to the replica. old/new are
  * borrowed and valid only during the call. shard is 0..GD_NSHARDS-1 or GD_SHARD_BROADCAST.
  * resync is true when the change was found by diffing a snapshot (after a gap, a restart of
  * the informer or newly assigned shards) rather than received as a PUB event. */
-typedef void (*gd_sub_event_fn)(void *ud, gd_sub_event ev, const char *key, int shard,
+typedef void (*gd_sub_event_fn)(void *ud, gd_ev ev, const char *key, int shard,
                                 const cJSON *old_obj, const cJSON *new_obj, bool resync);
 
 typedef struct {

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "gd_err.h"
+#include "gd_proto.h"
 #include "k8s_client.h"
 
 /* ---------------------------------------------------------------- objects and store */
@@ -54,13 +55,11 @@ inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop
  * inf_obj_from_json exits). */
 void     inf_obj_scratch_release(void);
 
-typedef enum { INF_ADDED = 1, INF_MODIFIED, INF_DELETED } inf_ev;
-const char *inf_ev_name(inf_ev ev);
 /* Told about every change after it was applied; old/new are valid during the call only
  * (take a reference to keep one). old's body is its JSON for DELETED and for a MODIFIED
  * that moves the object to another shard; for any other MODIFIED it may be empty
  * (body_len 0: the cached copy is compressed and inflating it would be wasted work). */
-typedef void (*inf_change_fn)(void *ud, inf_ev ev, const inf_obj *old_obj,
+typedef void (*inf_change_fn)(void *ud, gd_ev ev, const inf_obj *old_obj,
                               const inf_obj *new_obj);
 
 typedef struct inf_store inf_store;

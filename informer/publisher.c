@@ -192,15 +192,15 @@ static gd_err publish(inf_pub *p, const char *type, int shard, const char *key,
     return GD_OK;
 }
 
-static void on_change(void *ud, inf_ev ev, const inf_obj *old, const inf_obj *new_obj)
+static void on_change(void *ud, gd_ev ev, const inf_obj *old, const inf_obj *new_obj)
 {
     inf_pub *p = ud;
-    if (ev == INF_DELETED) {
+    if (ev == GD_EV_DELETED) {
         publish(p, "DELETED", old->shard, old->key, old->rv, old);
     } else {
         if (old && old->shard != new_obj->shard)   /* moved: gone from the old topic */
             publish(p, "DELETED", old->shard, old->key, old->rv, old);
-        publish(p, inf_ev_name(ev), new_obj->shard, new_obj->key, new_obj->rv, new_obj);
+        publish(p, gd_ev_name(ev), new_obj->shard, new_obj->key, new_obj->rv, new_obj);
         gd_hop_rv(new_obj->rv, GD_HOP_INF_SENT);
     }
     atomic_fetch_add_explicit(&p->cfg.ctr->events_published, 1, memory_order_relaxed);

@@ -253,9 +253,10 @@ static int on_event(void *ud, const char *type, cJSON *obj)
         return push(r, INF_Q_RV, NULL, NULL, 0) == GD_OK ? 0 : 1;
     }
     inf_q_type qt;
-    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+    gd_ev ev = gd_ev_parse(type);
+    if (ev == GD_EV_ADDED || ev == GD_EV_MODIFIED)
         qt = INF_Q_UPSERT;
-    else if (strcmp(type, "DELETED") == 0)
+    else if (ev == GD_EV_DELETED)
         qt = INF_Q_DELETE;
     else {
         GD_WARN("unknown watch event type ignored", "kind", c->kind, "type", type);

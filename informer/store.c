@@ -64,16 +64,6 @@ struct inf_store {
     uint32_t generation;   /* bumped per replace; objects seen in the list carry it */
 };
 
-const char *inf_ev_name(inf_ev ev)
-{
-    switch (ev) {
-    case INF_ADDED: return "ADDED";
-    case INF_MODIFIED: return "MODIFIED";
-    case INF_DELETED: return "DELETED";
-    }
-    return "?";
-}
-
 /* An object with room for a body of body_len bytes (+ NUL), left for the caller to fill. */
 static inf_obj *obj_alloc(const char *key, const char *rv, int shard, size_t body_len)
 {
@@ -610,14 +600,14 @@ static void store_done(inf_obj *o, bool packed)
 /* Tells fn about old → o. A packed old is inflated only when fn may publish its body:
  * DELETED, or MODIFIED to another shard; otherwise fn sees its key, rv and shard with an
  * empty body (see inf_change_fn). */
-static void tell(inf_store *s, inf_change_fn fn, void *ud, inf_ev ev, const inf_obj *old,
+static void tell(inf_store *s, inf_change_fn fn, void *ud, gd_ev ev, const inf_obj *old,
                  const inf_obj *o)
 {
     if (!fn)
         return;
     inf_obj *u = NULL;
     if (old && old->raw_len) {
-        bool need_body = ev == INF_DELETED || (o && o->shard != old->shard);
+        bool need_body = ev == GD_EV_DELETED || (o && o->shard != old->shard);
         u = need_body ? unpack_for_callback(s, old) : obj_alloc(old->key, old->rv, old->shard, 0);
         if (!u)
             return;                  /* out of memory: nothing sensible to report */
@@ -639,7 +629,7 @@ gd_err inf_store_upsert(inf_store *s, inf_obj **op, inf_change_fn fn, void *ud)
         return e;                         /* *op still belongs to the caller */
     }
     *op = NULL;
-    tell(s, fn, ud, old ? INF_MODIFIED : INF_ADDED, old, o);
+    tell(s, fn, ud, old ? GD_EV_MODIFIED : GD_EV_ADDED, old, o);
     inf_obj_unref(old);
     store_done(o, packed);
     maybe_train(s);
@@ -654,7 +644,7 @@ void inf_store_delete(inf_store *s, const char *key, inf_change_fn fn, void *ud)
     if (!s->t.slot[i])
         return;
     inf_obj *old = tab_take_at(&s->t, i);
-    tell(s, fn, ud, INF_DELETED, old, NULL);
+    tell(s, fn, ud, GD_EV_DELETED, old, NULL);
     inf_obj_unref(old);
 }
 
@@ -681,9 +671,9 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
             continue;
         }
         if (!old)
-            tell(s, fn, ud, INF_ADDED, NULL, o);
+            tell(s, fn, ud, GD_EV_ADDED, NULL, o);
         else if (strcmp(old->rv, o->rv) != 0 || old->shard != o->shard)
-            tell(s, fn, ud, INF_MODIFIED, old, o);
+            tell(s, fn, ud, GD_EV_MODIFIED, old, o);
         inf_obj_unref(old);
         loose += packed ? o->body_len : 0;
         store_done(o, packed);
@@ -700,7 +690,7 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
         }
         tab_take_at(&s->t, i);
         loose += o->raw_len;              /* inflated for the DELETED message */
-        tell(s, fn, ud, INF_DELETED, o, NULL);
+        tell(s, fn, ud, GD_EV_DELETED, o, NULL);
         inf_obj_unref(o);
     }
     trim_after_loose(loose);
@@ -715,7 +705,7 @@ typedef struct {
 static int resync_one(void *ud, const inf_obj *o)
 {
     resync_ctx *c = ud;
-    c->fn(c->ud, INF_MODIFIED, o, o);
+    c->fn(c->ud, GD_EV_MODIFIED, o, o);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "gd_json.h"
 #include "gd_log.h"
+#include "gd_proto.h"
 #include "gd_time.h"
 
 struct gd_leaselock {
@@ -184,12 +185,13 @@ static int on_lease_event(void *ud, const char *type, cJSON *obj)
     gd_le_status_t st;
     gd_le_status(w->le, &st);
     if (st.leading) return 0;
-    if (strcmp(type, "DELETED") == 0) {
+    gd_ev ev = gd_ev_parse(type);
+    if (ev == GD_EV_DELETED) {
         gd_le_wake(w->le);
         return 0;
     }
     gd_le_record rec;
-    if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0) return 0;
+    if (ev != GD_EV_ADDED && ev != GD_EV_MODIFIED) return 0;
     if (gd_leaselock_record_from_lease(obj, &rec) != GD_OK) return 0;
     if (rec.holder[0] == '\0')
         GD_INFO("lease released by its holder: trying now", "lease", gd_le_get_config(w->le)->name);

@@ -55,7 +55,7 @@ void worker_map_change(worker *w, const char *kind, const cJSON *old_obj, const 
  * comes back out of the cache for the mapping (old owners, old labels) and is freed after.
  * A cached object is never changed and only this thread replaces or removes it, so
  * new_obj stays valid for the mapping after the cache took it. */
-static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
+static void on_sub_event(void *ud, gd_ev ev, const char *key, int shard,
                          const cJSON *old_obj, const cJSON *new_obj, bool resync)
 {
     sub_slot *s = ud;
@@ -63,8 +63,8 @@ static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
     cJSON *old = NULL;
     (void)old_obj;              /* always NULL with keys_only */
     switch (ev) {
-    case GD_SUB_ADDED:
-    case GD_SUB_MODIFIED: {
+    case GD_EV_ADDED:
+    case GD_EV_MODIFIED: {
         cJSON *obj = gd_sub_steal(s->sub);
         if (!obj || cache_apply_take(w->cache, CACHE_UPSERT, s->kind, key, shard, &obj,
                                      &old) != GD_OK) {
@@ -74,16 +74,16 @@ static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
         gd_hop_rv(gd_meta_rv(new_obj), GD_HOP_CACHE);
         break;
     }
-    case GD_SUB_DELETED:
+    case GD_EV_DELETED:
         cache_apply_take(w->cache, CACHE_DELETE, s->kind, key, shard, NULL, &old);
         if (!old)
             return;             /* the cache never had it: nothing to map */
         break;
-    case GD_SUB_SYNCED:
+    case GD_EV_SYNCED:
         gd_log(GD_LOG_INFO, "informer synced", "kind", s->kind, NULL);
         return;
     }
-    worker_map_change(w, s->kind, ev == GD_SUB_ADDED ? NULL : old, new_obj);
+    worker_map_change(w, s->kind, ev == GD_EV_ADDED ? NULL : old, new_obj);
     cJSON_Delete(old);
 }
 

@@ -40,15 +40,15 @@ static void emit(void *ud, const char *ctrl, const char *key)
 }
 
 /* worker_feed.c's on_sub_event */
-static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
+static void on_sub_event(void *ud, gd_ev ev, const char *key, int shard,
                          const cJSON *old_obj, const cJSON *new_obj, bool resync)
 {
     feed *f = ud;
     cJSON *old = NULL;
     if (old_obj) abort();                          /* keys_only */
     switch (ev) {
-    case GD_SUB_ADDED:
-    case GD_SUB_MODIFIED: {
+    case GD_EV_ADDED:
+    case GD_EV_MODIFIED: {
         cJSON *obj = gd_sub_steal(f->sub);
         if (!obj || obj != new_obj) abort();
         if (cache_apply_take(f->cache, CACHE_UPSERT, f->kind, key, shard, &obj, &old) != GD_OK) {
@@ -57,14 +57,14 @@ static void on_sub_event(void *ud, gd_sub_event ev, const char *key, int shard,
         }
         break;
     }
-    case GD_SUB_DELETED:
+    case GD_EV_DELETED:
         cache_apply_take(f->cache, CACHE_DELETE, f->kind, key, shard, NULL, &old);
         if (!old) return;
         break;
-    case GD_SUB_SYNCED:
+    case GD_EV_SYNCED:
         return;
     }
-    mapping_event(f->cache, f->kind, ev == GD_SUB_ADDED ? NULL : old, new_obj, emit, f);
+    mapping_event(f->cache, f->kind, ev == GD_EV_ADDED ? NULL : old, new_obj, emit, f);
     cJSON_Delete(old);
 }
 

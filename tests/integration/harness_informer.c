@@ -344,19 +344,19 @@ long long stat_value(const informer *inf, const char *metric)
 
 /* ------------------------------------------------------------------ following it */
 
-static void record_event(void *ud, gd_sub_event ev, const char *key, int shard, const cJSON *old,
+static void record_event(void *ud, gd_ev ev, const char *key, int shard, const cJSON *old,
                    const cJSON *new_obj, bool resync)
 {
     recorder *r = ud;
-    if (ev == GD_SUB_SYNCED)
+    if (ev == GD_EV_SYNCED)
         return;
     char add[96];
-    if (ev == GD_SUB_DELETED)
+    if (ev == GD_EV_DELETED)
         snprintf(add, sizeof add, "D,");
     else
-        snprintf(add, sizeof add, "%s:%s,", ev == GD_SUB_ADDED ? "A" : "M", gd_meta_rv(new_obj));
+        snprintf(add, sizeof add, "%s:%s,", ev == GD_EV_ADDED ? "A" : "M", gd_meta_rv(new_obj));
     pthread_mutex_lock(&r->mu);
-    if (ev == GD_SUB_DELETED)
+    if (ev == GD_EV_DELETED)
         r->deleted++;
     char *prev = gd_map_get(r->log, key);
     size_t pl = prev ? strlen(prev) : 0;

@@ -45,15 +45,15 @@ typedef struct {
     int added, modified, deleted, synced, resync_events;
 } counts;
 
-static void on_event(void *ud, gd_sub_event ev, const char *key, int shard, const cJSON *old,
+static void on_event(void *ud, gd_ev ev, const char *key, int shard, const cJSON *old,
                      const cJSON *new_obj, bool resync)
 {
     counts *c = ud;
     switch (ev) {
-    case GD_SUB_ADDED: c->added++; assert_null(old); assert_non_null(new_obj); break;
-    case GD_SUB_MODIFIED: c->modified++; assert_non_null(old); assert_non_null(new_obj); break;
-    case GD_SUB_DELETED: c->deleted++; assert_non_null(old); assert_null(new_obj); break;
-    case GD_SUB_SYNCED: c->synced++; break;
+    case GD_EV_ADDED: c->added++; assert_null(old); assert_non_null(new_obj); break;
+    case GD_EV_MODIFIED: c->modified++; assert_non_null(old); assert_non_null(new_obj); break;
+    case GD_EV_DELETED: c->deleted++; assert_non_null(old); assert_null(new_obj); break;
+    case GD_EV_SYNCED: c->synced++; break;
     }
     if (resync)
         c->resync_events++;
@@ -315,12 +315,12 @@ typedef struct {
     int events, taken;
 } keys_only_ctx;
 
-static void on_event_keys_only(void *ud, gd_sub_event ev, const char *key, int shard,
+static void on_event_keys_only(void *ud, gd_ev ev, const char *key, int shard,
                                const cJSON *old, const cJSON *new_obj, bool resync)
 {
     keys_only_ctx *k = ud;
     assert_null(old);
-    if (ev != GD_SUB_ADDED && ev != GD_SUB_MODIFIED) {
+    if (ev != GD_EV_ADDED && ev != GD_EV_MODIFIED) {
         assert_null(gd_sub_steal(k->s));
         return;
     }

@@ -105,7 +105,7 @@ static void test_round_trip(void **state)
 /* ---- what callbacks and foreach see */
 typedef struct {
     int n, json, empty_old;
-    inf_ev last;
+    gd_ev last;
 } seen;
 
 static bool is_cm_json(const inf_obj *o)
@@ -114,7 +114,7 @@ static bool is_cm_json(const inf_obj *o)
            o->body[o->body_len - 1] == '}' && strlen(o->body) == o->body_len;
 }
 
-static void on_change(void *ud, inf_ev ev, const inf_obj *old, const inf_obj *o)
+static void on_change(void *ud, gd_ev ev, const inf_obj *old, const inf_obj *o)
 {
     seen *v = ud;
     v->n++;
@@ -151,7 +151,7 @@ static void test_callbacks_get_json(void **state)
     v = (seen){0};
     inf_obj *o = cm(7, 2, 1);
     inf_store_upsert(s, &o, on_change, &v);
-    assert_int_equal(v.last, INF_MODIFIED);
+    assert_int_equal(v.last, GD_EV_MODIFIED);
     assert_int_equal(v.empty_old, 1);
     /* to another shard: the old object is published as DELETED there, so it is JSON */
     v = (seen){0};
@@ -163,7 +163,7 @@ static void test_callbacks_get_json(void **state)
     /* DELETED: JSON; by a relist too, with unchanged objects kept silently */
     v = (seen){0};
     inf_store_delete(s, "team-a/cm-8", on_change, &v);
-    assert_int_equal(v.last, INF_DELETED);
+    assert_int_equal(v.last, GD_EV_DELETED);
     assert_int_equal(v.json, 1);
     inf_obj *items[2] = {cm(1, 1, 1), cm(2, 9, 1)};
     v = (seen){0};

@@ -15,12 +15,12 @@
 /* ---- recording change callback */
 typedef struct {
     int n;
-    inf_ev ev[64];
+    gd_ev ev[64];
     char key[64][64];
     char old_rv[64][16], new_rv[64][16];
 } rec;
 
-static void record(void *ud, inf_ev ev, const inf_obj *old, const inf_obj *new_obj)
+static void record(void *ud, gd_ev ev, const inf_obj *old, const inf_obj *new_obj)
 {
     rec *r = ud;
     assert_true(r->n < 64);
@@ -132,14 +132,14 @@ static void test_upsert_delete(void **state)
     inf_store_delete(s, "ns/a", record, &r);     /* absent: nothing */
     inf_store_delete(s, "ns/zzz", record, &r);
     assert_int_equal(r.n, 3);
-    assert_int_equal(r.ev[0], INF_ADDED);
-    assert_int_equal(r.ev[1], INF_MODIFIED);
+    assert_int_equal(r.ev[0], GD_EV_ADDED);
+    assert_int_equal(r.ev[1], GD_EV_MODIFIED);
     assert_string_equal(r.old_rv[1], "1");
     assert_string_equal(r.new_rv[1], "2");
-    assert_int_equal(r.ev[2], INF_DELETED);
+    assert_int_equal(r.ev[2], GD_EV_DELETED);
     assert_string_equal(r.old_rv[2], "2");
     assert_int_equal(inf_store_count(s), 0);
-    assert_string_equal(inf_ev_name(INF_DELETED), "DELETED");
+    assert_string_equal(gd_ev_name(GD_EV_DELETED), "DELETED");
     inf_store_destroy(&s);
     assert_null(s);
 }
@@ -152,7 +152,7 @@ static void test_replace_diff(void **state)
     assert_int_equal(inf_store_replace(s, l1, 3, record, &r), GD_OK);
     assert_int_equal(r.n, 3);
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(r.ev[i], INF_ADDED);
+        assert_int_equal(r.ev[i], GD_EV_ADDED);
         assert_null(l1[i]);
     }
     /* while "disconnected": b changed, c deleted, d created; a unchanged */
@@ -161,10 +161,10 @@ static void test_replace_diff(void **state)
     inf_store_replace(s, l2, 3, record, &r);
     assert_int_equal(r.n, 3);
     assert_int_equal(find(&r, "ns/a"), -1);
-    assert_int_equal(r.ev[find(&r, "ns/b")], INF_MODIFIED);
+    assert_int_equal(r.ev[find(&r, "ns/b")], GD_EV_MODIFIED);
     assert_string_equal(r.old_rv[find(&r, "ns/b")], "1");
-    assert_int_equal(r.ev[find(&r, "ns/d")], INF_ADDED);
-    assert_int_equal(r.ev[find(&r, "ns/c")], INF_DELETED);
+    assert_int_equal(r.ev[find(&r, "ns/d")], GD_EV_ADDED);
+    assert_int_equal(r.ev[find(&r, "ns/c")], GD_EV_DELETED);
     assert_string_equal(r.old_rv[find(&r, "ns/c")], "1");
     assert_int_equal(inf_store_count(s), 3);
     assert_non_null(inf_store_get(s, "ns/d"));
@@ -174,7 +174,7 @@ static void test_replace_diff(void **state)
     inf_store_replace(s, NULL, 0, record, &r);
     assert_int_equal(r.n, 3);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(r.ev[i], INF_DELETED);
+        assert_int_equal(r.ev[i], GD_EV_DELETED);
     assert_int_equal(inf_store_count(s), 0);
     /* a shard move with the same rv is still a change */
     inf_obj *l3[] = {mk("ns/a", "1")};
@@ -184,7 +184,7 @@ static void test_replace_diff(void **state)
     l4[0]->shard = 9;
     inf_store_replace(s, l4, 1, record, &r);
     assert_int_equal(r.n, 1);
-    assert_int_equal(r.ev[0], INF_MODIFIED);
+    assert_int_equal(r.ev[0], GD_EV_MODIFIED);
     /* duplicate keys in one list: the last wins, no spurious delete */
     memset(&r, 0, sizeof r);
     inf_obj *l5[] = {mk("ns/x", "1"), mk("ns/x", "2")};
@@ -234,7 +234,7 @@ static void test_resync_foreach(void **state)
     rec r = {0};
     inf_store_resync(s, record, &r);
     assert_int_equal(r.n, 2);
-    assert_int_equal(r.ev[0], INF_MODIFIED);
+    assert_int_equal(r.ev[0], GD_EV_MODIFIED);
     assert_string_equal(r.old_rv[0], r.new_rv[0]);
     int n = 0;
     inf_store_foreach(s, count_cb, &n);

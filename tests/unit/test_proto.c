@@ -81,6 +81,19 @@ static void test_object_shard(void **state)
     assert_int_equal(gd_shard_of_object("Pod", NULL), GD_SHARD_BROADCAST);
 }
 
+/* The change kinds round-trip through their names; other watch types are not changes. */
+static void test_event_kinds(void **state)
+{
+    for (gd_ev ev = GD_EV_ADDED; ev <= GD_EV_SYNCED; ev++)
+        assert_int_equal(gd_ev_parse(gd_ev_name(ev)), ev);
+    assert_string_equal(gd_ev_name(GD_EV_MODIFIED), "MODIFIED");
+    assert_int_equal(gd_ev_parse("BOOKMARK"), 0);
+    assert_int_equal(gd_ev_parse("ERROR"), 0);
+    assert_int_equal(gd_ev_parse("added"), 0);
+    assert_int_equal(gd_ev_parse(NULL), 0);
+    assert_string_equal(gd_ev_name((gd_ev)0), "?");
+}
+
 static void test_topics(void **state)
 {
     char buf[8];
@@ -116,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_cluster_shard),
         cmocka_unit_test(test_object_shard),
         cmocka_unit_test(test_topics),
+        cmocka_unit_test(test_event_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
