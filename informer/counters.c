@@ -1,11 +1,13 @@
-/* counters.c — the informer's figures for the manager's /metrics, as Prometheus text.
+/* counters.c — the informer's figures for the manager's /metrics, as Prometheus text
+ * (written with gd_metrics.h, the processes' one text writer).
  * Written by two threads (reflector: lists, watches, rv; publisher: the rest) as relaxed
  * atomics: each figure is independent, so no ordering between them is needed. */
 #include "informer.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include "gd_metrics.h"
 
-#define LD(x) ((unsigned long long)atomic_load_explicit(&c->x, memory_order_relaxed))
+#define LD(x) ((long long)atomic_load_explicit(&c->x, memory_order_relaxed))
 
 char *inf_counters_render(const inf_counters *c, const char *kind)
 {
@@ -17,44 +19,38 @@ char *inf_counters_render(const inf_counters *c, const char *kind)
         if (*p != '"' && *p != '\\' && *p != '\n')
             k[n++] = *p;
     k[n] = '\0';
-    long long rv = (long long)atomic_load_explicit(&c->last_rv, memory_order_relaxed);
-    char *out = NULL;
-    int len = asprintf(&out,
-        "# HELP godis_informer_objects Objects in the informer's cache.\n"
-        "# TYPE godis_informer_objects gauge\n"
-        "godis_informer_objects{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_events_published_total ADDED/MODIFIED/DELETED events published.\n"
-        "# TYPE godis_informer_events_published_total counter\n"
-        "godis_informer_events_published_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_messages_published_total Every PUB message (events, SYNCED, HEARTBEAT).\n"
-        "# TYPE godis_informer_messages_published_total counter\n"
-        "godis_informer_messages_published_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_lists_total Complete (possibly paginated) lists, the initial one included.\n"
-        "# TYPE godis_informer_lists_total counter\n"
-        "godis_informer_lists_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_relists_total Lists after the initial one (410 Gone, too large resource version).\n"
-        "# TYPE godis_informer_relists_total counter\n"
-        "godis_informer_relists_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_watch_restarts_total Watches re-established after the first.\n"
-        "# TYPE godis_informer_watch_restarts_total counter\n"
-        "godis_informer_watch_restarts_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_watch_errors_total Lists or watches that failed (retried with backoff).\n"
-        "# TYPE godis_informer_watch_errors_total counter\n"
-        "godis_informer_watch_errors_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_bad_objects_total Objects dropped because they could not be keyed or serialised.\n"
-        "# TYPE godis_informer_bad_objects_total counter\n"
-        "godis_informer_bad_objects_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_snapshots_total Snapshots served.\n"
-        "# TYPE godis_informer_snapshots_total counter\n"
-        "godis_informer_snapshots_total{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_synced 1 once the initial list was published.\n"
-        "# TYPE godis_informer_synced gauge\n"
-        "godis_informer_synced{kind=\"%s\"} %llu\n"
-        "# HELP godis_informer_last_resource_version The last resourceVersion seen (list, event or bookmark).\n"
-        "# TYPE godis_informer_last_resource_version gauge\n"
-        "godis_informer_last_resource_version{kind=\"%s\"} %lld\n",
-        k, LD(objects), k, LD(events_published), k, LD(messages_published), k, LD(lists),
-        k, LD(relists), k, LD(watch_restarts), k, LD(watch_errors), k, LD(bad_objects),
-        k, LD(snapshots), k, LD(synced), k, rv);
-    return len < 0 ? NULL : out;
+    char labels[80];
+    snprintf(labels, sizeof labels, "kind=\"%s\"", k);
+    const struct {
+        const char *name, *type, *help;
+        long long v;
+    } f[] = {
+        {"godis_informer_objects", "gauge", "Objects in the informer's cache.", LD(objects)},
+        {"godis_informer_events_published_total", "counter",
+         "ADDED/MODIFIED/DELETED events published.", LD(events_published)},
+        {"godis_informer_messages_published_total", "counter",
+         "Every PUB message (events, SYNCED, HEARTBEAT).", LD(messages_published)},
+        {"godis_informer_lists_total", "counter",
+         "Complete (possibly paginated) lists, the initial one included.", LD(lists)},
+        {"godis_informer_relists_total", "counter",
+         "Lists after the initial one (410 Gone, too large resource version).", LD(relists)},
+        {"godis_informer_watch_restarts_total", "counter",
+         "Watches re-established after the first.", LD(watch_restarts)},
+        {"godis_informer_watch_errors_total", "counter",
+         "Lists or watches that failed (retried with backoff).", LD(watch_errors)},
+        {"godis_informer_bad_objects_total", "counter",
+         "Objects dropped because they could not be keyed or serialised.", LD(bad_objects)},
+        {"godis_informer_snapshots_total", "counter", "Snapshots served.", LD(snapshots)},
+        {"godis_informer_synced", "gauge", "1 once the initial list was published.", LD(synced)},
+        {"godis_informer_last_resource_version", "gauge",
+         "The last resourceVersion seen (list, event or bookmark).",
+         (long long)atomic_load_explicit(&c->last_rv, memory_order_relaxed)},
+    };
+    gd_sbuf b;
+    gd_sbuf_init(&b);
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        gd_prom_header(&b, f[i].name, f[i].type, f[i].help);
+        gd_prom_sample_int(&b, f[i].name, labels, f[i].v);
+    }
+    return gd_sbuf_detach(&b);
 }

@@ -23,6 +23,7 @@
 #include <zmq.h>
 #include "control.h"
 #include "gd_log.h"
+#include "gd_metrics.h"
 #include "gd_time.h"
 #include "gd_version.h"
 #include "http.h"
@@ -473,49 +474,52 @@ static void reload(mgr_t *m)
 
 static void publish(mgr_t *m, int64_t now)
 {
-    char own[4096];
     const char *lease = m->cfg.lease_name;
     int ready_workers = 0, synced = 0;
     for (int i = 0; i < m->want_workers; i++) ready_workers += m->w[i].hello && !m->w[i].stopping;
     for (int i = 0; i < m->ninf; i++) synced += gd_stats_synced(m->inf[i].stats);
-    snprintf(own, sizeof own,
-             "# HELP leader_election_master_status Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.\n"
-             "# TYPE leader_election_master_status gauge\n"
-             "leader_election_master_status{name=\"%s\"} %d\n"
-             "# HELP godis_manager_child_restarts_total Children restarted after they exited.\n"
-             "# TYPE godis_manager_child_restarts_total counter\n"
-             "godis_manager_child_restarts_total{role=\"informer\"} %" PRIu64 "\n"
-             "godis_manager_child_restarts_total{role=\"worker\"} %" PRIu64 "\n"
-             "# HELP godis_manager_children_running Children with a live process.\n"
-             "# TYPE godis_manager_children_running gauge\n"
-             "godis_manager_children_running{role=\"informer\"} %d\n"
-             "godis_manager_children_running{role=\"worker\"} %d\n"
-             "# HELP godis_manager_shard_moves_total Shards that changed owner.\n"
-             "# TYPE godis_manager_shard_moves_total counter\n"
-             "godis_manager_shard_moves_total %" PRIu64 "\n"
-             "# HELP godis_manager_shards_unassigned Shards without an owner.\n"
-             "# TYPE godis_manager_shards_unassigned gauge\n"
-             "godis_manager_shards_unassigned %d\n"
-             "# HELP godis_manager_fencings_total Times the workers were stopped because the lease was lost or not renewed in time.\n"
-             "# TYPE godis_manager_fencings_total counter\n"
-             "godis_manager_fencings_total %" PRIu64 "\n"
-             "# HELP godis_manager_heartbeat_kills_total Workers killed for missing heartbeats.\n"
-             "# TYPE godis_manager_heartbeat_kills_total counter\n"
-             "godis_manager_heartbeat_kills_total %" PRIu64 "\n"
-             "# HELP godis_manager_informers_synced Informers whose cache is synced.\n"
-             "# TYPE godis_manager_informers_synced gauge\n"
-             "godis_manager_informers_synced %d\n"
-             "# HELP godis_manager_control_rejected_total Malformed or unexpected control messages.\n"
-             "# TYPE godis_manager_control_rejected_total counter\n"
-             "godis_manager_control_rejected_total %" PRIu64 "\n",
-             lease, m->leading ? 1 : 0, gd_sup_restarts(m->sup, GD_ROLE_INFORMER),
-             gd_sup_restarts(m->sup, GD_ROLE_WORKER), gd_sup_alive(m->sup, GD_ROLE_INFORMER),
-             gd_sup_alive(m->sup, GD_ROLE_WORKER), m->shards.moves,
-             gd_shards_unowned(&m->shards), m->fencings, m->heartbeat_kills, synced,
-             gd_control_rejected(m->ctl));
+    char lease_label[300];
+    snprintf(lease_label, sizeof lease_label, "name=\"%s\"", lease);
+    const struct {
+        const char *name, *type, *help, *labels;
+        long long v;
+    } f[] = {
+        {"leader_election_master_status", "gauge",
+         "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
+         lease_label, m->leading ? 1 : 0},
+        {"godis_manager_child_restarts_total", "counter", "Children restarted after they exited.",
+         "role=\"informer\"", (long long)gd_sup_restarts(m->sup, GD_ROLE_INFORMER)},
+        {NULL, NULL, NULL, "role=\"worker\"", (long long)gd_sup_restarts(m->sup, GD_ROLE_WORKER)},
+        {"godis_manager_children_running", "gauge", "Children with a live process.",
+         "role=\"informer\"", gd_sup_alive(m->sup, GD_ROLE_INFORMER)},
+        {NULL, NULL, NULL, "role=\"worker\"", gd_sup_alive(m->sup, GD_ROLE_WORKER)},
+        {"godis_manager_shard_moves_total", "counter", "Shards that changed owner.", NULL,
+         (long long)m->shards.moves},
+        {"godis_manager_shards_unassigned", "gauge", "Shards without an owner.", NULL,
+         gd_shards_unowned(&m->shards)},
+        {"godis_manager_fencings_total", "counter",
+         "Times the workers were stopped because the lease was lost or not renewed in time.", NULL,
+         (long long)m->fencings},
+        {"godis_manager_heartbeat_kills_total", "counter", "Workers killed for missing heartbeats.",
+         NULL, (long long)m->heartbeat_kills},
+        {"godis_manager_informers_synced", "gauge", "Informers whose cache is synced.", NULL, synced},
+        {"godis_manager_control_rejected_total", "counter",
+         "Malformed or unexpected control messages.", NULL, (long long)gd_control_rejected(m->ctl)},
+    };
+    gd_sbuf ownb;
+    gd_sbuf_init(&ownb);
+    const char *family = NULL;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (f[i].name) {           /* NULL: another sample of the family above */
+            family = f[i].name;
+            gd_prom_header(&ownb, family, f[i].type, f[i].help);
+        }
+        gd_prom_sample_int(&ownb, family, f[i].labels, f[i].v);
+    }
+    char *own = gd_sbuf_detach(&ownb);
     gd_promtext *pt = gd_promtext_new();
     char *text = NULL;
-    if (pt) {
+    if (pt && own) {
         gd_promtext_add(pt, own, strlen(own), NULL, NULL);
         char build[600];
         gd_build_info_metric(build, sizeof build);
@@ -531,8 +535,9 @@ static void publish(mgr_t *m, int64_t now)
             gd_promtext_add(pt, t, strlen(t), NULL, NULL);
         }
         text = gd_promtext_render(pt);
-        gd_promtext_destroy(&pt);
     }
+    gd_promtext_destroy(&pt);
+    free(own);
     char msg[200];
     bool ready;
     if (m->phase > 0) { ready = false; snprintf(msg, sizeof msg, "shutting down"); }

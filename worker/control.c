@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "metrics.h"
+#include "gd_metrics.h"
 
 #define FRAME_MAX 64     /* longest number/shard frame we copy for parsing, bar shard lists */
 
@@ -100,11 +100,11 @@ bad:
 
 char *gdw_format_shards(const int *shards, int n)
 {
-    sbuf b;
-    sbuf_init(&b);
+    gd_sbuf b;
+    gd_sbuf_init(&b);
     for (int i = 0; i < n; i++)
-        sbuf_putf(&b, i ? ",%d" : "%d", shards[i]);
-    return sbuf_detach(&b);
+        gd_sbuf_putf(&b, i ? ",%d" : "%d", shards[i]);
+    return gd_sbuf_detach(&b);
 }
 
 gd_err gdw_check_pending(const cJSON *pending, char *why, size_t cap)

@@ -45,7 +45,7 @@ struct controller {
     gd_map *expect;             /* reconcile key -> exp_list */
     atomic_int nexpect;         /* keys in expect (read without mu: the common "none" case) */
     controller_stats stats;
-    histogram reconcile_time;
+    gd_hist reconcile_time;
 };
 
 /* controller-runtime's ReconcileTime buckets */
@@ -155,7 +155,7 @@ controller *controller_new(const controller_opts *o, gd_worker_env *env)
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
     pthread_mutex_init(&c->mu, &ma);
     pthread_mutexattr_destroy(&ma);
-    hist_init_bounds(&c->reconcile_time, reconcile_buckets,
+    gd_hist_init_bounds(&c->reconcile_time, reconcile_buckets,
                      (int)(sizeof reconcile_buckets / sizeof reconcile_buckets[0]));
     return c;
 }
@@ -370,7 +370,7 @@ static void run_reconcile(controller *c, const char *key)
     double secs = (double)(gd_mono_ns() - t0) / 1e9;
     pthread_mutex_lock(&c->mu);
     c->stats.active--;
-    hist_observe(&c->reconcile_time, secs);
+    gd_hist_observe(&c->reconcile_time, secs);
     if (r.kind == GD_RESULT_DONE)       /* the common case: counted in the same section */
         c->stats.success++;
     pthread_mutex_unlock(&c->mu);
@@ -655,15 +655,15 @@ void controller_get_stats(controller *c, controller_stats *s)
 static void controller_labels(const controller *c, char *out, size_t cap)
 {
     char esc[160];
-    metrics_escape(c->name, esc, sizeof esc);
+    gd_prom_escape(c->name, esc, sizeof esc);
     snprintf(out, cap, "controller=\"%s\"", esc);
 }
 
-void controllers_render_metrics(controller **cs, int n, sbuf *out)
+void controllers_render_metrics(controller **cs, int n, gd_sbuf *out)
 {
     char lab[256], lab2[300];
     static const char *results[] = {"error", "requeue", "requeue_after", "success"};
-    metrics_header(out, "controller_runtime_reconcile_total", "counter",
+    gd_prom_header(out, "controller_runtime_reconcile_total", "counter",
                    "Total number of reconciliations per controller");
     for (int i = 0; i < n; i++) {
         controller_stats s;
@@ -672,40 +672,40 @@ void controllers_render_metrics(controller **cs, int n, sbuf *out)
         controller_labels(cs[i], lab, sizeof lab);
         for (int r = 0; r < 4; r++) {
             snprintf(lab2, sizeof lab2, "%s,result=\"%s\"", lab, results[r]);
-            metrics_sample(out, "controller_runtime_reconcile_total", lab2, (double)v[r]);
+            gd_prom_sample(out, "controller_runtime_reconcile_total", lab2, (double)v[r]);
         }
     }
-    metrics_header(out, "controller_runtime_reconcile_errors_total", "counter",
+    gd_prom_header(out, "controller_runtime_reconcile_errors_total", "counter",
                    "Total number of reconciliation errors per controller");
     for (int i = 0; i < n; i++) {
         controller_stats s;
         controller_get_stats(cs[i], &s);
         controller_labels(cs[i], lab, sizeof lab);
-        metrics_sample(out, "controller_runtime_reconcile_errors_total", lab, (double)s.error);
+        gd_prom_sample(out, "controller_runtime_reconcile_errors_total", lab, (double)s.error);
     }
-    metrics_header(out, "controller_runtime_reconcile_time_seconds", "histogram",
+    gd_prom_header(out, "controller_runtime_reconcile_time_seconds", "histogram",
                    "Length of time per reconciliation per controller");
     for (int i = 0; i < n; i++) {
         controller_labels(cs[i], lab, sizeof lab);
         pthread_mutex_lock(&cs[i]->mu);
-        metrics_hist(out, "controller_runtime_reconcile_time_seconds", lab,
+        gd_prom_hist(out, "controller_runtime_reconcile_time_seconds", lab,
                      &cs[i]->reconcile_time);
         pthread_mutex_unlock(&cs[i]->mu);
     }
-    metrics_header(out, "controller_runtime_max_concurrent_reconciles", "gauge",
+    gd_prom_header(out, "controller_runtime_max_concurrent_reconciles", "gauge",
                    "Maximum number of concurrent reconciles per controller");
     for (int i = 0; i < n; i++) {
         controller_labels(cs[i], lab, sizeof lab);
-        metrics_sample(out, "controller_runtime_max_concurrent_reconciles", lab,
+        gd_prom_sample(out, "controller_runtime_max_concurrent_reconciles", lab,
                        cs[i]->o.max_concurrent);
     }
-    metrics_header(out, "controller_runtime_active_workers", "gauge",
+    gd_prom_header(out, "controller_runtime_active_workers", "gauge",
                    "Number of currently used workers per controller");
     for (int i = 0; i < n; i++) {
         controller_stats s;
         controller_get_stats(cs[i], &s);
         controller_labels(cs[i], lab, sizeof lab);
-        metrics_sample(out, "controller_runtime_active_workers", lab, s.active);
+        gd_prom_sample(out, "controller_runtime_active_workers", lab, s.active);
     }
     for (int f = 0; wq_metrics_family(f, NULL); f++) {
         wq_metrics_family(f, out);

@@ -27,7 +27,7 @@
 #include <cjson/cJSON.h>
 #include "gd_err.h"
 #include "gd_proto.h"
-#include "metrics.h"
+#include "gd_metrics.h"
 #include "workqueue.h"
 
 /* ---- what a reconcile returns ---- */
@@ -167,6 +167,6 @@ typedef struct {
 void controller_get_stats(controller *c, controller_stats *s);
 /* Renders controller_runtime_* and workqueue_* for every controller in the array, each
  * family under one HELP/TYPE header. */
-void controllers_render_metrics(controller **cs, int n, sbuf *out);
+void controllers_render_metrics(controller **cs, int n, gd_sbuf *out);
 
 #endif

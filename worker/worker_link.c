@@ -13,7 +13,7 @@
 #include <zmq.h>
 #include "gd_log.h"
 #include "gd_time.h"
-#include "metrics.h"
+#include "gd_metrics.h"
 
 static gd_err send_frames(worker *w, const char **frames, const size_t *lens, int n)
 {
@@ -52,27 +52,27 @@ void worker_send_error(worker *w, const char *why)
 
 static char *render_metrics(worker *w)
 {
-    sbuf b;
-    sbuf_init(&b);
+    gd_sbuf b;
+    gd_sbuf_init(&b);
     controllers_render_metrics(w->ctrls, w->nctrls, &b);
-    metrics_header(&b, "godis_worker_shards_active", "gauge",
+    gd_prom_header(&b, "godis_worker_shards_active", "gauge",
                    "Shards whose keys this worker reconciles");
     int n = 0;
     for (int i = 0; i < GD_NSHARDS; i++)
         n += w->active[i];
-    metrics_sample(&b, "godis_worker_shards_active", "", n);
-    metrics_header(&b, "godis_worker_cache_objects", "gauge",
+    gd_prom_sample(&b, "godis_worker_shards_active", "", n);
+    gd_prom_header(&b, "godis_worker_cache_objects", "gauge",
                    "Objects in the worker's cache replica");
     for (int i = 0; i < w->nsubs; i++) {
         char lab[80];
         snprintf(lab, sizeof lab, "kind=\"%s\"", w->subs[i].kind);
-        metrics_sample(&b, "godis_worker_cache_objects", lab,
+        gd_prom_sample(&b, "godis_worker_cache_objects", lab,
                        (double)cache_count(w->cache, w->subs[i].kind));
     }
-    metrics_header(&b, "godis_worker_lease_valid", "gauge",
+    gd_prom_header(&b, "godis_worker_lease_valid", "gauge",
                    "1 while the worker may start writes (lease deadline not passed)");
-    metrics_sample(&b, "godis_worker_lease_valid", "", gd_fence_open(&w->fence) ? 1 : 0);
-    return sbuf_detach(&b);
+    gd_prom_sample(&b, "godis_worker_lease_valid", "", gd_fence_open(&w->fence) ? 1 : 0);
+    return gd_sbuf_detach(&b);
 }
 
 static void handle_message(worker *w, const gdw_msg *m)

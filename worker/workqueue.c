@@ -47,7 +47,7 @@ struct wq {
     /* metrics, as client-go's queueMetrics */
     int64_t depth;
     uint64_t adds, retries, gets, dones;
-    histogram queue_dur, work_dur;
+    gd_hist queue_dur, work_dur;
 };
 
 #define MAX_WAIT_NS (10LL * 1000000000LL)   /* re-check at least this often (client-go maxWait) */
@@ -88,8 +88,8 @@ wq *wq_new(const wq_config *c)
     pthread_condattr_destroy(&ca);
     gd_bucket_init(&q->bucket, c->qps, c->burst);
     /* workqueue metrics buckets: prometheus.ExponentialBuckets(10e-9, 10, 10) */
-    hist_init_exponential(&q->queue_dur, 10e-9, 10, 10);
-    hist_init_exponential(&q->work_dur, 10e-9, 10, 10);
+    gd_hist_init_exponential(&q->queue_dur, 10e-9, 10, 10);
+    gd_hist_init_exponential(&q->work_dur, 10e-9, 10, 10);
     return q;
 }
 
@@ -486,7 +486,7 @@ const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
     q->depth--;
     q->gets++;
     if (e->has_add_time) {
-        hist_observe(&q->queue_dur, (double)(now - e->add_ns) / 1e9);
+        gd_hist_observe(&q->queue_dur, (double)(now - e->add_ns) / 1e9);
         e->has_add_time = false;
     }
     e->start_ns = now;
@@ -509,7 +509,7 @@ void wq_done(wq *q, const char *key)
         return;
     }
     q->dones++;
-    hist_observe(&q->work_dur, (double)(gd_mono_ns() - e->start_ns) / 1e9);
+    gd_hist_observe(&q->work_dur, (double)(gd_mono_ns() - e->start_ns) / 1e9);
     e->processing = false;
     q->nprocessing--;
     if (e->dirty) {
@@ -737,12 +737,12 @@ static const struct {
 };
 #define NFAMILIES ((int)(sizeof families / sizeof families[0]))
 
-const char *wq_metrics_family(int fam, sbuf *out)
+const char *wq_metrics_family(int fam, gd_sbuf *out)
 {
     if (fam < 0 || fam >= NFAMILIES)
         return NULL;
     if (out)
-        metrics_header(out, families[fam].name, families[fam].type, families[fam].help);
+        gd_prom_header(out, families[fam].name, families[fam].type, families[fam].help);
     return families[fam].name;
 }
 
@@ -764,33 +764,33 @@ static int sum_unfinished(void *ud, const char *key, void *val)
     return 0;
 }
 
-void wq_metrics_render_family(wq *q, int fam, sbuf *out)
+void wq_metrics_render_family(wq *q, int fam, gd_sbuf *out)
 {
     char esc[160], labels[180];
-    metrics_escape(q->cfg.name, esc, sizeof esc);
+    gd_prom_escape(q->cfg.name, esc, sizeof esc);
     snprintf(labels, sizeof labels, "name=\"%s\"", esc);
     const char *n = wq_metrics_family(fam, NULL);
     if (!n)
         return;
     pthread_mutex_lock(&q->mu);
     switch (fam) {
-    case 0: metrics_sample(out, n, labels, (double)q->depth); break;
-    case 1: metrics_sample(out, n, labels, (double)q->adds); break;
-    case 2: metrics_hist(out, n, labels, &q->queue_dur); break;
-    case 3: metrics_hist(out, n, labels, &q->work_dur); break;
+    case 0: gd_prom_sample(out, n, labels, (double)q->depth); break;
+    case 1: gd_prom_sample(out, n, labels, (double)q->adds); break;
+    case 2: gd_prom_hist(out, n, labels, &q->queue_dur); break;
+    case 3: gd_prom_hist(out, n, labels, &q->work_dur); break;
     case 4:
     case 5: {
         unfinished_ctx u = {.now = gd_mono_ns()};
         gd_map_each(q->entries, sum_unfinished, &u);
-        metrics_sample(out, n, labels, fam == 4 ? u.total : u.longest);
+        gd_prom_sample(out, n, labels, fam == 4 ? u.total : u.longest);
         break;
     }
-    case 6: metrics_sample(out, n, labels, (double)q->retries); break;
+    case 6: gd_prom_sample(out, n, labels, (double)q->retries); break;
     }
     pthread_mutex_unlock(&q->mu);
 }
 
-void wq_metrics_render(wq *q, sbuf *out)
+void wq_metrics_render(wq *q, gd_sbuf *out)
 {
     for (int f = 0; f < NFAMILIES; f++) {
         wq_metrics_family(f, out);

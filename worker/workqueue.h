@@ -29,7 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "gd_err.h"
-#include "metrics.h"
+#include "gd_metrics.h"
 
 typedef struct wq wq;
 
@@ -101,12 +101,12 @@ int wq_extract(wq *q, wq_match_fn match, wq_take_fn take, void *ud);
 int wq_count_processing(wq *q, wq_match_fn match, void *ud);
 
 /* Appends every workqueue_* family (HELP/TYPE lines included) with label name="<name>". */
-void wq_metrics_render(wq *q, sbuf *out);
+void wq_metrics_render(wq *q, gd_sbuf *out);
 /* The HELP/TYPE lines of one workqueue_* family; fam is the index 0..6 (returns the family
  * name, or NULL past the end) so several queues can be rendered under one header each. */
-const char *wq_metrics_family(int fam, sbuf *out);
+const char *wq_metrics_family(int fam, gd_sbuf *out);
 /* Renders one family of this queue (fam as above). */
-void wq_metrics_render_family(wq *q, int fam, sbuf *out);
+void wq_metrics_render_family(wq *q, int fam, gd_sbuf *out);
 
 /* Counters for tests. */
 typedef struct {

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz_util.h"
-#include "../../worker/metrics.c"
 #include "../../worker/workqueue.c"
 #include "../../worker/controller.c"
 #include "../../worker/cache.c"

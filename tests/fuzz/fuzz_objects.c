@@ -21,7 +21,6 @@
 #include <sys/socket.h>
 #include "fuzz_util.h"
 #include "gd_proto.h"
-#include "../../worker/metrics.c"
 #include "../../worker/workqueue.c"
 #include "../../worker/controller.c"
 #include "../../worker/cache.c"

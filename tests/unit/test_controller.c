@@ -11,7 +11,6 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "../../worker/metrics.c"
 #include "../../worker/workqueue.c"
 #include "../../worker/controller.c"
 #include "../../worker/cache.c"
@@ -233,11 +232,11 @@ static void test_results(void **state)
     assert_int_equal(s.error, 3);
     assert_int_equal(s.fenced, 1);
 
-    sbuf b;
-    sbuf_init(&b);
+    gd_sbuf b;
+    gd_sbuf_init(&b);
     controller *cs[] = {f->c};
     controllers_render_metrics(cs, 1, &b);
-    char *text = sbuf_detach(&b);
+    char *text = gd_sbuf_detach(&b);
     assert_non_null(strstr(text, "controller_runtime_reconcile_total{controller=\"test\",result=\"error\"} 3\n"));
     assert_non_null(strstr(text, "controller_runtime_reconcile_total{controller=\"test\",result=\"requeue\"} 2\n"));
     assert_non_null(strstr(text, "controller_runtime_reconcile_total{controller=\"test\",result=\"requeue_after\"} 1\n"));

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <stdio.h>
 #include <cmocka.h>
-#include "../../worker/metrics.c"
 #include "../../worker/control.c"
 
 static gd_err parse(gdw_msg *m, char *why, int n, ...)

@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "../../worker/metrics.c"
 #include "../../worker/workqueue.c"
 
 #define MS 1000000LL
@@ -495,10 +494,10 @@ static void test_metrics(void **state)
     assert_string_equal(k, "a");
     advance_ns(3000 * MS);              /* a runs for 3 s */
     wq_add_after(q, "c", 1000);
-    sbuf b;
-    sbuf_init(&b);
+    gd_sbuf b;
+    gd_sbuf_init(&b);
     wq_metrics_render(q, &b);
-    char *text = sbuf_detach(&b);
+    char *text = gd_sbuf_detach(&b);
     assert_non_null(text);
     if (getenv("SHOW_METRICS"))
         fputs(text, stderr);
@@ -515,9 +514,9 @@ static void test_metrics(void **state)
     assert_non_null(strstr(text, "workqueue_work_duration_seconds_count{name=\"test\"} 0\n"));
     free(text);
     wq_done(q, k);
-    sbuf_init(&b);
+    gd_sbuf_init(&b);
     wq_metrics_render_family(q, 3, &b);
-    text = sbuf_detach(&b);
+    text = gd_sbuf_detach(&b);
     assert_non_null(strstr(text, "workqueue_work_duration_seconds_sum{name=\"test\"} 3\n"));
     assert_null(strstr(text, "# HELP"));
     free(text);

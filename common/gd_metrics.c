@@ -1,20 +1,20 @@
-/* metrics.c — see metrics.h. */
-#include "metrics.h"
+/* gd_metrics.c — see gd_metrics.h. */
+#include "gd_metrics.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void sbuf_init(sbuf *b) { memset(b, 0, sizeof *b); }
+void gd_sbuf_init(gd_sbuf *b) { memset(b, 0, sizeof *b); }
 
-void sbuf_free(sbuf *b)
+void gd_sbuf_free(gd_sbuf *b)
 {
     free(b->buf);
     memset(b, 0, sizeof *b);
 }
 
-static int reserve(sbuf *b, size_t extra)
+static int reserve(gd_sbuf *b, size_t extra)
 {
     if (b->oom)
         return -1;
@@ -33,7 +33,7 @@ static int reserve(sbuf *b, size_t extra)
     return 0;
 }
 
-void sbuf_putf(sbuf *b, const char *fmt, ...)
+void gd_sbuf_putf(gd_sbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -47,7 +47,7 @@ void sbuf_putf(sbuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void sbuf_put(sbuf *b, const char *s)
+void gd_sbuf_put(gd_sbuf *b, const char *s)
 {
     size_t n = strlen(s);
     if (reserve(b, n) < 0)
@@ -56,7 +56,7 @@ void sbuf_put(sbuf *b, const char *s)
     b->len += n;
 }
 
-char *sbuf_detach(sbuf *b)
+char *gd_sbuf_detach(gd_sbuf *b)
 {
     char *s = NULL;
     if (!b->oom) {
@@ -65,31 +65,31 @@ char *sbuf_detach(sbuf *b)
         s = b->buf;
         b->buf = NULL;
     }
-    sbuf_free(b);
+    gd_sbuf_free(b);
     return s;
 }
 
-void hist_init_exponential(histogram *h, double start, double factor, int n)
+void gd_hist_init_exponential(gd_hist *h, double start, double factor, int n)
 {
     memset(h, 0, sizeof *h);
-    if (n > HIST_MAX_BUCKETS)
-        n = HIST_MAX_BUCKETS;
+    if (n > GD_HIST_MAX_BUCKETS)
+        n = GD_HIST_MAX_BUCKETS;
     double v = start;
     for (int i = 0; i < n; i++, v *= factor)
         h->bounds[i] = v;
     h->nbounds = n;
 }
 
-void hist_init_bounds(histogram *h, const double *bounds, int n)
+void gd_hist_init_bounds(gd_hist *h, const double *bounds, int n)
 {
     memset(h, 0, sizeof *h);
-    if (n > HIST_MAX_BUCKETS)
-        n = HIST_MAX_BUCKETS;
+    if (n > GD_HIST_MAX_BUCKETS)
+        n = GD_HIST_MAX_BUCKETS;
     memcpy(h->bounds, bounds, (size_t)n * sizeof *bounds);
     h->nbounds = n;
 }
 
-void hist_observe(histogram *h, double v)
+void gd_hist_observe(gd_hist *h, double v)
 {
     int i = 0;
     while (i < h->nbounds && v > h->bounds[i])
@@ -99,22 +99,22 @@ void hist_observe(histogram *h, double v)
     h->sum += v;
 }
 
-void metrics_header(sbuf *b, const char *name, const char *type, const char *help)
+void gd_prom_header(gd_sbuf *b, const char *name, const char *type, const char *help)
 {
-    sbuf_putf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    gd_sbuf_putf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Go's strconv.FormatFloat(v, 'g', -1, 64), which Prometheus uses: the fewest digits that
  * read back as the same double, in %e form when the decimal exponent is < -4 or >= 6:
  * 0.005 → "0.005", 10 → "10", 1e6 → "1e+06", 1e-5 → "1e-05". */
-static void put_value(sbuf *b, double v)
+static void put_value(gd_sbuf *b, double v)
 {
     if (isinf(v)) {
-        sbuf_put(b, v > 0 ? "+Inf" : "-Inf");
+        gd_sbuf_put(b, v > 0 ? "+Inf" : "-Inf");
         return;
     }
     if (isnan(v)) {
-        sbuf_put(b, "NaN");
+        gd_sbuf_put(b, "NaN");
         return;
     }
     char tmp[48];
@@ -134,41 +134,49 @@ static void put_value(sbuf *b, double v)
     } else if (v == 0) {
         snprintf(tmp, sizeof tmp, "0");
     }
-    sbuf_put(b, tmp);
+    gd_sbuf_put(b, tmp);
 }
 
-void metrics_sample(sbuf *b, const char *name, const char *labels, double v)
+void gd_prom_sample(gd_sbuf *b, const char *name, const char *labels, double v)
 {
     if (labels && *labels)
-        sbuf_putf(b, "%s{%s} ", name, labels);
+        gd_sbuf_putf(b, "%s{%s} ", name, labels);
     else
-        sbuf_putf(b, "%s ", name);
+        gd_sbuf_putf(b, "%s ", name);
     put_value(b, v);
-    sbuf_put(b, "\n");
+    gd_sbuf_put(b, "\n");
 }
 
-void metrics_hist(sbuf *b, const char *name, const char *labels, const histogram *h)
+void gd_prom_sample_int(gd_sbuf *b, const char *name, const char *labels, long long v)
+{
+    if (labels && *labels)
+        gd_sbuf_putf(b, "%s{%s} %lld\n", name, labels, v);
+    else
+        gd_sbuf_putf(b, "%s %lld\n", name, v);
+}
+
+void gd_prom_hist(gd_sbuf *b, const char *name, const char *labels, const gd_hist *h)
 {
     const char *sep = (labels && *labels) ? "," : "";
     const char *lab = labels ? labels : "";
     uint64_t cum = 0;
     for (int i = 0; i <= h->nbounds; i++) {
         cum += h->counts[i];
-        sbuf_putf(b, "%s_bucket{%s%sle=\"", name, lab, sep);
+        gd_sbuf_putf(b, "%s_bucket{%s%sle=\"", name, lab, sep);
         if (i < h->nbounds)
             put_value(b, h->bounds[i]);
         else
-            sbuf_put(b, "+Inf");
-        sbuf_putf(b, "\"} %llu\n", (unsigned long long)cum);
+            gd_sbuf_put(b, "+Inf");
+        gd_sbuf_putf(b, "\"} %llu\n", (unsigned long long)cum);
     }
     char n2[160];
     snprintf(n2, sizeof n2, "%s_sum", name);
-    metrics_sample(b, n2, lab, h->sum);
+    gd_prom_sample(b, n2, lab, h->sum);
     snprintf(n2, sizeof n2, "%s_count", name);
-    metrics_sample(b, n2, lab, (double)h->count);
+    gd_prom_sample(b, n2, lab, (double)h->count);
 }
 
-void metrics_escape(const char *in, char *out, size_t cap)
+void gd_prom_escape(const char *in, char *out, size_t cap)
 {
     size_t o = 0;
     if (cap == 0)
