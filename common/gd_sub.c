@@ -142,8 +142,6 @@ void gd_sub_destroy(gd_sub **sp)
     *sp = NULL;
 }
 
-void *gd_sub_socket(gd_sub *s) { return s->sub; }
-int64_t gd_sub_last_heard_ms(const gd_sub *s) { return s->last_heard_ms; }
 void gd_sub_last_rv(const gd_sub *s, char *buf, size_t cap) { snprintf(buf, cap, "%s", s->last_rv); }
 void gd_sub_get_stats(const gd_sub *s, gd_sub_stats *out) { *out = s->st; }
 
@@ -734,7 +732,9 @@ gd_err gd_sub_set_all(gd_sub *s)
 
 /* ------------------------------------------------------------ dispatch */
 
-gd_err gd_sub_dispatch(gd_sub *s)
+/* Applies the messages already received (up to max_batch) without blocking, repairs any
+ * gap found (synchronous snapshot), and retries a pending snapshot. */
+static gd_err dispatch(gd_sub *s)
 {
     for (int i = 0; i < s->o.max_batch; i++) {
         frames f;
@@ -752,7 +752,7 @@ gd_err gd_sub_poll(gd_sub *s, int timeout_ms)
     zmq_pollitem_t pi = {.socket = s->sub, .events = ZMQ_POLLIN};
     if (zmq_poll(&pi, 1, timeout_ms) < 0 && errno != EINTR)
         return GD_ERR_ZMQ;
-    return gd_sub_dispatch(s);
+    return dispatch(s);
 }
 
 /* ------------------------------------------------------------ replica readers */
@@ -784,18 +784,3 @@ size_t gd_sub_count(gd_sub *s)
     return n;
 }
 
-void gd_sub_foreach(gd_sub *s, int (*fn)(void *ud, const char *key, int shard,
-                                         const cJSON *obj), void *ud)
-{
-    gd_map_iter it;
-    const char *key;
-    void *val;
-    pthread_rwlock_rdlock(&s->lock);
-    gd_map_iter_init(&it, s->cache);
-    while (gd_map_next(&it, &key, &val)) {
-        entry *e = val;
-        if (fn(ud, key, e->shard, e->obj))
-            break;
-    }
-    pthread_rwlock_unlock(&s->lock);
-}

@@ -8,12 +8,12 @@
  * and diffing it against the replica, so the owner's handler sees ADDED/MODIFIED/DELETED for
  * exactly what changed — never a silent loss.
  *
- * Threads: the gd_sub itself (its sockets, gd_sub_set_shards, gd_sub_dispatch, gd_sub_poll)
- * belongs to ONE thread, as ZeroMQ sockets do. The replica is behind a read-write lock, so
- * gd_sub_get / gd_sub_foreach / gd_sub_count may be called from any thread (reconcilers).
+ * Threads: the gd_sub itself (its sockets, gd_sub_set_shards, gd_sub_poll) belongs to ONE
+ * thread, as ZeroMQ sockets do. The replica is behind a read-write lock, so gd_sub_get /
+ * gd_sub_get_rv / gd_sub_count may be called from any thread.
  * The event handler runs on the owning thread, after the replica was updated and without the
  * lock held (it may call gd_sub_get). Snapshots are fetched synchronously inside
- * gd_sub_dispatch/gd_sub_set_shards (bounded by snapshot_timeout_ms); PUB messages that
+ * gd_sub_poll/gd_sub_set_shards (bounded by snapshot_timeout_ms); PUB messages that
  * arrive meanwhile are buffered and applied after the snapshot (CHP / clone pattern). */
 #ifndef GD_SUB_H
 #define GD_SUB_H
@@ -46,17 +46,17 @@ typedef struct {
     const char *snap_endpoint;     /* informer ROUTER, e.g. ipc:///run/x/Pod.snap (copied) */
     int  rcvhwm;                   /* SUB receive high-water mark; 0 → 100000 */
     int  snapshot_timeout_ms;      /* one snapshot request; 0 → 10000 */
-    int  max_batch;                /* gd_sub_dispatch: messages per call; 0 → 1000 */
+    int  max_batch;                /* gd_sub_poll: messages per call; 0 → 1000 */
     gd_sub_event_fn on_event;      /* may be NULL */
     void *ud;
     /* The replica keeps key, shard and resourceVersion only — enough for gap repair — and
      * the owner keeps the objects: inside on_event (ADDED/MODIFIED) it takes new_obj with
      * gd_sub_steal (or leaves it, and gd_sub frees it). Saves a copy of every object (the
      * worker's indexed cache is the replica). Then old_obj is always NULL, gd_sub_get
-     * returns NULL and gd_sub_foreach passes obj NULL. */
+     * returns NULL. */
     bool keys_only;
     /* Non-NULL: set (by any thread) when the owner is stopping; the snapshot waits inside
-     * gd_sub_set_shards/gd_sub_dispatch give up within ~100 ms (GD_ERR_CANCELLED), so a
+     * gd_sub_set_shards/gd_sub_poll give up within ~100 ms (GD_ERR_CANCELLED), so a
      * stopping process is not held up by an informer that is not synced yet. */
     const atomic_bool *stop;
 } gd_sub_opts;
@@ -71,7 +71,7 @@ void    gd_sub_destroy(gd_sub **s);
  * (their objects reported as ADDED with resync=true); objects of shards no longer followed
  * are dropped from the replica WITHOUT events (a revoked shard is not a deletion).
  * GD_ERR_TIMEOUT when the informer did not answer the snapshot in time: the shards stay
- * followed and the snapshot is retried by later gd_sub_dispatch calls. */
+ * followed and the snapshot is retried by later gd_sub_poll calls. */
 gd_err gd_sub_set_shards(gd_sub *s, const int *shards, size_t n);
 /* Follows every topic (all shards and broadcast), e.g. for Nodes or for the manager. */
 gd_err gd_sub_set_all(gd_sub *s);
@@ -81,21 +81,14 @@ gd_err gd_sub_set_all(gd_sub *s);
  * keys_only. */
 cJSON *gd_sub_steal(gd_sub *s);
 
-/* The SUB socket, for the owner's zmq_poll (ZMQ_POLLIN) alongside its other sockets. */
-void  *gd_sub_socket(gd_sub *s);
-/* Applies the messages already received (up to max_batch) without blocking, repairs any
- * gap found (synchronous snapshot), and retries a pending snapshot. Returns GD_OK, or the
+/* Waits up to timeout_ms for messages, applies those received (up to max_batch), repairs
+ * any gap found (synchronous snapshot) and retries a pending snapshot. Returns GD_OK, or the
  * error of a failed snapshot (the caller just keeps calling; the gap stays pending). */
-gd_err gd_sub_dispatch(gd_sub *s);
-/* Waits up to timeout_ms for messages, then dispatches. For simple loops and tests. */
 gd_err gd_sub_poll(gd_sub *s, int timeout_ms);
 
 /* True once a SYNCED was seen (or a snapshot said the informer had synced) and no snapshot
  * repair is pending. */
 bool    gd_sub_synced(const gd_sub *s);
-/* Milliseconds (gd_mono_ms) of the last message from the informer, 0 if never: the owner
- * decides what "informer silent too long" means (heartbeats come every ~1 s). */
-int64_t gd_sub_last_heard_ms(const gd_sub *s);
 /* The informer's last resourceVersion as carried by the latest message ("" if none), copied
  * into buf. Lets a worker check "has the cache caught up with my write" (read your writes). */
 void    gd_sub_last_rv(const gd_sub *s, char *buf, size_t cap);
@@ -106,10 +99,6 @@ cJSON  *gd_sub_get(gd_sub *s, const char *key);
 /* resourceVersion of the cached object into buf; false when absent. */
 bool    gd_sub_get_rv(gd_sub *s, const char *key, char *buf, size_t cap);
 size_t  gd_sub_count(gd_sub *s);
-/* Calls fn for every cached object under the read lock (obj borrowed; do not call other
- * gd_sub functions from fn). fn returns non-zero to stop early. */
-void    gd_sub_foreach(gd_sub *s, int (*fn)(void *ud, const char *key, int shard,
-                                            const cJSON *obj), void *ud);
 
 typedef struct {
     uint64_t messages;             /* PUB messages received */
