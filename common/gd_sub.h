@@ -2,7 +2,9 @@
  *
  * One gd_sub follows one informer (one kind): it subscribes to a set of shard topics on the
  * informer's PUB socket, fetches a snapshot of those shards from its ROUTER socket, keeps a
- * read-only cache replica (key → parsed object) and applies updates strictly in order.
+ * replica (key → shard, resourceVersion and, unless keys_only, the parsed object) and
+ * applies updates strictly in order. The worker runs keys_only: its cache holds the
+ * objects, the replica only what gap repair needs.
  * Gaps (a per-topic sequence that jumps, a HEARTBEAT listing a newer topic sequence than we
  * have, an informer restart) are repaired by re-fetching a snapshot of the affected topics
  * and diffing it against the replica, so the owner's handler sees ADDED/MODIFIED/DELETED for

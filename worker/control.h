@@ -1,6 +1,6 @@
 /* control.h — the worker side of GDW1 (docs/PROTOCOL.md §2): parsing the manager's
  * messages and the shard lists, building the worker's. Pure functions over frames so they
- * are tested without sockets; worker.c does the ZeroMQ I/O. */
+ * are tested without sockets; worker_link.c does the ZeroMQ I/O. */
 #ifndef WORKER_CONTROL_H
 #define WORKER_CONTROL_H
 #include <stddef.h>

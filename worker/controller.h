@@ -7,7 +7,7 @@
  *   requeue         → AddRateLimited,                    result="requeue"
  *   done            → Forget,                            result="success"
  * plus what a database operator needs on top (DESIGN.md §3 rule 8 and PROTOCOL.md §2):
- *   - read your own writes: every write made through the rec_ctx helpers (rec_write.c)
+ *   - read your own writes: every write a reconciler reports (rec_wrote, reconciler.h)
  *     records the resourceVersion it produced under the reconcile key; before the key is
  *     reconciled again the cache must have caught up with all of them, else the key is
  *     requeued shortly (stale_requeue_ms) without calling the reconciler. Expectations
@@ -151,7 +151,7 @@ int  controller_shard_of(const controller *c, const char *key);
  * write helper calls it first. */
 gd_err rec_may_write(const rec_ctx *ctx);
 
-/* ---- read your own writes (used by rec_write.c; exposed for tests) ---- */
+/* ---- read your own writes (used by rec_wrote in reconciler.c; exposed for tests) ---- */
 /* Records that this reconcile wrote kind/objkey at rv (deleted: the object was deleted). */
 void rec_record_write(rec_ctx *ctx, const char *kind, const char *objkey, const char *rv,
                       bool deleted);

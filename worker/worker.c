@@ -174,8 +174,14 @@ static int run_loop(worker *w)
             loading = w->loading[i];
         if (loading && worker_all_synced(w))
             worker_activate_loading(w);
-        if (w->nrevs)
-            worker_finish_revocations(w);
+        /* Answer each revocation whose keys have all finished; only then stop following
+         * (and forget) its shards: no reconcile of theirs runs any more. */
+        worker_revoked rv;
+        while (w->nrevs && worker_take_finished_revocation(w, &rv)) {
+            worker_send_revoked(w, &rv);
+            worker_revoked_free(&rv);
+            worker_refollow(w);
+        }
         if (w->control) {
             int64_t now = gd_mono_ms(), silent = now - w->last_heard_ms;
             if (silent > 5 * hb) {

@@ -83,8 +83,16 @@ bool        worker_all_synced(worker *w);
 void worker_refollow(worker *w);
 void worker_start_loading(worker *w, const int *shards, int n, cJSON **pending);
 void worker_activate_loading(worker *w);
-void worker_handle_revoke(worker *w, const gdw_msg *m);
-void worker_finish_revocations(worker *w);
+/* false: too many revocations in progress (the caller answers ERROR). */
+bool worker_handle_revoke(worker *w, const gdw_msg *m);
+/* A finished revocation's REVOKED frames: seq, shard list and pending keys JSON (malloc'd,
+ * NULL on allocation failure). */
+typedef struct {
+    char seq[24];
+    char *shards, *pending;
+} worker_revoked;
+bool worker_take_finished_revocation(worker *w, worker_revoked *out);
+void worker_revoked_free(worker_revoked *r);
 
 /* worker_link.c: the control socket (GDW1) */
 gd_err worker_setup_control(worker *w);
@@ -92,5 +100,6 @@ void   worker_drain_control(worker *w);
 void   worker_send_strs(worker *w, const char **frames, int n);
 void   worker_send_hello(worker *w);
 void   worker_send_error(worker *w, const char *why);
+void   worker_send_revoked(worker *w, const worker_revoked *r);
 
 #endif

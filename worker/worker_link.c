@@ -44,6 +44,14 @@ void worker_send_hello(worker *w)
     w->last_hello_ms = gd_mono_ms();
 }
 
+void worker_send_revoked(worker *w, const worker_revoked *r)
+{
+    if (!w->control || !r->shards || !r->pending)
+        return;
+    const char *f[] = {GD_PROTO_WORKER, "REVOKED", r->seq, r->shards, r->pending};
+    worker_send_strs(w, f, 5);
+}
+
 void worker_send_error(worker *w, const char *why)
 {
     const char *f[] = {GD_PROTO_WORKER, "ERROR", why};
@@ -84,7 +92,10 @@ static void handle_message(worker *w, const gdw_msg *m)
         cJSON_Delete(pending);
         break;
     }
-    case GDW_REVOKE: worker_handle_revoke(w, m); break;
+    case GDW_REVOKE:
+        if (!worker_handle_revoke(w, m))
+            worker_send_error(w, "too many revocations in progress");
+        break;
     case GDW_LEASE: gd_fence_extend(&w->fence, m->deadline_ms); break;
     case GDW_PING: {
         char seq[24];

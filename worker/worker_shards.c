@@ -3,7 +3,9 @@
  * forgotten only when none of their keys is in flight any more (worker.h tells the why).
  *
  * All of it runs on the main thread; what the subscriber threads see of it is the follow
- * set, published by worker_refollow under follow_mu. */
+ * set, published by worker_refollow under follow_mu. It never talks to the manager: the
+ * control link (worker_link.c) and the main loop (worker.c) send what it decides, so the
+ * calls run one way, link → shards. */
 #include "worker_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,12 +160,10 @@ void worker_activate_loading(worker *w)
     free(list);
 }
 
-void worker_handle_revoke(worker *w, const gdw_msg *m)
+bool worker_handle_revoke(worker *w, const gdw_msg *m)
 {
-    if (w->nrevs >= MAX_REVOCATIONS) {
-        worker_send_error(w, "too many revocations in progress");
-        return;
-    }
+    if (w->nrevs >= MAX_REVOCATIONS)
+        return false;
     for (int i = 0; i < m->nshards; i++) {
         w->active[m->shards[i]] = false;
         w->loading[m->shards[i]] = false;
@@ -174,6 +174,7 @@ void worker_handle_revoke(worker *w, const gdw_msg *m)
     r->seq = m->seq;
     r->n = m->nshards;
     memcpy(r->shards, m->shards, sizeof(int) * (size_t)m->nshards);
+    return true;
 }
 
 /* Keys an ASSIGN handed over for shards that are revoked before they became active go
@@ -196,18 +197,17 @@ static void take_unactivated(worker *w, controller *c, const revocation *rv, cJS
     }
 }
 
-/* Answers every revocation whose in-flight keys have all finished. */
-void worker_finish_revocations(worker *w)
+/* The next revocation whose in-flight keys have all finished, taken off the list with its
+ * pending keys collected; the caller sends the REVOKED, then refollows. */
+bool worker_take_finished_revocation(worker *w, worker_revoked *out)
 {
-    for (int r = 0; r < w->nrevs;) {
+    for (int r = 0; r < w->nrevs; r++) {
         revocation *rv = &w->revs[r];
         int inflight = 0;
         for (int c = 0; c < w->nctrls; c++)
             inflight += controller_inflight(w->ctrls[c], rv->shards, rv->n);
-        if (inflight > 0) {
-            r++;
+        if (inflight > 0)
             continue;
-        }
         cJSON *pending = cJSON_CreateObject();
         for (int c = 0; c < w->nctrls; c++) {
             cJSON *arr = cJSON_CreateArray();
@@ -218,21 +218,22 @@ void worker_finish_revocations(worker *w)
             else
                 cJSON_Delete(arr);
         }
-        char seq[24];
-        snprintf(seq, sizeof seq, "%llu", (unsigned long long)rv->seq);
-        char *list = gdw_format_shards(rv->shards, rv->n);
-        char *json = pending ? cJSON_PrintUnformatted(pending) : NULL;
-        if (w->control && list && json) {
-            const char *f[] = {GD_PROTO_WORKER, "REVOKED", seq, list, json};
-            worker_send_strs(w, f, 5);
-        }
-        gd_log(GD_LOG_INFO, "shards revoked", "seq", seq, "shards", list ? list : "?",
-               "pending", json ? json : "?", NULL);
-        free(list);
-        free(json);
+        snprintf(out->seq, sizeof out->seq, "%llu", (unsigned long long)rv->seq);
+        out->shards = gdw_format_shards(rv->shards, rv->n);
+        out->pending = pending ? cJSON_PrintUnformatted(pending) : NULL;
+        gd_log(GD_LOG_INFO, "shards revoked", "seq", out->seq,
+               "shards", out->shards ? out->shards : "?",
+               "pending", out->pending ? out->pending : "?", NULL);
         cJSON_Delete(pending);
-        /* Only now stop following (and forget) the shards: no reconcile of theirs runs. */
         w->revs[r] = w->revs[--w->nrevs];
-        worker_refollow(w);
+        return true;
     }
+    return false;
+}
+
+void worker_revoked_free(worker_revoked *r)
+{
+    free(r->shards);
+    free(r->pending);
+    r->shards = r->pending = NULL;
 }
