@@ -2,7 +2,8 @@
 # The shipped binaries carry no test code (issue 18.2). The test and benchmark reconciler sets
 # (tests/support/, tools/bench/worker/) are linked only into bin/tests/godis-worker; this
 # proves it from what the linker put into each binary, not from the Makefile:
-#  1. no compilation unit of bin/godis-{manager,informer,worker} (their DWARF, built with -g)
+#  1. no compilation unit of the shipped programs (bin/godis-<dir> of every program folder
+#     the Makefile builds: manager, informer, worker, webhook; their DWARF, built with -g)
 #     comes from tests/ or tools/, and none of the test sets' symbols is in their symbol table;
 #  2. the same checks find them in bin/tests/godis-worker (so the checks can fail);
 #  3. bin/godis-worker refuses the test sets by name (exit 2, "unknown reconciler set") and
@@ -15,7 +16,8 @@ pass=0; fail=0
 ok()  { pass=$((pass+1)); printf '[ OK ] %s\n' "$*"; }
 bad() { fail=$((fail+1)); printf '[FAIL] %s\n' "$*"; }
 
-SHIPPED="bin/godis-manager bin/godis-informer bin/godis-worker"
+SHIPPED=$(sed -n 's/^PROGS *:= *//p' Makefile | tr ' ' '\n' | sed '/^$/d; s|^|bin/godis-|' | tr '\n' ' ')
+[ -n "$SHIPPED" ] || SHIPPED="bin/godis-manager bin/godis-informer bin/godis-worker"
 TESTW=bin/tests/godis-worker
 # Symbols only the test sets define (GD_RECONCILER_SET(var) defines var and var_register).
 TEST_SYMS='^(noop_set|sleepy_set|bench_set)(_register)?$|^godis_env_api_init$'
