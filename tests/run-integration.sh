@@ -10,7 +10,8 @@
 #   (KUBECONFIG, ETCD_ENDPOINTS, ...) and a time limit (ITEST_TIMEOUT seconds, default 900). Shell tests print cmocka-style count lines; one
 #   that prints none counts as one test, passed or failed by its exit status.
 # - ITEST_FILTER=substring runs only the tests whose file name contains it.
-# - Closes with one "integration: N passed, N failed" line; exit status non-zero on failure.
+# - Closes with one "integration: N passed, N failed, N skipped" line; exit status non-zero
+#   on failure, and on any skipped test when GODIS_FAIL_ON_SKIP=1 (CI: .ci/run).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -54,7 +55,7 @@ for t in bin/tests/itest_* tests/integration/itest_*.sh; do
 done
 [ ${#tests[@]} -gt 0 ] || log "no integration tests found"
 
-pass=0; fail=0; bad=()
+pass=0; fail=0; skipped=0; bad=(); skippers=()
 for t in ${tests[@]+"${tests[@]}"}; do
   log "running $t"
   s=$(date +%s)
@@ -64,13 +65,19 @@ for t in ${tests[@]+"${tests[@]}"}; do
   [ $rc -ne 124 ] || log "$t timed out after ${TIMEOUT}s"
   p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
   f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
-  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+  k=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$k" -eq 0 ]; then
     if [ $rc -eq 0 ]; then p=1; else f=1; fi
   fi
-  pass=$((pass + p)); fail=$((fail + f))
+  pass=$((pass + p)); fail=$((fail + f)); skipped=$((skipped + k))
+  [ "$k" -eq 0 ] || skippers+=("$t")
   if [ $rc -ne 0 ]; then bad+=("$t"); [ "$f" -gt 0 ] || fail=$((fail + 1)); fi
   log "$t: exit $rc in $(( $(date +%s) - s )) s"
 done
-echo "integration: $pass passed, $fail failed"
+echo "integration: $pass passed, $fail failed, $skipped skipped"
 [ ${#bad[@]} -eq 0 ] || { echo "failing integration tests: ${bad[*]}" >&2; exit 1; }
+if [ "$skipped" -gt 0 ] && [ "${GODIS_FAIL_ON_SKIP:-0}" = 1 ]; then
+  echo "GODIS_FAIL_ON_SKIP=1: tests were skipped in ${skippers[*]}" >&2
+  exit 1
+fi
 exit 0

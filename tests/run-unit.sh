@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs every cmocka unit-test binary given, lets each print its own counts, and closes with
-# one "N passed, N failed" line over all of them. Exit status non-zero on any failure.
+# one "unit: N passed, N failed, N skipped" line over all of them. Exit status non-zero on
+# any failure, and on any skipped test when GODIS_FAIL_ON_SKIP=1 (CI: .ci/run), where every
+# dependency a test may skip for is present.
 set -u
 # The test environment's loopback guard: no unit test may dial outside 127.0.0.0/8.
 export GODIS_LOOPBACK_ONLY=1
-pass=0; fail=0; bad=()
+pass=0; fail=0; skipped=0; bad=(); skippers=()
 for t in "$@"; do
   # A hung binary fails with a message instead of holding the run (and CI) until its limit.
   out=$(timeout -k 10 "${UNIT_TIMEOUT:-300}" "$t" 2>&1); rc=$?
@@ -12,8 +14,14 @@ for t in "$@"; do
   [ $rc -ne 124 ] || echo "$t: timed out after ${UNIT_TIMEOUT:-300} s" >&2
   p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
   f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
-  pass=$((pass+p)); fail=$((fail+f))
+  k=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+  pass=$((pass+p)); fail=$((fail+f)); skipped=$((skipped+k))
+  [ "$k" -eq 0 ] || skippers+=("$t")
   if [ $rc -ne 0 ]; then bad+=("$t"); [ "$f" -eq 0 ] && fail=$((fail+1)); fi
 done
-echo "unit: $pass passed, $fail failed"
+echo "unit: $pass passed, $fail failed, $skipped skipped"
 [ ${#bad[@]} -eq 0 ] || { echo "failing test binaries: ${bad[*]}" >&2; exit 1; }
+if [ "$skipped" -gt 0 ] && [ "${GODIS_FAIL_ON_SKIP:-0}" = 1 ]; then
+  echo "GODIS_FAIL_ON_SKIP=1: tests were skipped in ${skippers[*]}" >&2
+  exit 1
+fi

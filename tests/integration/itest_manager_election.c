@@ -423,7 +423,7 @@ int main(int argc, char **argv)
     if (rc >= 0) return rc;
     if (!getenv("KUBECONFIG") || access(mgr_path, X_OK) != 0) {
         printf("itest_manager_election: skipped (needs KUBECONFIG of a running devcluster and %s)\n", mgr_path);
-        printf("[  PASSED  ] 0 test(s).\n");
+        printf("[  SKIPPED ] 1 test(s), listed below:\n");   /* counted by run-integration.sh */
         return 0;
     }
     if (!(kc = e2e_client())) return 1;
