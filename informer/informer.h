@@ -1,14 +1,16 @@
 /* informer.h — the modules of bin/godis-informer and how they fit together.
  *
- *   reflector thread                         publisher thread (owns every ZeroMQ socket)
- *   list (paged) / watch  ──inf_queue──▶  store (objects by key) ──▶ PUB  (events by shard)
- *   transform → inf_obj                       ▲                       ROUTER (snapshots, STATS)
- *                                             └── heartbeat / resync timers
+ *   reflector thread                                publisher thread
+ *   list (paged) / watch → inf_update ──inf_pub_apply──▶ store ──▶ PUB (events by shard)
+ *   transform → inf_obj         (one mutex: store, sequence numbers, PUB)
+ *                                                    ROUTER (snapshots, STATS), heartbeat
+ *                                                    and resync timers: inf_pub_run
  *
  * The reflector blocks in libcurl; it turns every object into an inf_obj (transformed,
- * serialised once) and queues it. The publisher thread alone owns the store, the sequence
- * numbers and both sockets, so a snapshot is trivially consistent with the sequence numbers
- * it reports and no lock is held while publishing. Counters are atomics read by STATS. */
+ * serialised once) and applies each list or watch result to the store and the PUB socket
+ * itself, under the publisher's mutex — no thread handoff per event. The publisher thread
+ * serves the ROUTER and the timers under the same mutex, so a snapshot is consistent with
+ * the sequence numbers it reports. Counters are atomics read by STATS. */
 #ifndef INFORMER_H
 #define INFORMER_H
 #include <stdatomic.h>
@@ -107,28 +109,16 @@ char *inf_counters_render(const inf_counters *c, const char *kind);
 
 /* ---------------------------------------------------------------- reflector → publisher */
 
-typedef enum { INF_Q_UPSERT = 1, INF_Q_DELETE, INF_Q_REPLACE, INF_Q_RV } inf_q_type;
-typedef struct inf_q_item {
-    inf_q_type type;
+/* One list or watch result, as the reflector hands it to inf_pub_apply. */
+typedef enum { INF_UPD_UPSERT = 1, INF_UPD_DELETE, INF_UPD_REPLACE, INF_UPD_RV } inf_update_kind;
+typedef struct {
+    inf_update_kind type;
     inf_obj *obj;                /* UPSERT, DELETE */
     inf_obj **items;             /* REPLACE */
     size_t nitems;
-    char rv[64];                 /* the resourceVersion this item brings the informer to */
-    struct inf_q_item *next;
-} inf_q_item;
-void inf_q_item_destroy(inf_q_item **it);
-
-typedef struct inf_queue inf_queue;
-inf_queue *inf_queue_new(size_t cap);
-void       inf_queue_destroy(inf_queue **q);
-/* Blocks while the queue holds cap items (backpressure on the watch stream) unless *stop. */
-gd_err     inf_queue_push(inf_queue *q, inf_q_item **it, const volatile int *stop);
-/* Non-blocking; NULL when empty. */
-inf_q_item *inf_queue_pop(inf_queue *q);
-/* Readable (POLLIN) while items are queued. */
-int        inf_queue_fd(const inf_queue *q);
-/* Wakes a poller on the fd without an item (shutdown). */
-void       inf_queue_wake(inf_queue *q);
+    char rv[64];                 /* the resourceVersion this update brings the informer to */
+} inf_update;
+void inf_update_destroy(inf_update **u);
 
 /* ---------------------------------------------------------------- reflector */
 
@@ -143,12 +133,10 @@ typedef struct {
     int min_watch_timeout_s;         /* watch timeout random in [min, 2*min) */
     const char *const *drop;
     size_t ndrop;
-    inf_queue *q;
-    /* When set, every list/watch result is handed to apply (main.c: inf_pub_apply, the
-     * store + PUB) on the reflector thread itself instead of going through q: one thread
-     * handoff less per event (a wake-up costs ~10 µs of CPU and jitter on a VM). The
-     * caller still owns the item after the call. */
-    gd_err (*apply)(void *ud, inf_q_item *it);
+    /* Every list/watch result is handed to apply (main.c: inf_pub_apply, the store + PUB)
+     * on the reflector thread itself: no thread handoff per event (a wake-up costs ~10 µs
+     * of CPU and jitter on a VM). The reflector still owns the update after the call. */
+    gd_err (*apply)(void *ud, inf_update *u);
     void *apply_ud;
     inf_counters *ctr;
     volatile int *stop;
@@ -169,18 +157,19 @@ typedef struct {
     int heartbeat_ms;
     int64_t resync_ms;               /* 0: off */
     int pub_hwm;                     /* 0: 100000 */
-    inf_queue *q;
     inf_counters *ctr;
     volatile int *stop;
 } inf_pub_cfg;
 inf_pub *inf_pub_new(const inf_pub_cfg *cfg);
 void     inf_pub_destroy(inf_pub **p);
-/* The publisher thread's loop: queue → store → PUB; ROUTER requests; timers. The store and
- * the PUB socket are guarded by one mutex, so the reflector thread may publish directly
- * (inf_reflector_cfg.pub) while this thread serves snapshots and heartbeats. */
+/* The publisher thread's loop until *stop: ROUTER requests and timers. The store and the
+ * PUB socket are guarded by one mutex, so the reflector thread publishes directly
+ * (inf_pub_apply) while this thread serves snapshots and heartbeats. */
 gd_err   inf_pub_run(inf_pub *p);
+/* Interrupts inf_pub_run's poll (after setting *stop). Async-signal-safe. */
+void     inf_pub_wake(inf_pub *p);
 /* Steps of the loop, exposed for tests. */
-gd_err   inf_pub_apply(inf_pub *p, inf_q_item *it);
+gd_err   inf_pub_apply(inf_pub *p, inf_update *it);
 gd_err   inf_pub_heartbeat(inf_pub *p);
 gd_err   inf_pub_serve_one(inf_pub *p);       /* one ROUTER request, if any is waiting */
 uint64_t inf_pub_seq(const inf_pub *p);

@@ -22,18 +22,18 @@
 #define MAX_DROP 32
 
 static volatile int g_stop;
-static inf_queue *g_queue;
+static inf_pub *g_pub;
 
 static void on_signal(int sig)
 {
     (void)sig;
     g_stop = 1;
-    if (g_queue)
-        inf_queue_wake(g_queue);      /* a write(2) on an eventfd: async-signal-safe */
+    if (g_pub)
+        inf_pub_wake(g_pub);          /* a write(2) on an eventfd: async-signal-safe */
 }
 
 /* The reflector publishes on its own thread (inf_reflector_cfg.apply). */
-static gd_err apply_direct(void *ud, inf_q_item *it) { return inf_pub_apply(ud, it); }
+static gd_err apply_direct(void *ud, inf_update *it) { return inf_pub_apply(ud, it); }
 
 static void die_config(const char *fmt, const char *arg)
 {
@@ -243,22 +243,21 @@ int main(int argc, char **argv)
 
     static inf_counters ctr;
     atomic_store(&ctr.last_rv, -1);
-    inf_queue *q = inf_queue_new(4096);
     void *zctx = zmq_ctx_new();
-    if (!q || !zctx) {
+    if (!zctx) {
         fprintf(stderr, "godis-informer: out of memory\n");
         return GD_EXIT_FAILURE;
     }
-    g_queue = q;
     inf_pub_cfg pc = {.zctx = zctx, .kind = kind, .pub_endpoint = pub_ep,
                       .snap_endpoint = snap_ep, .heartbeat_ms = (int)f.heartbeat_ms,
-                      .resync_ms = f.resync_ms, .pub_hwm = (int)f.pub_hwm, .q = q,
+                      .resync_ms = f.resync_ms, .pub_hwm = (int)f.pub_hwm,
                       .ctr = &ctr, .stop = &g_stop};
     inf_pub *pub = inf_pub_new(&pc);
     if (!pub) {
         fprintf(stderr, "godis-informer: cannot bind %s / %s\n", pub_ep, snap_ep);
         return GD_EXIT_FATAL_CONFIG;
     }
+    g_pub = pub;
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
@@ -271,7 +270,7 @@ int main(int argc, char **argv)
                             .field_selector = f.field_selector, .page_size = f.page_size,
                             .initial_list_from_cache = f.list_from_cache,
                             .min_watch_timeout_s = (int)(f.min_watch_ms / 1000),
-                            .drop = f.drop, .ndrop = f.ndrop, .q = q, .apply = apply_direct,
+                            .drop = f.drop, .ndrop = f.ndrop, .apply = apply_direct,
                             .apply_ud = pub, .ctr = &ctr,
                             .stop = &g_stop};
     /* The reflector thread must not take the signals: the publisher's poll wakes on them
@@ -302,11 +301,10 @@ int main(int argc, char **argv)
     ts.tv_sec += 2;
     bool joined = pthread_timedjoin_np(th, NULL, &ts) == 0;
     GD_INFO("informer stopping", "kind", kind, "reflector", joined ? "joined" : "abandoned");
+    g_pub = NULL;
     inf_pub_destroy(&pub);
-    if (joined) {
-        inf_queue_destroy(&q);
+    if (joined)
         k8s_client_destroy(&client);
-    }
     zmq_ctx_term(zctx);
     /* libzmq leaves ipc socket files behind; remove ours so the directory can go too. */
     if (strncmp(pub_ep, "ipc://", 6) == 0)

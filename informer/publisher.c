@@ -1,9 +1,10 @@
 /* publisher.c — the informer's ZeroMQ side (docs/PROTOCOL.md §1, GDI1).
  *
- * One thread owns the store, the sequence numbers, the PUB socket and the ROUTER socket.
- * That single owner is the whole consistency argument: a snapshot is built from the store
- * between two publications, so the sequence numbers it reports are exactly the state it
- * contains, with no locks anywhere on the hot path. */
+ * One mutex guards the store, the sequence numbers and the PUB socket: the reflector thread
+ * applies list and watch results itself (inf_pub_apply: store, then PUB), while the
+ * publisher thread (inf_pub_run) serves the ROUTER (snapshots, STATS) and the timers
+ * (heartbeat, resync). A snapshot is built under that mutex between two publications, so
+ * the sequence numbers it reports are exactly the state it contains. */
 #include "informer.h"
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include <zmq.h>
 #include "gd_hoptrace.h"
 #include "gd_log.h"
@@ -40,6 +43,7 @@ struct inf_pub {
     bool synced;
     bool trim_pending;             /* trim the heap again once the list's messages left */
     int64_t next_heartbeat_ms, next_resync_ms;
+    int wake_fd;                   /* eventfd: inf_pub_wake interrupts the loop's poll */
 };
 
 static int topic_index(int shard) { return shard >= 0 && shard < GD_NSHARDS ? shard : B_INDEX; }
@@ -235,6 +239,7 @@ inf_pub *inf_pub_new(const inf_pub_cfg *cfg)
         return NULL;
     p->cfg = *cfg;
     pthread_mutex_init(&p->mu, NULL);
+    p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     snprintf(p->kind, sizeof p->kind, "%s", cfg->kind ? cfg->kind : "");
     uint64_t r = 0;
     if (getrandom(&r, sizeof r, 0) != sizeof r)
@@ -246,7 +251,7 @@ inf_pub *inf_pub_new(const inf_pub_cfg *cfg)
         p->pub = bind_socket(cfg->zctx, ZMQ_PUB, cfg->pub_endpoint, hwm);
     if (p->pub)
         p->router = bind_socket(cfg->zctx, ZMQ_ROUTER, cfg->snap_endpoint, 0);
-    if (!p->router) {
+    if (!p->router || p->wake_fd < 0) {
         inf_pub_destroy(&p);
         return NULL;
     }
@@ -266,9 +271,18 @@ void inf_pub_destroy(inf_pub **pp)
     if (p->router)
         zmq_close(p->router);
     inf_store_destroy(&p->store);
+    if (p->wake_fd >= 0)
+        close(p->wake_fd);
     pthread_mutex_destroy(&p->mu);
     free(p);
     *pp = NULL;
+}
+
+void inf_pub_wake(inf_pub *p)
+{
+    uint64_t one = 1;
+    ssize_t n = write(p->wake_fd, &one, sizeof one);   /* async-signal-safe */
+    (void)n;                       /* EAGAIN: the counter is full, a wake-up is pending */
 }
 
 uint64_t inf_pub_seq(const inf_pub *p) { return p->seq; }
@@ -277,15 +291,16 @@ inf_store *inf_pub_store(inf_pub *p) { return p->store; }
 
 /* ------------------------------------------------------------ applying reflector output */
 
+
 static void set_last_rv(inf_pub *p, const char *rv)
 {
     if (rv && *rv)
         snprintf(p->last_rv, sizeof p->last_rv, "%s", rv);
 }
 
-static gd_err apply_locked(inf_pub *p, inf_q_item *it);
+static gd_err apply_locked(inf_pub *p, inf_update *it);
 
-gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
+gd_err inf_pub_apply(inf_pub *p, inf_update *it)
 {
     pthread_mutex_lock(&p->mu);
     gd_err e = apply_locked(p, it);
@@ -293,16 +308,16 @@ gd_err inf_pub_apply(inf_pub *p, inf_q_item *it)
     return e;
 }
 
-static gd_err apply_locked(inf_pub *p, inf_q_item *it)
+static gd_err apply_locked(inf_pub *p, inf_update *it)
 {
     gd_err e = GD_OK;
     set_last_rv(p, it->rv);
     switch (it->type) {
-    case INF_Q_UPSERT:
+    case INF_UPD_UPSERT:
         gd_hop_rv(it->obj->rv, GD_HOP_INF_POPPED);
         e = inf_store_upsert(p->store, &it->obj, on_change, p);
         break;
-    case INF_Q_DELETE: {
+    case INF_UPD_DELETE: {
         /* Publish the watch's final state (its resourceVersion is the deletion's), on the
          * topic where subscribers have the object. */
         const inf_obj *old = inf_store_get(p->store, it->obj->key);
@@ -313,7 +328,7 @@ static gd_err apply_locked(inf_pub *p, inf_q_item *it)
         }
         break;
     }
-    case INF_Q_REPLACE:
+    case INF_UPD_REPLACE:
         e = inf_store_replace(p->store, it->items, it->nitems, on_change, p);
         p->synced = true;
         atomic_store(&p->cfg.ctr->synced, 1);
@@ -329,7 +344,7 @@ static gd_err apply_locked(inf_pub *p, inf_q_item *it)
         malloc_trim(0);
         p->trim_pending = true;
         break;
-    case INF_Q_RV:
+    case INF_UPD_RV:
         break;
     }
     atomic_store_explicit(&p->cfg.ctr->objects, inf_store_count(p->store),
@@ -518,7 +533,7 @@ gd_err inf_pub_run(inf_pub *p)
         long timeout = next > now ? (long)(next - now) : 0;
         zmq_pollitem_t items[2] = {
             {.socket = p->router, .events = ZMQ_POLLIN},
-            {.fd = inf_queue_fd(p->cfg.q), .events = ZMQ_POLLIN},
+            {.fd = p->wake_fd, .events = ZMQ_POLLIN},
         };
         if (zmq_poll(items, 2, timeout) < 0) {
             if (errno == EINTR)
@@ -526,19 +541,13 @@ gd_err inf_pub_run(inf_pub *p)
             GD_ERROR("zmq_poll failed", "error", zmq_strerror(errno));
             return GD_ERR_ZMQ;
         }
-        /* Requests first, and the queue in bounded batches: a snapshot request waits for at
-         * most one batch of events, however busy the watch is. */
+        if (items[1].revents & ZMQ_POLLIN) {
+            uint64_t n;
+            ssize_t r = read(p->wake_fd, &n, sizeof n);
+            (void)r;
+        }
         for (int i = 0; i < 16 && inf_pub_serve_one(p) == GD_OK; i++)
             ;
-        if (items[1].revents & ZMQ_POLLIN) {
-            for (int i = 0; i < 256; i++) {
-                inf_q_item *it = inf_queue_pop(p->cfg.q);
-                if (!it)
-                    break;
-                inf_pub_apply(p, it);
-                inf_q_item_destroy(&it);
-            }
-        }
         run_timers(p);
     }
     return GD_OK;

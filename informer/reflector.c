@@ -72,9 +72,9 @@ static void nap(const volatile int *stop, int64_t ms)
     }
 }
 
-static gd_err push(refl *r, inf_q_type type, inf_obj *o, inf_obj **items, size_t n)
+static gd_err push(refl *r, inf_update_kind type, inf_obj *o, inf_obj **items, size_t n)
 {
-    inf_q_item *it = calloc(1, sizeof *it);
+    inf_update *it = calloc(1, sizeof *it);
     if (!it) {
         inf_obj_unref(o);
         for (size_t i = 0; i < n; i++)
@@ -87,12 +87,9 @@ static gd_err push(refl *r, inf_q_type type, inf_obj *o, inf_obj **items, size_t
     it->items = items;
     it->nitems = n;
     snprintf(it->rv, sizeof it->rv, "%s", r->rv);
-    if (r->cfg->apply) {
-        gd_err e = r->cfg->apply(r->cfg->apply_ud, it);
-        inf_q_item_destroy(&it);
-        return e == GD_ERR_NOMEM ? e : GD_OK;
-    }
-    return inf_queue_push(r->cfg->q, &it, r->cfg->stop);
+    gd_err e = r->cfg->apply(r->cfg->apply_ud, it);
+    inf_update_destroy(&it);
+    return e == GD_ERR_NOMEM ? e : GD_OK;
 }
 
 /* ------------------------------------------------------------ list */
@@ -225,7 +222,7 @@ static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
     snprintf(n, sizeof n, "%zu", all.n);
     snprintf(np, sizeof np, "%d", pages);
     GD_INFO("listed", "kind", c->kind, "objects", n, "pages", np, "rv", r->rv);
-    return push(r, INF_Q_REPLACE, NULL, all.v, all.n);
+    return push(r, INF_UPD_REPLACE, NULL, all.v, all.n);
 }
 
 /* ------------------------------------------------------------ watch */
@@ -250,14 +247,14 @@ static int on_event(void *ud, const char *type, cJSON *obj)
     const char *rv = gd_meta_rv(obj);
     if (strcmp(type, "BOOKMARK") == 0) {
         set_rv(r, rv);
-        return push(r, INF_Q_RV, NULL, NULL, 0) == GD_OK ? 0 : 1;
+        return push(r, INF_UPD_RV, NULL, NULL, 0) == GD_OK ? 0 : 1;
     }
-    inf_q_type qt;
+    inf_update_kind qt;
     gd_ev ev = gd_ev_parse(type);
     if (ev == GD_EV_ADDED || ev == GD_EV_MODIFIED)
-        qt = INF_Q_UPSERT;
+        qt = INF_UPD_UPSERT;
     else if (ev == GD_EV_DELETED)
-        qt = INF_Q_DELETE;
+        qt = INF_UPD_DELETE;
     else {
         GD_WARN("unknown watch event type ignored", "kind", c->kind, "type", type);
         return 0;

@@ -64,6 +64,19 @@ struct inf_store {
     uint32_t generation;   /* bumped per replace; objects seen in the list carry it */
 };
 
+void inf_update_destroy(inf_update **up)
+{
+    if (!up || !*up)
+        return;
+    inf_update *u = *up;
+    inf_obj_unref(u->obj);
+    for (size_t i = 0; i < u->nitems; i++)
+        inf_obj_unref(u->items[i]);
+    free(u->items);
+    free(u);
+    *up = NULL;
+}
+
 /* An object with room for a body of body_len bytes (+ NUL), left for the caller to fill. */
 static inf_obj *obj_alloc(const char *key, const char *rv, int shard, size_t body_len)
 {

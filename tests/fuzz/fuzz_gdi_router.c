@@ -14,7 +14,6 @@
 #include "fuzz_util.h"
 #include "../../informer/store.c"
 #include "../../informer/counters.c"
-#include "../../informer/queue.c"
 #include "../../informer/publisher.c"
 
 static inf_pub *pub;
@@ -39,7 +38,7 @@ static void setup(void)
     };
     for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
         cJSON *o = cJSON_Parse(objs[i]);
-        inf_q_item it = {.type = INF_Q_UPSERT, .obj = inf_obj_from_json("Pod", o, NULL, 0, NULL)};
+        inf_update it = {.type = INF_UPD_UPSERT, .obj = inf_obj_from_json("Pod", o, NULL, 0, NULL)};
         snprintf(it.rv, sizeof it.rv, "%d", 11 + (int)i);
         if (!it.obj || inf_pub_apply(pub, &it) != GD_OK) abort();
         inf_obj_unref(it.obj);

@@ -18,7 +18,6 @@
 #include "../../common/k8s_client.c"
 #include "../../informer/store.c"
 #include "../../informer/counters.c"
-#include "../../informer/queue.c"
 #include "../../informer/publisher.c"
 #include "../../informer/reflector.c"
 
@@ -82,7 +81,7 @@ static inf_pub *pub_for(void *zctx, int k, inf_counters *ctr, volatile int *stop
     return p;
 }
 
-static gd_err apply(void *ud, inf_q_item *it) { return inf_pub_apply(ud, it); }
+static gd_err apply(void *ud, inf_update *it) { return inf_pub_apply(ud, it); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
 {
@@ -117,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
         if (page) {
             objvec all = {0};
             if (add_page(&r, page, &all) == GD_OK)
-                push(&r, INF_Q_REPLACE, NULL, all.v, all.n);
+                push(&r, INF_UPD_REPLACE, NULL, all.v, all.n);
             else
                 objvec_free(&all);
             cJSON_Delete(page);

@@ -17,14 +17,12 @@
 #include "gd_time.h"
 #include "../../informer/store.c"
 #include "../../informer/counters.c"
-#include "../../informer/queue.c"
 #include "../../informer/publisher.c"
 
 #define NKEYS 300
 
 typedef struct {
     void *zctx;
-    inf_queue *q;
     inf_counters ctr;
     inf_pub *p;
     pthread_t th;
@@ -69,7 +67,7 @@ static void start_pub(fx *f)
 {
     f->stop = 0;
     inf_pub_cfg c = {.zctx = f->zctx, .kind = "ConfigMap", .pub_endpoint = f->pub_ep,
-                     .snap_endpoint = f->snap_ep, .heartbeat_ms = 50, .q = f->q,
+                     .snap_endpoint = f->snap_ep, .heartbeat_ms = 50,
                      .ctr = &f->ctr, .stop = &f->stop, .pub_hwm = f->pub_hwm,
                      .resync_ms = f->resync_ms};
     f->p = inf_pub_new(&c);
@@ -80,7 +78,7 @@ static void start_pub(fx *f)
 static void stop_pub(fx *f)
 {
     f->stop = 1;
-    inf_queue_wake(f->q);
+    inf_pub_wake(f->p);
     pthread_join(f->th, NULL);
     inf_pub_destroy(&f->p);
 }
@@ -90,7 +88,6 @@ static int setup_common(void **state, int pub_hwm, int64_t resync_ms)
     fx *f = calloc(1, sizeof *f);
     f->resync_ms = resync_ms;
     f->zctx = zmq_ctx_new();
-    f->q = inf_queue_new(64);
     f->pub_hwm = pub_hwm;
     snprintf(f->dir, sizeof f->dir, "/tmp/gdsubXXXXXX");
     assert_non_null(mkdtemp(f->dir));
@@ -120,7 +117,6 @@ static int teardown(void **state)
     for (size_t i = 0; i < sizeof f->subs / sizeof f->subs[0]; i++)
         gd_sub_destroy(&f->subs[i]);
     stop_pub(f);
-    inf_queue_destroy(&f->q);
     zmq_ctx_term(f->zctx);
     rmdir(f->dir);
     free(f);
@@ -138,16 +134,17 @@ static inf_obj *mkobj(fx *f, int i)
     return inf_obj_new(key, rv, f->shard[i], body, strlen(body));
 }
 
-static void push(fx *f, inf_q_type t, inf_obj *o, inf_obj **items, size_t n)
+static void push(fx *f, inf_update_kind t, inf_obj *o, inf_obj **items, size_t n)
 {
-    inf_q_item *it = calloc(1, sizeof *it);
+    inf_update *it = calloc(1, sizeof *it);
     it->type = t;
     it->obj = o;
     it->items = items;
     it->nitems = n;
     snprintf(it->rv, sizeof it->rv, "%d", f->next_rv - 1);
-    volatile int stop = 0;
-    assert_int_equal(inf_queue_push(f->q, &it, &stop), GD_OK);
+    /* as the reflector does: applied on this thread, under the publisher's mutex */
+    inf_pub_apply(f->p, it);           /* its result is the publisher loop's to ignore */
+    inf_update_destroy(&it);
 }
 
 /* Initial list: keys 0..n-1 across shards 0..3 and broadcast. */
@@ -159,7 +156,7 @@ static void initial_list(fx *f, int n)
         f->shard[i] = i % 5 == 4 ? GD_SHARD_BROADCAST : i % 5;
         items[i] = mkobj(f, i);
     }
-    push(f, INF_Q_REPLACE, NULL, items, (size_t)n);
+    push(f, INF_UPD_REPLACE, NULL, items, (size_t)n);
 }
 
 /* Random writes: updates, deletes, re-creates, shard moves. */
@@ -172,13 +169,13 @@ static void churn(fx *f, int n)
             f->next_rv++;
             inf_obj *o = mkobj(f, i);
             f->rv[i] = 0;
-            push(f, INF_Q_DELETE, o, NULL, 0);
+            push(f, INF_UPD_DELETE, o, NULL, 0);
             continue;
         }
         if (r == 2)
             f->shard[i] = rand() % 5 == 4 ? GD_SHARD_BROADCAST : rand() % 4;
         f->rv[i] = f->next_rv++;
-        push(f, INF_Q_UPSERT, mkobj(f, i), NULL, 0);
+        push(f, INF_UPD_UPSERT, mkobj(f, i), NULL, 0);
     }
 }
 
@@ -426,9 +423,6 @@ static void test_restart(void **state)
     converge(f, s, NULL, 0);
     /* the informer dies; while it is away objects change; a new one lists afresh */
     stop_pub(f);
-    inf_q_item *it;
-    while ((it = inf_queue_pop(f->q)))
-        inf_q_item_destroy(&it);
     for (int i = 0; i < 100; i += 3)
         f->rv[i] = 0;                     /* deleted while away */
     start_pub(f);
@@ -440,7 +434,7 @@ static void test_restart(void **state)
         if (f->rv[i])
             items[n++] = mkobj(f, i);
     }
-    push(f, INF_Q_REPLACE, NULL, items, n);
+    push(f, INF_UPD_REPLACE, NULL, items, n);
     int del_before = c.deleted;
     converge(f, s, NULL, 0);
     assert_int_equal(c.deleted - del_before, 34);

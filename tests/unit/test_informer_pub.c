@@ -7,18 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <stdint.h>
 #include <cmocka.h>
 #include <zmq.h>
 #include "gd_json.h"
 #include "gd_proto.h"
 #include "../../informer/store.c"
 #include "../../informer/counters.c"
-#include "../../informer/queue.c"
 #include "../../informer/publisher.c"
 
 typedef struct {
     void *zctx, *sub;
-    inf_queue *q;
     inf_counters ctr;
     inf_pub *p;
     volatile int stop;
@@ -55,9 +55,8 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
     f->zctx = zmq_ctx_new();
-    f->q = inf_queue_new(16);
     inf_pub_cfg c = {.zctx = f->zctx, .kind = "ConfigMap", .pub_endpoint = "inproc://t.pub",
-                     .snap_endpoint = "inproc://t.snap", .heartbeat_ms = 1000, .q = f->q,
+                     .snap_endpoint = "inproc://t.snap", .heartbeat_ms = 1000,
                      .ctr = &f->ctr, .stop = &f->stop};
     f->p = inf_pub_new(&c);
     assert_non_null(f->p);
@@ -82,7 +81,6 @@ static int teardown(void **state)
     fx *f = *state;
     zmq_close(f->sub);
     inf_pub_destroy(&f->p);
-    inf_queue_destroy(&f->q);
     zmq_ctx_term(f->zctx);
     free(f);
     return 0;
@@ -96,9 +94,9 @@ static inf_obj *mk(const char *key, const char *rv, int shard)
     return inf_obj_new(key, rv, shard, body, strlen(body));
 }
 
-static void apply(fx *f, inf_q_type t, inf_obj *o, inf_obj **items, size_t n, const char *rv)
+static void apply(fx *f, inf_update_kind t, inf_obj *o, inf_obj **items, size_t n, const char *rv)
 {
-    inf_q_item it = {.type = t, .obj = o, .items = items, .nitems = n};
+    inf_update it = {.type = t, .obj = o, .items = items, .nitems = n};
     snprintf(it.rv, sizeof it.rv, "%s", rv);
     assert_int_equal(inf_pub_apply(f->p, &it), GD_OK);
     inf_obj_unref(it.obj);
@@ -160,7 +158,7 @@ static void test_publish_sequences(void **state)
     l[0] = mk("ns/a", "10", 3);
     l[1] = mk("ns/b", "11", 3);
     l[2] = mk("n1", "12", GD_SHARD_BROADCAST);
-    apply(f, INF_Q_REPLACE, NULL, l, 3, "12");
+    apply(f, INF_UPD_REPLACE, NULL, l, 3, "12");
     free(l);
     char seq[48];
     snprintf(seq, sizeof seq, "%llu:1", (unsigned long long)g0 + 1);
@@ -175,19 +173,19 @@ static void test_publish_sequences(void **state)
     assert_int_equal(f->ctr.objects, 3);
 
     /* watch ADDED for a cached key is published as MODIFIED */
-    apply(f, INF_Q_UPSERT, mk("ns/a", "13", 3), NULL, 0, "13");
+    apply(f, INF_UPD_UPSERT, mk("ns/a", "13", 3), NULL, 0, "13");
     expect(f, "S003", NULL, "MODIFIED", "ns/a", "13");
     assert_int_equal(inf_pub_topic_seq(f->p, 3), 3);
     /* shard move: DELETED on the old topic, then MODIFIED on the new one */
-    apply(f, INF_Q_UPSERT, mk("ns/b", "14", 5), NULL, 0, "14");
+    apply(f, INF_UPD_UPSERT, mk("ns/b", "14", 5), NULL, 0, "14");
     expect(f, "S003", NULL, "DELETED", "ns/b", "11");
     expect(f, "S005", NULL, "MODIFIED", "ns/b", "14");
     assert_int_equal(inf_pub_topic_seq(f->p, 5), 1);
     /* DELETED carries the watch's final object; unknown keys are not published */
-    apply(f, INF_Q_DELETE, mk("n1", "15", GD_SHARD_BROADCAST), NULL, 0, "15");
+    apply(f, INF_UPD_DELETE, mk("n1", "15", GD_SHARD_BROADCAST), NULL, 0, "15");
     expect(f, "B", NULL, "DELETED", "n1", "15");
-    apply(f, INF_Q_DELETE, mk("ghost", "16", GD_SHARD_BROADCAST), NULL, 0, "16");
-    apply(f, INF_Q_RV, NULL, NULL, 0, "20");   /* bookmark */
+    apply(f, INF_UPD_DELETE, mk("ghost", "16", GD_SHARD_BROADCAST), NULL, 0, "16");
+    apply(f, INF_UPD_RV, NULL, NULL, 0, "20");   /* bookmark */
     inf_pub_heartbeat(f->p);
     msg m;
     assert_int_equal(recv_msg(f->sub, &m, 1000), 8);
@@ -207,7 +205,7 @@ static void test_publish_sequences(void **state)
     l = calloc(2, sizeof *l);
     l[0] = mk("ns/a", "13", 3);
     l[1] = mk("ns/c", "21", 3);
-    apply(f, INF_Q_REPLACE, NULL, l, 2, "21");
+    apply(f, INF_UPD_REPLACE, NULL, l, 2, "21");
     free(l);
     expect(f, "S003", NULL, "ADDED", "ns/c", "21");
     expect(f, "S005", NULL, "DELETED", "ns/b", "14");
@@ -236,7 +234,7 @@ static void test_snapshot(void **state)
     l[0] = mk("ns/a", "10", 3);
     l[1] = mk("ns/b", "11", 7);
     l[2] = mk("n1", "12", GD_SHARD_BROADCAST);
-    apply(f, INF_Q_REPLACE, NULL, l, 3, "12");
+    apply(f, INF_UPD_REPLACE, NULL, l, 3, "12");
     free(l);
 
     const char *req[] = {"GDI1", "SNAPSHOT", "S003,B"};
@@ -322,7 +320,7 @@ static void test_stats(void **state)
     fx *f = *state;
     inf_obj **l = calloc(1, sizeof *l);
     l[0] = mk("ns/a", "10", 3);
-    apply(f, INF_Q_REPLACE, NULL, l, 1, "10");
+    apply(f, INF_UPD_REPLACE, NULL, l, 1, "10");
     free(l);
     atomic_store(&f->ctr.last_rv, 10);
     atomic_store(&f->ctr.relists, 2);
@@ -342,43 +340,39 @@ static void test_stats(void **state)
     free(t);
 }
 
-static void test_queue(void **state)
+static void *run_pub(void *arg) { return (void *)(intptr_t)inf_pub_run(arg); }
+
+/* inf_pub_wake makes the wake-up fd readable and ends the loop's poll at once (not at its
+ * next timer, 1 s away); an update frees what it holds. */
+static void test_wake_and_update_destroy(void **state)
 {
-    inf_queue *q = inf_queue_new(2);
-    volatile int stop = 0;
-    for (int i = 0; i < 2; i++) {
-        inf_q_item *it = calloc(1, sizeof *it);
-        it->type = INF_Q_RV;
-        assert_int_equal(inf_queue_push(q, &it, &stop), GD_OK);
-        assert_null(it);
-    }
-    zmq_pollitem_t pi = {.fd = inf_queue_fd(q), .events = ZMQ_POLLIN};
+    fx *f = *state;
+    zmq_pollitem_t pi = {.fd = f->p->wake_fd, .events = ZMQ_POLLIN};
+    assert_int_equal(zmq_poll(&pi, 1, 0), 0);
+    inf_pub_wake(f->p);
     assert_int_equal(zmq_poll(&pi, 1, 0), 1);
-    /* full: a push with stop set gives up and frees the item */
-    stop = 1;
-    inf_q_item *it = calloc(1, sizeof *it);
-    it->obj = mk("x", "1", 1);
-    assert_int_equal(inf_queue_push(q, &it, &stop), GD_ERR_CANCELLED);
-    assert_null(it);
-    for (int i = 0; i < 2; i++) {
-        it = inf_queue_pop(q);
-        assert_non_null(it);
-        inf_q_item_destroy(&it);
-    }
-    assert_null(inf_queue_pop(q));
+    uint64_t n;
+    assert_int_equal(read(f->p->wake_fd, &n, sizeof n), (ssize_t)sizeof n);
     assert_int_equal(zmq_poll(&pi, 1, 0), 0);     /* drained: no longer readable */
-    inf_queue_wake(q);
-    assert_int_equal(zmq_poll(&pi, 1, 0), 1);
-    assert_null(inf_queue_pop(q));
-    /* destroying a queue with items frees them */
-    stop = 0;
-    it = calloc(1, sizeof *it);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, run_pub, f->p), 0);
+    f->stop = 1;
+    inf_pub_wake(f->p);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += 700 * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+    void *rc;
+    assert_int_equal(pthread_timedjoin_np(th, &rc, &dl), 0);
+    assert_int_equal((gd_err)(intptr_t)rc, GD_OK);
+    inf_update *it = calloc(1, sizeof *it);
+    it->obj = mk("x", "1", 1);
     it->nitems = 1;
     it->items = calloc(1, sizeof *it->items);
     it->items[0] = mk("y", "1", 1);
-    inf_queue_push(q, &it, &stop);
-    inf_queue_destroy(&q);
-    assert_null(q);
+    inf_update_destroy(&it);
+    assert_null(it);
+    inf_update_destroy(&it);                       /* NULL: nothing */
 }
 
 int main(void)
@@ -389,7 +383,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_publish_sequences, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
-        cmocka_unit_test(test_queue),
+        cmocka_unit_test_setup_teardown(test_wake_and_update_destroy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

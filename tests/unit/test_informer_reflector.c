@@ -17,7 +17,6 @@
 #include "k8s_client.h"
 #include "../../informer/store.c"
 #include "../../informer/counters.c"
-#include "../../informer/queue.c"
 #include "../../informer/reflector.c"
 
 static const char *CM_LIST_1 =
@@ -64,12 +63,34 @@ static const char *WATCH_2 =
 typedef struct {
     httpd *h;
     k8s_client *c;
-    inf_queue *q;
+    /* what the reflector applied, oldest first (the sink below) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    inf_update *got[64];
+    int ngot;
     inf_counters ctr;
     inf_reflector_cfg cfg;
     volatile int stop;
     pthread_t th;
 } fx;
+
+/* The reflector's apply: takes the update's contents (the reflector frees the shell). */
+static gd_err sink(void *ud, inf_update *u)
+{
+    fx *f = ud;
+    inf_update *mine = malloc(sizeof *mine);
+    assert_non_null(mine);
+    *mine = *u;
+    u->obj = NULL;
+    u->items = NULL;
+    u->nitems = 0;
+    pthread_mutex_lock(&f->mu);
+    assert_true(f->ngot < (int)(sizeof f->got / sizeof f->got[0]));
+    f->got[f->ngot++] = mine;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    return GD_OK;
+}
 
 static int setup(void **state)
 {
@@ -84,10 +105,11 @@ static int setup(void **state)
     o.qps = -1;
     f->c = k8s_client_new(&cfg, &o);
     assert_non_null(f->c);
-    f->q = inf_queue_new(64);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
     f->cfg = (inf_reflector_cfg){.client = f->c, .res = K8S_RES_CONFIGMAPS, .kind = "ConfigMap",
                                  .ns = "ns", .label_selector = "cluster-name",
-                                 .page_size = 2, .min_watch_timeout_s = 300, .q = f->q,
+                                 .page_size = 2, .min_watch_timeout_s = 300, .apply = sink, .apply_ud = f,
                                  .ctr = &f->ctr, .stop = &f->stop};
     *state = f;
     return 0;
@@ -99,24 +121,39 @@ static int teardown(void **state)
     f->stop = 1;
     if (f->th)
         pthread_join(f->th, NULL);
-    inf_queue_destroy(&f->q);
+    for (int i = 0; i < f->ngot; i++)
+        inf_update_destroy(&f->got[i]);
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
     k8s_client_destroy(&f->c);
     httpd_stop(&f->h);
     free(f);
     return 0;
 }
 
-static inf_q_item *next_item(fx *f, int timeout_ms)
+/* The oldest update the reflector applied, waiting up to timeout_ms for one. */
+static inf_update *next_item(fx *f, int timeout_ms)
 {
-    int64_t until = gd_mono_ms() + timeout_ms;
-    while (gd_mono_ms() < until) {
-        inf_q_item *it = inf_queue_pop(f->q);
-        if (it)
-            return it;
-        gd_sleep_ms(5);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
     }
-    fail_msg("no queue item within %d ms", timeout_ms);
-    return NULL;
+    inf_update *it = NULL;
+    pthread_mutex_lock(&f->mu);
+    while (f->ngot == 0 && pthread_cond_timedwait(&f->cv, &f->mu, &dl) == 0)
+        ;
+    if (f->ngot > 0) {
+        it = f->got[0];
+        memmove(f->got, f->got + 1, (size_t)--f->ngot * sizeof f->got[0]);
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (!it)
+        fail_msg("no update applied within %d ms", timeout_ms);
+    return it;
 }
 
 static const char *query(fx *f, int i)
@@ -126,9 +163,9 @@ static const char *query(fx *f, int i)
     return r->uri;
 }
 
-static void expect_replace(inf_q_item *it, const char *rv, const char *const *keys, size_t n)
+static void expect_replace(inf_update *it, const char *rv, const char *const *keys, size_t n)
 {
-    assert_int_equal(it->type, INF_Q_REPLACE);
+    assert_int_equal(it->type, INF_UPD_REPLACE);
     assert_string_equal(it->rv, rv);
     assert_int_equal(it->nitems, n);
     for (size_t i = 0; i < n; i++) {
@@ -140,7 +177,7 @@ static void expect_replace(inf_q_item *it, const char *rv, const char *const *ke
     }
 }
 
-static void expect_item(inf_q_item *it, inf_q_type t, const char *key, const char *rv)
+static void expect_item(inf_update *it, inf_update_kind t, const char *key, const char *rv)
 {
     assert_int_equal(it->type, t);
     assert_string_equal(it->rv, rv);
@@ -161,34 +198,34 @@ static void test_list_watch_relist(void **state)
     assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
 
     /* page 1 + expired continue → one full list: REPLACE a, b, c at rv 11 */
-    inf_q_item *it = next_item(f, 5000);
+    inf_update *it = next_item(f, 5000);
     const char *k1[] = {"ns/a", "ns/b", "ns/c"};
     expect_replace(it, "11", k1, 3);
-    inf_q_item_destroy(&it);
+    inf_update_destroy(&it);
     /* watch events in order; the bookmark moves the rv; the nameless object is dropped */
     it = next_item(f, 5000);
-    expect_item(it, INF_Q_UPSERT, "ns/d", "12");
-    inf_q_item_destroy(&it);
+    expect_item(it, INF_UPD_UPSERT, "ns/d", "12");
+    inf_update_destroy(&it);
     it = next_item(f, 5000);
-    expect_item(it, INF_Q_UPSERT, "ns/a", "13");
+    expect_item(it, INF_UPD_UPSERT, "ns/a", "13");
     assert_null(strstr(it->obj->body, "managedFields"));
-    inf_q_item_destroy(&it);
+    inf_update_destroy(&it);
     it = next_item(f, 5000);
-    expect_item(it, INF_Q_RV, NULL, "14");
-    inf_q_item_destroy(&it);
+    expect_item(it, INF_UPD_RV, NULL, "14");
+    inf_update_destroy(&it);
     it = next_item(f, 5000);
-    expect_item(it, INF_Q_DELETE, "ns/b", "15");
-    inf_q_item_destroy(&it);
+    expect_item(it, INF_UPD_DELETE, "ns/b", "15");
+    inf_update_destroy(&it);
     /* ERROR 410 → relist (consistent, paginated again) */
     it = next_item(f, 5000);
     const char *k2[] = {"ns/a", "ns/e"};
     expect_replace(it, "16", k2, 2);
-    inf_q_item_destroy(&it);
+    inf_update_destroy(&it);
     /* 500 on the watch → backoff (~0.8 s) → watch again from rv 16 */
     int64_t t0 = gd_mono_ms();
     it = next_item(f, 10000);
-    expect_item(it, INF_Q_UPSERT, "ns/f", "17");
-    inf_q_item_destroy(&it);
+    expect_item(it, INF_UPD_UPSERT, "ns/f", "17");
+    inf_update_destroy(&it);
     assert_true(gd_mono_ms() - t0 >= 500);
 
     /* what was asked, in order */
@@ -240,10 +277,10 @@ static void test_list_failure_backoff(void **state)
     f->cfg.page_size = 0;
     int64_t t0 = gd_mono_ms();
     assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
-    inf_q_item *it = next_item(f, 15000);
+    inf_update *it = next_item(f, 15000);
     const char *k[] = {"ns/a", "ns/e"};
     expect_replace(it, "16", k, 2);
-    inf_q_item_destroy(&it);
+    inf_update_destroy(&it);
     /* two backoffs: ~0.8 s then ~1.6 s, each +/- 20 % */
     int64_t took = gd_mono_ms() - t0;
     assert_true(took >= 1500);
