@@ -16,7 +16,7 @@
 /* The flags, bound to one configuration: the parser writes straight into c. */
 #define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
 #define STR(n, field, h, ...) FLAG(GD_FLAG_STRING, n, c->field, h, .cap = sizeof c->field, __VA_ARGS__)
-static size_t bind_flags(gd_mgr_config *c, gd_flag *out)
+static size_t bind_flags(mgr_config *c, gd_flag *out)
 {
     const gd_flag defs[] = {
         STR("config", config, "YAML file whose keys are these flag names (without --); flags given on the command line win", .metavar = "FILE"),
@@ -66,7 +66,7 @@ static const char FOOTER[] =
     "Exit codes: 0 clean stop, 1 failure, 2 fatal configuration error (also when a child "
     "exits 2).";
 
-static void make_set(gd_flagset *fs, gd_flag *flags, gd_mgr_config *c)
+static void make_set(gd_flagset *fs, gd_flag *flags, mgr_config *c)
 {
     memset(fs, 0, sizeof *fs);
     fs->prog = "godis-manager";
@@ -77,7 +77,7 @@ static void make_set(gd_flagset *fs, gd_flag *flags, gd_mgr_config *c)
     fs->nflags = bind_flags(c, flags);
 }
 
-void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
+void mgr_config_default(mgr_config *c, const char *argv0)
 {
     memset(c, 0, sizeof *c);
     c->leader_elect = true;
@@ -98,8 +98,8 @@ void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
     snprintf(c->log_level, sizeof c->log_level, "info");
     snprintf(c->log_format, sizeof c->log_format, "text");
     /* children live beside the manager binary unless told otherwise */
-    char dir[GD_MGR_STR] = ".";
-    char self[GD_MGR_STR];
+    char dir[MGR_STR] = ".";
+    char self[MGR_STR];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {
         self[n] = '\0';
@@ -113,7 +113,7 @@ void gd_mgr_config_default(gd_mgr_config *c, const char *argv0)
     snprintf(c->webhook_bin, sizeof c->webhook_bin, "%.490s/godis-webhook", dir);
 }
 
-static gd_err load_file(gd_mgr_config *c, const char *path, char *err, size_t errlen)
+static gd_err load_file(mgr_config *c, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -129,12 +129,12 @@ static gd_err load_file(gd_mgr_config *c, const char *path, char *err, size_t er
         free(buf);
         return GD_ERR_CONFIG;
     }
-    gd_err e = gd_mgr_config_yaml(c, buf, n, path, err, errlen);
+    gd_err e = mgr_config_yaml(c, buf, n, path, err, errlen);
     free(buf);
     return e;
 }
 
-gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const char *source,
+gd_err mgr_config_yaml(mgr_config *c, const char *yaml, size_t len, const char *source,
                           char *err, size_t errlen)
 {
     gd_flagset fs;
@@ -209,11 +209,11 @@ gd_err gd_mgr_config_yaml(gd_mgr_config *c, const char *yaml, size_t len, const 
 /* The file applies under the flags: parse the command line once to find --config (and
  * --help, --version and every bad flag), then start again from the defaults, apply the
  * file, and parse the command line over it. */
-gd_err gd_mgr_config_parse(gd_mgr_config *c, int argc, char **argv, char *err, size_t errlen)
+gd_err mgr_config_parse(mgr_config *c, int argc, char **argv, char *err, size_t errlen)
 {
     gd_flagset fs;
     gd_flag flags[MAX_FLAGS];
-    gd_mgr_config defaults = *c;
+    mgr_config defaults = *c;
     make_set(&fs, flags, c);
     switch (gd_flags_parse(&fs, argc, argv, err, errlen)) {
     case GD_FLAGS_HELP: c->help = true; return GD_OK;
@@ -222,7 +222,7 @@ gd_err gd_mgr_config_parse(gd_mgr_config *c, int argc, char **argv, char *err, s
     case GD_FLAGS_OK: break;
     }
     if (c->config[0]) {
-        char path[GD_MGR_STR];
+        char path[MGR_STR];
         snprintf(path, sizeof path, "%s", c->config);
         *c = defaults;
         snprintf(c->config, sizeof c->config, "%s", path);
@@ -230,10 +230,10 @@ gd_err gd_mgr_config_parse(gd_mgr_config *c, int argc, char **argv, char *err, s
         if (e != GD_OK) return e;
         if (gd_flags_parse(&fs, argc, argv, err, errlen) != GD_FLAGS_OK) return GD_ERR_CONFIG;
     }
-    return gd_mgr_config_validate(c, err, errlen);
+    return mgr_config_validate(c, err, errlen);
 }
 
-gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
+gd_err mgr_config_validate(const mgr_config *c, char *err, size_t errlen)
 {
     char why[200], host[128];
     int port;
@@ -290,16 +290,16 @@ gd_err gd_mgr_config_validate(const gd_mgr_config *c, char *err, size_t errlen)
                  c->cluster_domain);
         return GD_ERR_CONFIG;
     }
-    return gd_mgr_informer_kinds(c->informer_kinds, NULL, err, errlen);
+    return mgr_informer_kinds(c->informer_kinds, NULL, err, errlen);
 }
 
 /* Each kind once: two informers for one kind would bind the same endpoints. Kinds may be
  * given as the kind, the plural or a short name ("Pod", "pods", "po"); out gets the kinds
  * as the endpoints and the workers name them. */
-gd_err gd_mgr_informer_kinds(const char *list, char (*out)[64], char *err, size_t errlen)
+gd_err mgr_informer_kinds(const char *list, char (*out)[64], char *err, size_t errlen)
 {
-    char copy[GD_MGR_STR];
-    const char *seen[GD_MGR_MAX_KINDS];
+    char copy[MGR_STR];
+    const char *seen[MGR_MAX_KINDS];
     int n = 0;
     snprintf(copy, sizeof copy, "%s", list);
     if (!copy[0]) {
@@ -322,8 +322,8 @@ gd_err gd_mgr_informer_kinds(const char *list, char (*out)[64], char *err, size_
                 return GD_ERR_CONFIG;
             }
         }
-        if (n == GD_MGR_MAX_KINDS) {
-            snprintf(err, errlen, "--informer-kinds: more than %d kinds", GD_MGR_MAX_KINDS);
+        if (n == MGR_MAX_KINDS) {
+            snprintf(err, errlen, "--informer-kinds: more than %d kinds", MGR_MAX_KINDS);
             return GD_ERR_CONFIG;
         }
         if (out) snprintf(out[n], 64, "%s", r->kind);
@@ -332,12 +332,12 @@ gd_err gd_mgr_informer_kinds(const char *list, char (*out)[64], char *err, size_
     return GD_OK;
 }
 
-void gd_mgr_config_usage(FILE *out)
+void mgr_config_usage(FILE *out)
 {
-    gd_mgr_config d;
+    mgr_config d;
     gd_flagset fs;
     gd_flag flags[MAX_FLAGS];
-    gd_mgr_config_default(&d, NULL);
+    mgr_config_default(&d, NULL);
     make_set(&fs, flags, &d);
     gd_flags_usage(&fs, out);
 }

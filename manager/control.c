@@ -26,18 +26,18 @@ typedef struct {
     int64_t last_heard_ms;
 } conn_t;
 
-struct gd_control {
+struct mgr_control {
     void *sock;
-    gd_control_handlers h;
+    mgr_control_handlers h;
     void *ud;
-    conn_t w[GD_SHARDS_MAX_WORKERS];
+    conn_t w[MGR_SHARDS_MAX_WORKERS];
     uint64_t rejected;
 };
 
-gd_control *gd_control_new(void *zctx, const char *endpoint, const gd_control_handlers *h,
+mgr_control *mgr_control_new(void *zctx, const char *endpoint, const mgr_control_handlers *h,
                            void *ud)
 {
-    gd_control *c = calloc(1, sizeof *c);
+    mgr_control *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->h = *h;
     c->ud = ud;
@@ -57,7 +57,7 @@ gd_control *gd_control_new(void *zctx, const char *endpoint, const gd_control_ha
     return c;
 }
 
-void gd_control_destroy(gd_control **cp)
+void mgr_control_destroy(mgr_control **cp)
 {
     if (!cp || !*cp) return;
     zmq_close((*cp)->sock);
@@ -65,23 +65,23 @@ void gd_control_destroy(gd_control **cp)
     *cp = NULL;
 }
 
-void *gd_control_socket(gd_control *c) { return c->sock; }
-uint64_t gd_control_rejected(gd_control *c) { return c->rejected; }
-bool gd_control_connected(gd_control *c, int i)
+void *mgr_control_socket(mgr_control *c) { return c->sock; }
+uint64_t mgr_control_rejected(mgr_control *c) { return c->rejected; }
+bool mgr_control_connected(mgr_control *c, int i)
 {
-    return i >= 0 && i < GD_SHARDS_MAX_WORKERS && c->w[i].connected;
+    return i >= 0 && i < MGR_SHARDS_MAX_WORKERS && c->w[i].connected;
 }
-int64_t gd_control_last_heard(gd_control *c, int i)
+int64_t mgr_control_last_heard(mgr_control *c, int i)
 {
-    return i >= 0 && i < GD_SHARDS_MAX_WORKERS ? c->w[i].last_heard_ms : 0;
+    return i >= 0 && i < MGR_SHARDS_MAX_WORKERS ? c->w[i].last_heard_ms : 0;
 }
-void gd_control_forget(gd_control *c, int i)
+void mgr_control_forget(mgr_control *c, int i)
 {
-    if (i >= 0 && i < GD_SHARDS_MAX_WORKERS) memset(&c->w[i], 0, sizeof c->w[i]);
+    if (i >= 0 && i < MGR_SHARDS_MAX_WORKERS) memset(&c->w[i], 0, sizeof c->w[i]);
 }
 
 /* Sends frames (NULL-terminated list of strings) to a raw identity. */
-static gd_err send_raw(gd_control *c, const char *id, size_t idlen, const char **frames,
+static gd_err send_raw(mgr_control *c, const char *id, size_t idlen, const char **frames,
                        const size_t *lens, int n)
 {
     if (zmq_send(c->sock, id, idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) return GD_ERR_ZMQ;
@@ -92,14 +92,14 @@ static gd_err send_raw(gd_control *c, const char *id, size_t idlen, const char *
     return GD_OK;
 }
 
-static void send_error(gd_control *c, const char *id, size_t idlen, const char *why)
+static void send_error(mgr_control *c, const char *id, size_t idlen, const char *why)
 {
     const char *f[] = {GD_PROTO_WORKER, "ERROR", why};
     size_t l[] = {4, 5, strlen(why)};
     send_raw(c, id, idlen, f, l, 3);
 }
 
-static void reject(gd_control *c, const char *id, size_t idlen, const char *why)
+static void reject(mgr_control *c, const char *id, size_t idlen, const char *why)
 {
     c->rejected++;
     char idtxt[40];
@@ -138,7 +138,7 @@ static bool parse_identity(const char *id, size_t len, int *index, int *pid)
     buf[len] = '\0';
     char *end;
     long i = strtol(buf + 1, &end, 10);
-    if (end == buf + 1 || *end != '-' || i < 0 || i >= GD_SHARDS_MAX_WORKERS) return false;
+    if (end == buf + 1 || *end != '-' || i < 0 || i >= MGR_SHARDS_MAX_WORKERS) return false;
     char *p = end + 1;
     long pd = strtol(p, &end, 10);
     if (end == p || *end || pd <= 0 || pd > 4194304) return false;
@@ -148,15 +148,15 @@ static bool parse_identity(const char *id, size_t len, int *index, int *pid)
 }
 
 /* The worker index of an accepted connection with this identity, or -1. */
-static int conn_of(gd_control *c, const char *id, size_t idlen)
+static int conn_of(mgr_control *c, const char *id, size_t idlen)
 {
-    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++)
+    for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++)
         if (c->w[i].connected && c->w[i].idlen == idlen && memcmp(c->w[i].identity, id, idlen) == 0)
             return i;
     return -1;
 }
 
-static void handle(gd_control *c, zmq_msg_t *f, int n)
+static void handle(mgr_control *c, zmq_msg_t *f, int n)
 {
     const char *id = zmq_msg_data(&f[0]);
     size_t idlen = zmq_msg_size(&f[0]);
@@ -215,7 +215,7 @@ static void handle(gd_control *c, zmq_msg_t *f, int n)
         }
         memcpy(list, zmq_msg_data(&f[4]), ll);
         list[ll] = '\0';
-        if (gd_shards_parse_list(list, shards, GD_NSHARDS, &ns) != GD_OK) {
+        if (mgr_shards_parse_list(list, shards, GD_NSHARDS, &ns) != GD_OK) {
             reject(c, id, idlen, "REVOKED: bad shard list");
             return;
         }
@@ -238,7 +238,7 @@ static void handle(gd_control *c, zmq_msg_t *f, int n)
     }
 }
 
-int gd_control_dispatch(gd_control *c)
+int mgr_control_dispatch(mgr_control *c)
 {
     int handled = 0;
     for (;;) {
@@ -268,10 +268,10 @@ int gd_control_dispatch(gd_control *c)
     return handled;
 }
 
-static gd_err send_to(gd_control *c, int index, const char *verb, const char **args,
+static gd_err send_to(mgr_control *c, int index, const char *verb, const char **args,
                       const size_t *lens, int nargs, uint64_t *seq_out)
 {
-    if (index < 0 || index >= GD_SHARDS_MAX_WORKERS || !c->w[index].connected) return GD_ERR_ARG;
+    if (index < 0 || index >= MGR_SHARDS_MAX_WORKERS || !c->w[index].connected) return GD_ERR_ARG;
     conn_t *w = &c->w[index];
     char seq[24];
     uint64_t s = ++w->seq;
@@ -293,24 +293,24 @@ static gd_err send_to(gd_control *c, int index, const char *verb, const char **a
     return e;
 }
 
-gd_err gd_control_assign(gd_control *c, int index, const int *shards, int n,
+gd_err mgr_control_assign(mgr_control *c, int index, const int *shards, int n,
                          const char *pending_json, uint64_t *seq_out)
 {
     char list[GD_NSHARDS * 4 + 1];
-    gd_shards_format_list(shards, n, list, sizeof list);
+    mgr_shards_format_list(shards, n, list, sizeof list);
     const char *a[] = {list, pending_json ? pending_json : "{}"};
     return send_to(c, index, "ASSIGN", a, NULL, 2, seq_out);
 }
 
-gd_err gd_control_revoke(gd_control *c, int index, const int *shards, int n, uint64_t *seq_out)
+gd_err mgr_control_revoke(mgr_control *c, int index, const int *shards, int n, uint64_t *seq_out)
 {
     char list[GD_NSHARDS * 4 + 1];
-    gd_shards_format_list(shards, n, list, sizeof list);
+    mgr_shards_format_list(shards, n, list, sizeof list);
     const char *a[] = {list};
     return send_to(c, index, "REVOKE", a, NULL, 1, seq_out);
 }
 
-static gd_err send_ms(gd_control *c, int index, const char *verb, int64_t ms)
+static gd_err send_ms(mgr_control *c, int index, const char *verb, int64_t ms)
 {
     char t[24];
     snprintf(t, sizeof t, "%lld", (long long)ms);
@@ -318,17 +318,17 @@ static gd_err send_ms(gd_control *c, int index, const char *verb, int64_t ms)
     return send_to(c, index, verb, a, NULL, 1, NULL);
 }
 
-gd_err gd_control_lease(gd_control *c, int index, int64_t deadline_wall_ms)
+gd_err mgr_control_lease(mgr_control *c, int index, int64_t deadline_wall_ms)
 {
     return send_ms(c, index, "LEASE", deadline_wall_ms);
 }
 
-gd_err gd_control_stop(gd_control *c, int index, int64_t drain_deadline_wall_ms)
+gd_err mgr_control_stop(mgr_control *c, int index, int64_t drain_deadline_wall_ms)
 {
     return send_ms(c, index, "STOP", drain_deadline_wall_ms);
 }
 
-gd_err gd_control_ping(gd_control *c, int index)
+gd_err mgr_control_ping(mgr_control *c, int index)
 {
     return send_to(c, index, "PING", NULL, NULL, 0, NULL);
 }

@@ -2,8 +2,8 @@
  * one DEALER per worker. This module only frames and checks messages and keeps each
  * worker's connection (identity, sequence numbers, when it was last heard); what to do with
  * them is the manager's business (manager.c). Single-threaded: the main loop owns it. */
-#ifndef GD_CONTROL_H
-#define GD_CONTROL_H
+#ifndef MGR_CONTROL_H
+#define MGR_CONTROL_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -17,32 +17,32 @@ typedef struct {
     void (*on_revoked)(void *ud, int index, uint64_t seq, const int *shards, int n,
                        const char *pending_json);
     void (*on_pong)(void *ud, int index, uint64_t seq, const char *metrics, size_t len);
-} gd_control_handlers;
+} mgr_control_handlers;
 
-typedef struct gd_control gd_control;
+typedef struct mgr_control mgr_control;
 
 /* Binds a ROUTER on endpoint in zmq context zctx. NULL on failure (logged). */
-gd_control *gd_control_new(void *zctx, const char *endpoint, const gd_control_handlers *h,
+mgr_control *mgr_control_new(void *zctx, const char *endpoint, const mgr_control_handlers *h,
                            void *ud);
-void  gd_control_destroy(gd_control **c);
-void *gd_control_socket(gd_control *c);      /* for zmq_poll */
+void  mgr_control_destroy(mgr_control **c);
+void *mgr_control_socket(mgr_control *c);      /* for zmq_poll */
 /* Reads and dispatches every queued message without blocking. Returns how many. */
-int   gd_control_dispatch(gd_control *c);
+int   mgr_control_dispatch(mgr_control *c);
 
 /* Sends to worker index over its accepted connection. GD_ERR_ARG when it has none,
  * GD_ERR_ZMQ when the peer is gone. *seq_out (may be NULL) receives the seq used. */
-gd_err gd_control_assign(gd_control *c, int index, const int *shards, int n,
+gd_err mgr_control_assign(mgr_control *c, int index, const int *shards, int n,
                          const char *pending_json, uint64_t *seq_out);
-gd_err gd_control_revoke(gd_control *c, int index, const int *shards, int n, uint64_t *seq_out);
-gd_err gd_control_lease(gd_control *c, int index, int64_t deadline_wall_ms);
-gd_err gd_control_ping(gd_control *c, int index);
-gd_err gd_control_stop(gd_control *c, int index, int64_t drain_deadline_wall_ms);
+gd_err mgr_control_revoke(mgr_control *c, int index, const int *shards, int n, uint64_t *seq_out);
+gd_err mgr_control_lease(mgr_control *c, int index, int64_t deadline_wall_ms);
+gd_err mgr_control_ping(mgr_control *c, int index);
+gd_err mgr_control_stop(mgr_control *c, int index, int64_t drain_deadline_wall_ms);
 /* Forgets the worker's connection (its process was reaped). */
-void   gd_control_forget(gd_control *c, int index);
-bool   gd_control_connected(gd_control *c, int index);
+void   mgr_control_forget(mgr_control *c, int index);
+bool   mgr_control_connected(mgr_control *c, int index);
 /* Monotonic ms when the worker was last heard (any message), 0 never. */
-int64_t gd_control_last_heard(gd_control *c, int index);
+int64_t mgr_control_last_heard(mgr_control *c, int index);
 /* Messages dropped as malformed or from unknown peers (metrics). */
-uint64_t gd_control_rejected(gd_control *c);
+uint64_t mgr_control_rejected(mgr_control *c);
 
 #endif

@@ -15,9 +15,9 @@
 #include <microhttpd.h>
 #include "gd_log.h"
 
-struct gd_http {
+struct mgr_http {
     struct MHD_Daemon *d;
-    gd_http_handlers h;
+    mgr_http_handlers h;
     void *ud;
     int what, port;
 };
@@ -57,7 +57,7 @@ static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
                           size_t *upload_size, void **state)
 {
     (void)version; (void)upload;
-    gd_http *s = cls;
+    mgr_http *s = cls;
     if (*state == NULL) {           /* first call: headers only */
         static int marker;
         *state = &marker;
@@ -66,17 +66,17 @@ static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
     if (*upload_size) { *upload_size = 0; return MHD_YES; }   /* ignore bodies */
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     char msg[256] = "";
-    if ((s->what & GD_HTTP_HEALTH) && !strcmp(url, "/healthz")) {
+    if ((s->what & MGR_HTTP_HEALTH) && !strcmp(url, "/healthz")) {
         if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
         bool ok = s->h.healthz(s->ud, msg, sizeof msg);
         return probe(c, ok, msg);
     }
-    if ((s->what & GD_HTTP_HEALTH) && !strcmp(url, "/readyz")) {
+    if ((s->what & MGR_HTTP_HEALTH) && !strcmp(url, "/readyz")) {
         if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
         bool ok = s->h.readyz(s->ud, msg, sizeof msg);
         return probe(c, ok, msg);
     }
-    if ((s->what & GD_HTTP_METRICS) && !strcmp(url, "/metrics")) {
+    if ((s->what & MGR_HTTP_METRICS) && !strcmp(url, "/metrics")) {
         if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
         char *text = s->h.metrics(s->ud);
         if (!text) return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n", false);
@@ -110,7 +110,7 @@ static int listen_on(const struct sockaddr_in *sa, int *err)
     return fd;
 }
 
-gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handlers *h, void *ud,
+mgr_http *mgr_http_start(const char *host, int port, int what, const mgr_http_handlers *h, void *ud,
                        const char *flag)
 {
     char addr[160];
@@ -129,7 +129,7 @@ gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handl
         GD_ERROR("cannot listen for HTTP", "flag", flag, "address", addr, "error", strerror(err));
         return NULL;
     }
-    gd_http *s = calloc(1, sizeof *s);
+    mgr_http *s = calloc(1, sizeof *s);
     if (!s) {
         close(fd);
         return NULL;
@@ -156,9 +156,9 @@ gd_http *gd_http_start(const char *host, int port, int what, const gd_http_handl
     return s;
 }
 
-int gd_http_port(const gd_http *s) { return s ? s->port : 0; }
+int mgr_http_port(const mgr_http *s) { return s ? s->port : 0; }
 
-void gd_http_stop(gd_http **sp)
+void mgr_http_stop(mgr_http **sp)
 {
     if (!sp || !*sp) return;
     MHD_stop_daemon((*sp)->d);

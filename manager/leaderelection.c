@@ -2,7 +2,7 @@
  *
  * One deliberate difference from client-go: the renew deadline is counted from the start
  * of the last *successful* renewal, not from the start of the current renew round. That is
- * the instant the manager's fencing uses too (gd_le_fence_at_mono_ms), so the loop and the
+ * the instant the manager's fencing uses too (mgr_le_fence_at_mono_ms), so the loop and the
  * fence agree on when leadership ends, and it is never later than client-go's. */
 #include "leaderelection.h"
 #include <errno.h>
@@ -16,15 +16,15 @@
 #include "gd_time.h"
 #include "k8s_client.h"
 
-struct gd_le {
-    gd_le_config cfg;
-    gd_le_lock lock;
+struct mgr_le {
+    mgr_le_config cfg;
+    mgr_le_lock lock;
 
     /* Written only by the election thread (under mu), read by others under mu. */
-    gd_le_record observed;
+    mgr_le_record observed;
     bool have_observed;
     int64_t observed_mono_ms;
-    gd_le_status_t st;
+    mgr_le_status_t st;
 
     void (*notify)(void *ud);
     void *notify_ud;
@@ -34,14 +34,14 @@ struct gd_le {
     bool stopping, wake;
 };
 
-bool gd_le_record_equal(const gd_le_record *a, const gd_le_record *b)
+bool mgr_le_record_equal(const mgr_le_record *a, const mgr_le_record *b)
 {
     return strcmp(a->holder, b->holder) == 0 && a->lease_duration_s == b->lease_duration_s &&
            strcmp(a->acquire_time, b->acquire_time) == 0 &&
            strcmp(a->renew_time, b->renew_time) == 0 && a->transitions == b->transitions;
 }
 
-void gd_le_config_default(gd_le_config *c)
+void mgr_le_config_default(mgr_le_config *c)
 {
     memset(c, 0, sizeof *c);
     c->lease_duration_ms = 15000;
@@ -51,7 +51,7 @@ void gd_le_config_default(gd_le_config *c)
     snprintf(c->name, sizeof c->name, "godis-operator");
 }
 
-gd_err gd_le_config_validate(const gd_le_config *c, char *err, size_t errlen)
+gd_err mgr_le_config_validate(const mgr_le_config *c, char *err, size_t errlen)
 {
     const char *why = NULL;
     if (c->lease_duration_ms < 1000 || c->lease_duration_ms % 1000 != 0)
@@ -62,7 +62,7 @@ gd_err gd_le_config_validate(const gd_le_config *c, char *err, size_t errlen)
         why = "leader-elect-retry-period must be greater than zero";
     else if (c->lease_duration_ms <= c->renew_deadline_ms)
         why = "leader-elect-lease-duration must be greater than leader-elect-renew-deadline";
-    else if ((double)c->renew_deadline_ms <= GD_LE_JITTER_FACTOR * (double)c->retry_period_ms)
+    else if ((double)c->renew_deadline_ms <= MGR_LE_JITTER_FACTOR * (double)c->retry_period_ms)
         why = "leader-elect-renew-deadline must be greater than 1.2 x leader-elect-retry-period";
     else if (c->identity[0] == '\0')
         why = "leader election identity must not be empty";
@@ -76,7 +76,7 @@ gd_err gd_le_config_validate(const gd_le_config *c, char *err, size_t errlen)
     return GD_ERR_CONFIG;
 }
 
-void gd_le_make_identity(char *out, size_t cap)
+void mgr_le_make_identity(char *out, size_t cap)
 {
     char host[128] = "unknown";
     if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
@@ -86,15 +86,15 @@ void gd_le_make_identity(char *out, size_t cap)
     snprintf(out, cap, "%s_%016" PRIx64, host, r);
 }
 
-gd_le *gd_le_new(const gd_le_config *cfg, const gd_le_lock *lock)
+mgr_le *mgr_le_new(const mgr_le_config *cfg, const mgr_le_lock *lock)
 {
     char err[160];
     if (!cfg || !lock || !lock->get || !lock->create || !lock->update) return NULL;
-    if (gd_le_config_validate(cfg, err, sizeof err) != GD_OK) {
+    if (mgr_le_config_validate(cfg, err, sizeof err) != GD_OK) {
         GD_ERROR("invalid leader election config", "error", err);
         return NULL;
     }
-    gd_le *le = calloc(1, sizeof *le);
+    mgr_le *le = calloc(1, sizeof *le);
     if (!le) return NULL;
     le->cfg = *cfg;
     le->lock = *lock;
@@ -107,19 +107,19 @@ gd_le *gd_le_new(const gd_le_config *cfg, const gd_le_lock *lock)
     return le;
 }
 
-void gd_le_destroy(gd_le **lep)
+void mgr_le_destroy(mgr_le **lep)
 {
     if (!lep || !*lep) return;
-    gd_le *le = *lep;
+    mgr_le *le = *lep;
     pthread_cond_destroy(&le->cv);
     pthread_mutex_destroy(&le->mu);
     free(le);
     *lep = NULL;
 }
 
-const gd_le_config *gd_le_get_config(const gd_le *le) { return &le->cfg; }
+const mgr_le_config *mgr_le_get_config(const mgr_le *le) { return &le->cfg; }
 
-static void set_observed(gd_le *le, const gd_le_record *rec)
+static void set_observed(mgr_le *le, const mgr_le_record *rec)
 {
     pthread_mutex_lock(&le->mu);
     le->observed = *rec;
@@ -129,7 +129,7 @@ static void set_observed(gd_le *le, const gd_le_record *rec)
     pthread_mutex_unlock(&le->mu);
 }
 
-void gd_le_observed(gd_le *le, gd_le_record *rec, int64_t *observed_mono_ms)
+void mgr_le_observed(mgr_le *le, mgr_le_record *rec, int64_t *observed_mono_ms)
 {
     pthread_mutex_lock(&le->mu);
     if (rec) *rec = le->observed;
@@ -137,7 +137,7 @@ void gd_le_observed(gd_le *le, gd_le_record *rec, int64_t *observed_mono_ms)
     pthread_mutex_unlock(&le->mu);
 }
 
-bool gd_le_is_leader(gd_le *le)
+bool mgr_le_is_leader(mgr_le *le)
 {
     pthread_mutex_lock(&le->mu);
     bool r = le->have_observed && strcmp(le->observed.holder, le->cfg.identity) == 0;
@@ -145,7 +145,7 @@ bool gd_le_is_leader(gd_le *le)
     return r;
 }
 
-bool gd_le_lease_valid(gd_le *le, int64_t now_mono_ms)
+bool mgr_le_lease_valid(mgr_le *le, int64_t now_mono_ms)
 {
     pthread_mutex_lock(&le->mu);
     bool r = le->have_observed &&
@@ -154,13 +154,13 @@ bool gd_le_lease_valid(gd_le *le, int64_t now_mono_ms)
     return r;
 }
 
-static void now_micro(char out[GD_LE_TIME_MAX])
+static void now_micro(char out[MGR_LE_TIME_MAX])
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     char buf[32];
     gd_format_rfc3339_micro((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000, buf);
-    snprintf(out, GD_LE_TIME_MAX, "%s", buf);
+    snprintf(out, MGR_LE_TIME_MAX, "%s", buf);
 }
 
 static bool past(int64_t deadline_mono_ms)
@@ -168,10 +168,10 @@ static bool past(int64_t deadline_mono_ms)
     return deadline_mono_ms > 0 && gd_mono_ms() >= deadline_mono_ms;
 }
 
-bool gd_le_try_acquire_or_renew(gd_le *le, int64_t deadline_mono_ms)
+bool mgr_le_try_acquire_or_renew(mgr_le *le, int64_t deadline_mono_ms)
 {
     int64_t now = gd_mono_ms();
-    gd_le_record rec;
+    mgr_le_record rec;
     memset(&rec, 0, sizeof rec);
     snprintf(rec.holder, sizeof rec.holder, "%s", le->cfg.identity);
     rec.lease_duration_s = le->cfg.lease_duration_ms / 1000;
@@ -179,9 +179,9 @@ bool gd_le_try_acquire_or_renew(gd_le *le, int64_t deadline_mono_ms)
     memcpy(rec.acquire_time, rec.renew_time, sizeof rec.acquire_time);
 
     /* 1. fast path: we led and our view is fresh, so our resourceVersion is probably too. */
-    if (gd_le_is_leader(le) && gd_le_lease_valid(le, now)) {
-        gd_le_record old;
-        gd_le_observed(le, &old, NULL);
+    if (mgr_le_is_leader(le) && mgr_le_lease_valid(le, now)) {
+        mgr_le_record old;
+        mgr_le_observed(le, &old, NULL);
         memcpy(rec.acquire_time, old.acquire_time, sizeof rec.acquire_time);
         rec.transitions = old.transitions;
         gd_err e = le->lock.update(le->lock.ud, &rec);
@@ -195,7 +195,7 @@ bool gd_le_try_acquire_or_renew(gd_le *le, int64_t deadline_mono_ms)
     if (past(deadline_mono_ms)) return false;
 
     /* 2. obtain or create the record */
-    gd_le_record old;
+    mgr_le_record old;
     memset(&old, 0, sizeof old);
     gd_err e = le->lock.get(le->lock.ud, &old);
     if (e != GD_OK) {
@@ -215,14 +215,14 @@ bool gd_le_try_acquire_or_renew(gd_le *le, int64_t deadline_mono_ms)
 
     /* 3. a changed record restarts the expiry clock, measured on OUR clock */
     pthread_mutex_lock(&le->mu);
-    bool changed = !le->have_observed || !gd_le_record_equal(&le->observed, &old);
+    bool changed = !le->have_observed || !mgr_le_record_equal(&le->observed, &old);
     pthread_mutex_unlock(&le->mu);
     if (changed) set_observed(le, &old);
-    if (old.holder[0] != '\0' && gd_le_lease_valid(le, now) && !gd_le_is_leader(le))
+    if (old.holder[0] != '\0' && mgr_le_lease_valid(le, now) && !mgr_le_is_leader(le))
         return false;                   /* held by someone else, not expired */
 
     /* 4. take it over (or renew on the slow path) */
-    if (gd_le_is_leader(le)) {
+    if (mgr_le_is_leader(le)) {
         memcpy(rec.acquire_time, old.acquire_time, sizeof rec.acquire_time);
         rec.transitions = old.transitions;
     } else {
@@ -238,11 +238,11 @@ bool gd_le_try_acquire_or_renew(gd_le *le, int64_t deadline_mono_ms)
     return true;
 }
 
-bool gd_le_release(gd_le *le)
+bool mgr_le_release(mgr_le *le)
 {
-    if (!gd_le_is_leader(le)) return true;
-    gd_le_record old, rec;
-    gd_le_observed(le, &old, NULL);
+    if (!mgr_le_is_leader(le)) return true;
+    mgr_le_record old, rec;
+    mgr_le_observed(le, &old, NULL);
     memset(&rec, 0, sizeof rec);
     rec.lease_duration_s = 1;
     rec.transitions = old.transitions;
@@ -262,7 +262,7 @@ bool gd_le_release(gd_le *le)
 
 /* Waits up to ms (real monotonic time). Returns early on stop, and on wake when
  * wakeable. Returns true when stopping. */
-static bool wait_ms(gd_le *le, int64_t ms, bool wakeable)
+static bool wait_ms(mgr_le *le, int64_t ms, bool wakeable)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -280,7 +280,7 @@ static bool wait_ms(gd_le *le, int64_t ms, bool wakeable)
     return stopping;
 }
 
-static bool stopping(gd_le *le)
+static bool stopping(mgr_le *le)
 {
     pthread_mutex_lock(&le->mu);
     bool s = le->stopping;
@@ -288,7 +288,7 @@ static bool stopping(gd_le *le)
     return s;
 }
 
-static void mark_valid(gd_le *le, int64_t start_mono, int64_t start_wall, bool acquired)
+static void mark_valid(mgr_le *le, int64_t start_mono, int64_t start_wall, bool acquired)
 {
     pthread_mutex_lock(&le->mu);
     le->st.leading = true;
@@ -300,7 +300,7 @@ static void mark_valid(gd_le *le, int64_t start_mono, int64_t start_wall, bool a
     if (le->notify) le->notify(le->notify_ud);
 }
 
-static void mark_lost(gd_le *le)
+static void mark_lost(mgr_le *le)
 {
     pthread_mutex_lock(&le->mu);
     le->st.leading = false;
@@ -310,33 +310,33 @@ static void mark_lost(gd_le *le)
     if (le->notify) le->notify(le->notify_ud);
 }
 
-void gd_le_set_notify(gd_le *le, void (*fn)(void *ud), void *ud)
+void mgr_le_set_notify(mgr_le *le, void (*fn)(void *ud), void *ud)
 {
     le->notify = fn;
     le->notify_ud = ud;
 }
 
 /* client-go acquire(): try every retry period with jitter until it succeeds. */
-static bool acquire(gd_le *le)
+static bool acquire(mgr_le *le)
 {
     GD_INFO("attempting to acquire leader lease", "lease", le->cfg.name,
             "identity", le->cfg.identity);
     for (;;) {
         if (stopping(le)) return false;
         int64_t m = gd_mono_ms(), w = gd_wall_ms();
-        if (gd_le_try_acquire_or_renew(le, 0)) {
+        if (mgr_le_try_acquire_or_renew(le, 0)) {
             mark_valid(le, m, w, true);
             GD_INFO("successfully acquired lease", "lease", le->cfg.name,
                     "identity", le->cfg.identity);
             return true;
         }
-        double f = 1.0 + gd_rand01() * GD_LE_JITTER_FACTOR;
+        double f = 1.0 + gd_rand01() * MGR_LE_JITTER_FACTOR;
         int64_t wait = (int64_t)((double)le->cfg.retry_period_ms * f);
         /* a held lease: try again right when it expires on our clock, not up to a whole
          * jittered retry period later */
         int64_t obs;
-        gd_le_record rec;
-        gd_le_observed(le, &rec, &obs);
+        mgr_le_record rec;
+        mgr_le_observed(le, &rec, &obs);
         if (rec.holder[0] && rec.lease_duration_s > 0) {
             int64_t until = obs + rec.lease_duration_s * 1000 + 10 - gd_mono_ms();
             if (until >= 0 && until < wait) wait = until;
@@ -347,19 +347,19 @@ static bool acquire(gd_le *le)
 
 /* client-go renew(): every retry period; give up when no try succeeded before the renew
  * deadline. Returns when the lease is lost or on stop. */
-static void renew(gd_le *le)
+static void renew(mgr_le *le)
 {
     for (;;) {
         if (wait_ms(le, le->cfg.retry_period_ms, false)) return;
-        int64_t fence_at = gd_le_fence_at_mono_ms(le);
+        int64_t fence_at = mgr_le_fence_at_mono_ms(le);
         for (;;) {
             int64_t m = gd_mono_ms(), w = gd_wall_ms();
             if (m >= fence_at) break;
-            if (gd_le_try_acquire_or_renew(le, fence_at)) {
+            if (mgr_le_try_acquire_or_renew(le, fence_at)) {
                 mark_valid(le, m, w, false);
                 goto renewed;
             }
-            if (!gd_le_is_leader(le)) break;    /* someone else holds it now */
+            if (!mgr_le_is_leader(le)) break;    /* someone else holds it now */
             int64_t next = m + le->cfg.retry_period_ms;
             if (next > fence_at) next = fence_at;
             if (wait_ms(le, next - gd_mono_ms(), false)) return;
@@ -372,23 +372,23 @@ static void renew(gd_le *le)
     }
 }
 
-void gd_le_run(gd_le *le)
+void mgr_le_run(mgr_le *le)
 {
     while (!stopping(le)) {
         if (!acquire(le)) break;
         renew(le);
     }
-    if (le->cfg.release_on_cancel) gd_le_release(le);
+    if (le->cfg.release_on_cancel) mgr_le_release(le);
     mark_lost(le);
 }
 
-void *gd_le_thread_main(void *arg)
+void *mgr_le_thread_main(void *arg)
 {
-    gd_le_run((gd_le *)arg);
+    mgr_le_run((mgr_le *)arg);
     return NULL;
 }
 
-void gd_le_stop(gd_le *le)
+void mgr_le_stop(mgr_le *le)
 {
     pthread_mutex_lock(&le->mu);
     le->stopping = true;
@@ -396,17 +396,17 @@ void gd_le_stop(gd_le *le)
     pthread_mutex_unlock(&le->mu);
 }
 
-void gd_le_observe(gd_le *le, const gd_le_record *rec)
+void mgr_le_observe(mgr_le *le, const mgr_le_record *rec)
 {
     pthread_mutex_lock(&le->mu);
-    bool apply = !le->st.leading && (!le->have_observed || !gd_le_record_equal(&le->observed, rec));
+    bool apply = !le->st.leading && (!le->have_observed || !mgr_le_record_equal(&le->observed, rec));
     pthread_mutex_unlock(&le->mu);
     if (!apply) return;
     set_observed(le, rec);
-    gd_le_wake(le);
+    mgr_le_wake(le);
 }
 
-void gd_le_wake(gd_le *le)
+void mgr_le_wake(mgr_le *le)
 {
     pthread_mutex_lock(&le->mu);
     le->wake = true;
@@ -414,14 +414,14 @@ void gd_le_wake(gd_le *le)
     pthread_mutex_unlock(&le->mu);
 }
 
-void gd_le_status(gd_le *le, gd_le_status_t *out)
+void mgr_le_status(mgr_le *le, mgr_le_status_t *out)
 {
     pthread_mutex_lock(&le->mu);
     *out = le->st;
     pthread_mutex_unlock(&le->mu);
 }
 
-int64_t gd_le_fence_at_mono_ms(gd_le *le)
+int64_t mgr_le_fence_at_mono_ms(mgr_le *le)
 {
     pthread_mutex_lock(&le->mu);
     int64_t r = le->st.leading ? le->st.valid_from_mono_ms + le->cfg.renew_deadline_ms : 0;

@@ -13,17 +13,17 @@
 #include "gd_proto.h"
 #include "gd_time.h"
 
-struct gd_leaselock {
+struct mgr_leaselock {
     k8s_client *client;
     char ns[254], name[254];
     cJSON *lease;                       /* last object seen; NULL before the first get */
 };
 
-gd_leaselock *gd_leaselock_new(k8s_client *client, const char *ns, const char *name)
+mgr_leaselock *mgr_leaselock_new(k8s_client *client, const char *ns, const char *name)
 {
     if (!client || !ns || !name || !*ns || !*name || strlen(ns) >= 254 || strlen(name) >= 254)
         return NULL;
-    gd_leaselock *l = calloc(1, sizeof *l);
+    mgr_leaselock *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     l->client = client;
     snprintf(l->ns, sizeof l->ns, "%s", ns);
@@ -31,7 +31,7 @@ gd_leaselock *gd_leaselock_new(k8s_client *client, const char *ns, const char *n
     return l;
 }
 
-void gd_leaselock_destroy(gd_leaselock **lp)
+void mgr_leaselock_destroy(mgr_leaselock **lp)
 {
     if (!lp || !*lp) return;
     cJSON_Delete((*lp)->lease);
@@ -57,7 +57,7 @@ static gd_err copy_int(const cJSON *spec, const char *key, int64_t *out)
     return e;
 }
 
-gd_err gd_leaselock_record_from_lease(const cJSON *lease, gd_le_record *rec)
+gd_err mgr_leaselock_record_from_lease(const cJSON *lease, mgr_le_record *rec)
 {
     memset(rec, 0, sizeof *rec);
     if (!cJSON_IsObject(lease)) return GD_ERR_TYPE;
@@ -77,7 +77,7 @@ static cJSON *time_or_null(const char *t)
     return t[0] ? cJSON_CreateString(t) : cJSON_CreateNull();
 }
 
-gd_err gd_leaselock_record_to_lease(cJSON *lease, const gd_le_record *rec)
+gd_err mgr_leaselock_record_to_lease(cJSON *lease, const mgr_le_record *rec)
 {
     cJSON *spec = cJSON_CreateObject();
     if (!spec) return GD_ERR_NOMEM;
@@ -90,15 +90,15 @@ gd_err gd_leaselock_record_to_lease(cJSON *lease, const gd_le_record *rec)
     return gd_json_set(lease, "spec", spec);
 }
 
-static void keep(gd_leaselock *l, cJSON *obj)
+static void keep(mgr_leaselock *l, cJSON *obj)
 {
     cJSON_Delete(l->lease);
     l->lease = obj;
 }
 
-static gd_err lock_get(void *ud, gd_le_record *out)
+static gd_err lock_get(void *ud, mgr_le_record *out)
 {
-    gd_leaselock *l = ud;
+    mgr_leaselock *l = ud;
     cJSON *obj = NULL;
     k8s_status st;
     gd_err e = k8s_get(l->client, &K8S_RES_LEASES, l->ns, l->name, &obj, &st);
@@ -109,7 +109,7 @@ static gd_err lock_get(void *ud, gd_le_record *out)
                     "message", st.message);
         return e;
     }
-    e = gd_leaselock_record_from_lease(obj, out);
+    e = mgr_leaselock_record_from_lease(obj, out);
     if (e != GD_OK) {
         GD_WARN("lease has a malformed spec", "lease", l->name, "error", gd_strerror(e));
         cJSON_Delete(obj);
@@ -119,9 +119,9 @@ static gd_err lock_get(void *ud, gd_le_record *out)
     return GD_OK;
 }
 
-static gd_err lock_create(void *ud, const gd_le_record *rec)
+static gd_err lock_create(void *ud, const mgr_le_record *rec)
 {
-    gd_leaselock *l = ud;
+    mgr_leaselock *l = ud;
     cJSON *obj = cJSON_CreateObject();
     if (!obj) return GD_ERR_NOMEM;
     cJSON_AddStringToObject(obj, "apiVersion", "coordination.k8s.io/v1");
@@ -129,7 +129,7 @@ static gd_err lock_create(void *ud, const gd_le_record *rec)
     cJSON *md = cJSON_AddObjectToObject(obj, "metadata");
     cJSON_AddStringToObject(md, "name", l->name);
     cJSON_AddStringToObject(md, "namespace", l->ns);
-    gd_err e = gd_leaselock_record_to_lease(obj, rec);
+    gd_err e = mgr_leaselock_record_to_lease(obj, rec);
     cJSON *out = NULL;
     k8s_status st;
     if (e == GD_OK) e = k8s_create(l->client, &K8S_RES_LEASES, l->ns, obj, &out, &st);
@@ -142,13 +142,13 @@ static gd_err lock_create(void *ud, const gd_le_record *rec)
     return GD_OK;
 }
 
-static gd_err lock_update(void *ud, const gd_le_record *rec)
+static gd_err lock_update(void *ud, const mgr_le_record *rec)
 {
-    gd_leaselock *l = ud;
+    mgr_leaselock *l = ud;
     if (!l->lease) return GD_ERR_ARG;   /* client-go: "lease not initialized, call get or create first" */
     cJSON *obj = cJSON_Duplicate(l->lease, 1);
     if (!obj) return GD_ERR_NOMEM;
-    gd_err e = gd_leaselock_record_to_lease(obj, rec);
+    gd_err e = mgr_leaselock_record_to_lease(obj, rec);
     cJSON *out = NULL;
     k8s_status st;
     if (e == GD_OK) e = k8s_update(l->client, &K8S_RES_LEASES, obj, &out, &st);
@@ -161,7 +161,7 @@ static gd_err lock_update(void *ud, const gd_le_record *rec)
     return GD_OK;
 }
 
-void gd_leaselock_ops(gd_leaselock *l, gd_le_lock *out)
+void mgr_leaselock_ops(mgr_leaselock *l, mgr_le_lock *out)
 {
     out->get = lock_get;
     out->create = lock_create;
@@ -171,37 +171,37 @@ void gd_leaselock_ops(gd_leaselock *l, gd_le_lock *out)
 
 /* ---- the standby's watch ---- */
 
-struct gd_lease_watch {
+struct mgr_lease_watch {
     k8s_client *client;
     char ns[254], fsel[300];
-    gd_le *le;
+    mgr_le *le;
     volatile int stop;
     pthread_t th;
 };
 
 static int on_lease_event(void *ud, const char *type, cJSON *obj)
 {
-    gd_lease_watch *w = ud;
-    gd_le_status_t st;
-    gd_le_status(w->le, &st);
+    mgr_lease_watch *w = ud;
+    mgr_le_status_t st;
+    mgr_le_status(w->le, &st);
     if (st.leading) return 0;
     gd_ev ev = gd_ev_parse(type);
     if (ev == GD_EV_DELETED) {
-        gd_le_wake(w->le);
+        mgr_le_wake(w->le);
         return 0;
     }
-    gd_le_record rec;
+    mgr_le_record rec;
     if (ev != GD_EV_ADDED && ev != GD_EV_MODIFIED) return 0;
-    if (gd_leaselock_record_from_lease(obj, &rec) != GD_OK) return 0;
+    if (mgr_leaselock_record_from_lease(obj, &rec) != GD_OK) return 0;
     if (rec.holder[0] == '\0')
-        GD_INFO("lease released by its holder: trying now", "lease", gd_le_get_config(w->le)->name);
-    gd_le_observe(w->le, &rec);     /* renewals timed as they happen; a release wakes us */
+        GD_INFO("lease released by its holder: trying now", "lease", mgr_le_get_config(w->le)->name);
+    mgr_le_observe(w->le, &rec);     /* renewals timed as they happen; a release wakes us */
     return 0;
 }
 
 static void *watch_main(void *arg)
 {
-    gd_lease_watch *w = arg;
+    mgr_lease_watch *w = arg;
     gd_backoff bo;
     gd_backoff_init(&bo, 500, 10000, 2.0, 0.2, 30000);
     while (!w->stop) {
@@ -226,11 +226,11 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-gd_lease_watch *gd_lease_watch_start(k8s_client *client, const char *ns, const char *name,
-                                     gd_le *le)
+mgr_lease_watch *mgr_lease_watch_start(k8s_client *client, const char *ns, const char *name,
+                                     mgr_le *le)
 {
     if (!client || !ns || !name || !le || strlen(ns) >= 254 || strlen(name) >= 254) return NULL;
-    gd_lease_watch *w = calloc(1, sizeof *w);
+    mgr_lease_watch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->client = client;
     w->le = le;
@@ -243,12 +243,12 @@ gd_lease_watch *gd_lease_watch_start(k8s_client *client, const char *ns, const c
     return w;
 }
 
-void gd_lease_watch_cancel(gd_lease_watch *w)
+void mgr_lease_watch_cancel(mgr_lease_watch *w)
 {
     if (w) w->stop = 1;
 }
 
-void gd_lease_watch_stop(gd_lease_watch **wp)
+void mgr_lease_watch_stop(mgr_lease_watch **wp)
 {
     if (!wp || !*wp) return;
     (*wp)->stop = 1;

@@ -9,9 +9,9 @@
 #include "manager.h"
 
 /* Handlers only set flags; the main loop does the work (nginx's ngx_signal_handler). */
-static void on_term(int sig) { (void)sig; gd_mgr_sig_term = 1; }
-static void on_hup(int sig) { (void)sig; gd_mgr_sig_hup = 1; }
-static void on_chld(int sig) { (void)sig; gd_mgr_sig_chld = 1; }
+static void on_term(int sig) { (void)sig; mgr_sig_term = 1; }
+static void on_hup(int sig) { (void)sig; mgr_sig_hup = 1; }
+static void on_chld(int sig) { (void)sig; mgr_sig_chld = 1; }
 
 static void install(int sig, void (*fn)(int))
 {
@@ -25,15 +25,15 @@ static void install(int sig, void (*fn)(int))
 
 int main(int argc, char **argv)
 {
-    gd_mgr_config cfg;
+    mgr_config cfg;
     char err[512];
-    gd_mgr_config_default(&cfg, argv[0]);
-    if (gd_mgr_config_parse(&cfg, argc, argv, err, sizeof err) != GD_OK) {
+    mgr_config_default(&cfg, argv[0]);
+    if (mgr_config_parse(&cfg, argc, argv, err, sizeof err) != GD_OK) {
         fprintf(stderr, "godis-manager: %s (see godis-manager --help)\n", err);
         return GD_EXIT_FATAL_CONFIG;
     }
     if (cfg.help) {
-        gd_mgr_config_usage(stdout);
+        mgr_config_usage(stdout);
         return GD_EXIT_OK;
     }
     if (cfg.version) {
@@ -49,5 +49,5 @@ int main(int argc, char **argv)
     install(SIGHUP, on_hup);
     install(SIGCHLD, on_chld);
     signal(SIGPIPE, SIG_IGN);
-    return gd_manager_run(&cfg, argc, argv);
+    return mgr_run(&cfg, argc, argv);
 }

@@ -36,9 +36,9 @@
 #include "statsclient.h"
 #include "supervisor.h"
 
-volatile sig_atomic_t gd_mgr_sig_term, gd_mgr_sig_hup, gd_mgr_sig_chld;
+volatile sig_atomic_t mgr_sig_term, mgr_sig_hup, mgr_sig_chld;
 
-#define MAX_KINDS GD_MGR_MAX_KINDS
+#define MAX_KINDS MGR_MAX_KINDS
 #define MISSED_PINGS 5
 
 typedef struct {
@@ -51,30 +51,30 @@ typedef struct {
 
 typedef struct {
     char kind[64];
-    gd_proc *proc;
-    gd_stats *stats;
+    mgr_proc *proc;
+    mgr_stats *stats;
 } informer_t;
 
 typedef struct {
-    gd_mgr_config cfg;
+    mgr_config cfg;
     int argc;
     char **argv;
     char rundir[200];
     bool rundir_made;
     void *zctx;
-    gd_control *ctl;
-    gd_supervisor *sup;
-    gd_shards shards;
+    mgr_control *ctl;
+    mgr_supervisor *sup;
+    mgr_shards shards;
     k8s_client *client;
-    gd_leaselock *lock;
-    gd_le *le;
+    mgr_leaselock *lock;
+    mgr_le *le;
     pthread_t le_th;
     bool le_running;
-    gd_lease_watch *watch;
-    char identity[GD_LE_HOLDER_MAX];    /* Lease identity ("" without leader election) */
-    gd_http *http_health, *http_metrics;
+    mgr_lease_watch *watch;
+    char identity[MGR_LE_HOLDER_MAX];    /* Lease identity ("" without leader election) */
+    mgr_http *http_health, *http_metrics;
 
-    worker_t w[GD_SHARDS_MAX_WORKERS];
+    worker_t w[MGR_SHARDS_MAX_WORKERS];
     int want_workers;
     informer_t inf[MAX_KINDS];
     int ninf;
@@ -106,7 +106,7 @@ static int64_t fence_grace_ms(const mgr_t *m)
     return m->cfg.leader_elect && room < g ? room : g;
 }
 
-/* The informers' socket files, before gd_rundir_remove: an informer killed after the grace
+/* The informers' socket files, before mgr_rundir_remove: an informer killed after the grace
  * period (SIGKILL) could not unlink its own, and none may be left behind, whoever made the
  * directory. */
 static void unlink_endpoints(mgr_t *m)
@@ -142,12 +142,12 @@ static int common_args(mgr_t *m, const char **a, int n)
 
 static bool add_informers(mgr_t *m)
 {
-    char kinds[GD_MGR_MAX_KINDS][64] = {{0}}, err[256];
-    if (gd_mgr_informer_kinds(m->cfg.informer_kinds, kinds, err, sizeof err) != GD_OK) {
+    char kinds[MGR_MAX_KINDS][64] = {{0}}, err[256];
+    if (mgr_informer_kinds(m->cfg.informer_kinds, kinds, err, sizeof err) != GD_OK) {
         GD_ERROR("bad --informer-kinds", "error", err);
         return false;
     }
-    for (int ki = 0; ki < GD_MGR_MAX_KINDS && kinds[ki][0]; ki++) {
+    for (int ki = 0; ki < MGR_MAX_KINDS && kinds[ki][0]; ki++) {
         informer_t *in = &m->inf[m->ninf];
         snprintf(in->kind, sizeof in->kind, "%.63s", kinds[ki]);
         const char *k = in->kind;
@@ -164,10 +164,10 @@ static bool add_informers(mgr_t *m)
         a[n++] = "--snap-endpoint"; a[n++] = snap;
         n = common_args(m, a, n);
         a[n] = NULL;
-        in->proc = gd_sup_add(m->sup, GD_ROLE_INFORMER, m->ninf, name, (char *const *)a);
-        in->stats = gd_stats_new(m->zctx, snap, 2000);
+        in->proc = mgr_sup_add(m->sup, MGR_ROLE_INFORMER, m->ninf, name, (char *const *)a);
+        in->stats = mgr_stats_new(m->zctx, snap, 2000);
         if (!in->proc || !in->stats) return false;
-        gd_sup_want(m->sup, in->proc);
+        mgr_sup_want(m->sup, in->proc);
         m->ninf++;
     }
     return true;
@@ -191,15 +191,15 @@ static bool add_webhook(mgr_t *m)
     if (m->cfg.webhook_client_ca[0]) { a[n++] = "--client-ca"; a[n++] = m->cfg.webhook_client_ca; }
     n = common_args(m, a, n);
     a[n] = NULL;
-    gd_proc *p = gd_sup_add(m->sup, GD_ROLE_WEBHOOK, 0, "webhook", (char *const *)a);
+    mgr_proc *p = mgr_sup_add(m->sup, MGR_ROLE_WEBHOOK, 0, "webhook", (char *const *)a);
     if (!p) return false;
-    gd_sup_want(m->sup, p);
+    mgr_sup_want(m->sup, p);
     return true;
 }
 
-static gd_proc *worker_slot(mgr_t *m, int i)
+static mgr_proc *worker_slot(mgr_t *m, int i)
 {
-    gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+    mgr_proc *p = mgr_sup_find(m->sup, MGR_ROLE_WORKER, i);
     if (p) return p;
     char idx[12], ctl[300], mcr[12], hb[24], name[32];
     snprintf(idx, sizeof idx, "%d", i);
@@ -218,12 +218,12 @@ static gd_proc *worker_slot(mgr_t *m, int i)
     a[n++] = "--cluster-domain"; a[n++] = m->cfg.cluster_domain;
     n = common_args(m, a, n);
     if (m->identity[0]) { a[n++] = "--manager-identity"; a[n++] = m->identity; }
-    char extra[GD_MGR_STR];
+    char extra[MGR_STR];
     snprintf(extra, sizeof extra, "%s", m->cfg.worker_args);
     for (char *sv = NULL, *t = strtok_r(extra, " ", &sv); t && n < 46; t = strtok_r(NULL, " ", &sv))
         a[n++] = t;
     a[n] = NULL;
-    return gd_sup_add(m->sup, GD_ROLE_WORKER, i, name, (char *const *)a);
+    return mgr_sup_add(m->sup, MGR_ROLE_WORKER, i, name, (char *const *)a);
 }
 
 /* ---- workers ---- */
@@ -231,27 +231,27 @@ static gd_proc *worker_slot(mgr_t *m, int i)
 /* Asks worker i to stop (STOP, then the supervisor's TERM and KILL). */
 static void stop_worker(mgr_t *m, int i, int64_t drain_deadline_wall)
 {
-    gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+    mgr_proc *p = mgr_sup_find(m->sup, MGR_ROLE_WORKER, i);
     worker_t *w = &m->w[i];
-    if (w->hello) gd_control_stop(m->ctl, i, drain_deadline_wall);
+    if (w->hello) mgr_control_stop(m->ctl, i, drain_deadline_wall);
     w->stopping = p && p->pid > 0;             /* cleared when the process is reaped */
     w->retiring = false;
-    gd_shards_worker_stopping(&m->shards, i);
-    if (p) gd_sup_stop(m->sup, p, w->hello);   /* no HELLO: nobody to ask, TERM now */
+    mgr_shards_worker_stopping(&m->shards, i);
+    if (p) mgr_sup_stop(m->sup, p, w->hello);   /* no HELLO: nobody to ask, TERM now */
 }
 
 static void stop_all_workers(mgr_t *m, const char *why)
 {
     int64_t drain = gd_wall_ms() + fence_grace_ms(m) / 2;
     int stopped = 0;
-    for (int i = 0; i < gd_sup_count(m->sup); i++) {
-        gd_proc *p = gd_sup_at(m->sup, i);
-        if (p->role != GD_ROLE_WORKER) continue;
+    for (int i = 0; i < mgr_sup_count(m->sup); i++) {
+        mgr_proc *p = mgr_sup_at(m->sup, i);
+        if (p->role != MGR_ROLE_WORKER) continue;
         if (p->pid > 0) { stop_worker(m, p->index, drain); stopped++; }
-        else if (m->phase > 0) gd_sup_stop(m->sup, p, false);   /* no restart at shutdown */
+        else if (m->phase > 0) mgr_sup_stop(m->sup, p, false);   /* no restart at shutdown */
         /* fencing: a worker between processes holds nothing; it comes back as standby */
     }
-    gd_shards_freeze(&m->shards, true);
+    mgr_shards_freeze(&m->shards, true);
     if (stopped) GD_WARN("stopping every worker", "reason", why);
 }
 
@@ -260,11 +260,11 @@ static void stop_all_workers(mgr_t *m, const char *why)
 static void want_workers(mgr_t *m)
 {
     for (int i = 0; i < m->want_workers; i++) {
-        gd_proc *p = worker_slot(m, i);
+        mgr_proc *p = worker_slot(m, i);
         if (!p) { GD_ERROR("cannot add a worker slot"); continue; }
         if (m->w[i].stopping) continue;         /* comes back after its reap */
         m->w[i].retiring = false;
-        gd_sup_want(m->sup, p);
+        mgr_sup_want(m->sup, p);
     }
 }
 
@@ -272,49 +272,49 @@ static void start_leading(mgr_t *m)
 {
     want_workers(m);
     for (int i = 0; i < m->want_workers; i++)
-        if (m->w[i].hello && !m->w[i].stopping) gd_shards_worker_up(&m->shards, i);
-    gd_shards_freeze(&m->shards, false);
+        if (m->w[i].hello && !m->w[i].stopping) mgr_shards_worker_up(&m->shards, i);
+    mgr_shards_freeze(&m->shards, false);
     m->renewals_sent = 0;                       /* LEASE to every worker now */
 }
 
-static void on_child_exit(void *ud, gd_proc *p, int status)
+static void on_child_exit(void *ud, mgr_proc *p, int status)
 {
     (void)status;
     mgr_t *m = ud;
-    if (p->role == GD_ROLE_WORKER) {
+    if (p->role == MGR_ROLE_WORKER) {
         worker_t *w = &m->w[p->index];
-        gd_shards_worker_gone(&m->shards, p->index);   /* its shards are free now */
-        gd_control_forget(m->ctl, p->index);
+        mgr_shards_worker_gone(&m->shards, p->index);   /* its shards are free now */
+        mgr_control_forget(m->ctl, p->index);
         w->hello = w->stopping = w->killed = false;
         free(w->metrics);
         w->metrics = NULL;
         /* a worker stopped by fencing comes back as a warm standby worker */
-        if (m->phase == 0 && !m->leading && p->index < m->want_workers && !gd_sup_fatal(m->sup))
-            gd_sup_want(m->sup, p);
-    } else if (p->role == GD_ROLE_INFORMER && p->index < m->ninf) {
-        gd_stats_reset(m->inf[p->index].stats);
+        if (m->phase == 0 && !m->leading && p->index < m->want_workers && !mgr_sup_fatal(m->sup))
+            mgr_sup_want(m->sup, p);
+    } else if (p->role == MGR_ROLE_INFORMER && p->index < m->ninf) {
+        mgr_stats_reset(m->inf[p->index].stats);
     }
 }
 
 static bool on_hello(void *ud, int index, int pid)
 {
     mgr_t *m = ud;
-    gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, index);
+    mgr_proc *p = mgr_sup_find(m->sup, MGR_ROLE_WORKER, index);
     worker_t *w = &m->w[index];
-    if (!p || p->pid != pid || p->state != GD_PROC_RUNNING || w->stopping)
+    if (!p || p->pid != pid || p->state != MGR_PROC_RUNNING || w->stopping)
         return false;
     char idx[12];
     snprintf(idx, sizeof idx, "%d", index);
     bool again = w->hello;
     w->hello = true;
-    if (m->leading && !w->retiring) gd_shards_worker_up(&m->shards, index);
+    if (m->leading && !w->retiring) mgr_shards_worker_up(&m->shards, index);
     if (m->leading && m->lease_deadline_wall)
-        gd_control_lease(m->ctl, index, m->lease_deadline_wall);
+        mgr_control_lease(m->ctl, index, m->lease_deadline_wall);
     if (again) {
         /* the worker lost track of us: repeat what it owns (ASSIGN is cumulative) */
         int owned[GD_NSHARDS];
-        int n = gd_shards_owned_by(&m->shards, index, owned);
-        if (n) gd_control_assign(m->ctl, index, owned, n, "{}", NULL);
+        int n = mgr_shards_owned_by(&m->shards, index, owned);
+        if (n) mgr_control_assign(m->ctl, index, owned, n, "{}", NULL);
     }
     GD_INFO(again ? "worker said HELLO again" : "worker joined", "worker", idx);
     return true;
@@ -325,7 +325,7 @@ static void on_revoked(void *ud, int index, uint64_t seq, const int *shards, int
 {
     (void)seq;
     mgr_t *m = ud;
-    if (gd_shards_revoked(&m->shards, index, shards, n, pending) == GD_ERR_PARSE) {
+    if (mgr_shards_revoked(&m->shards, index, shards, n, pending) == GD_ERR_PARSE) {
         char idx[12];
         snprintf(idx, sizeof idx, "%d", index);
         GD_WARN("REVOKED carried malformed pending keys; the shards' full sync recovers them",
@@ -347,7 +347,7 @@ static void on_pong(void *ud, int index, uint64_t seq, const char *metrics, size
 
 static bool startup_settled(mgr_t *m, int64_t now)
 {
-    if (now - m->lead_since_ms >= 2000 || gd_shards_unowned(&m->shards) < GD_NSHARDS) return true;
+    if (now - m->lead_since_ms >= 2000 || mgr_shards_unowned(&m->shards) < GD_NSHARDS) return true;
     for (int i = 0; i < m->want_workers; i++)
         if (!m->w[i].hello) return false;   /* avoid dealing everything twice at start-up */
     return true;
@@ -355,18 +355,18 @@ static bool startup_settled(mgr_t *m, int64_t now)
 
 static void send_shard_actions(mgr_t *m)
 {
-    static gd_shards_action a[2 * GD_SHARDS_MAX_WORKERS];
-    int n = gd_shards_plan(&m->shards, a, 2 * GD_SHARDS_MAX_WORKERS);
+    static mgr_shards_action a[2 * MGR_SHARDS_MAX_WORKERS];
+    int n = mgr_shards_plan(&m->shards, a, 2 * MGR_SHARDS_MAX_WORKERS);
     for (int i = 0; i < n; i++) {
-        if (a[i].verb == GD_SHARDS_ASSIGN)
-            gd_control_assign(m->ctl, a[i].worker, a[i].shards, a[i].n, a[i].pending_json, NULL);
+        if (a[i].verb == MGR_SHARDS_ASSIGN)
+            mgr_control_assign(m->ctl, a[i].worker, a[i].shards, a[i].n, a[i].pending_json, NULL);
         else
-            gd_control_revoke(m->ctl, a[i].worker, a[i].shards, a[i].n, NULL);
+            mgr_control_revoke(m->ctl, a[i].worker, a[i].shards, a[i].n, NULL);
     }
-    gd_shards_actions_free(a, n);
+    mgr_shards_actions_free(a, n);
     /* retiring workers that hold nothing any more can go */
-    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
-        if (!m->w[i].retiring || gd_shards_owned_by(&m->shards, i, NULL) > 0) continue;
+    for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++) {
+        if (!m->w[i].retiring || mgr_shards_owned_by(&m->shards, i, NULL) > 0) continue;
         stop_worker(m, i, gd_wall_ms() + fence_grace_ms(m) / 2);
     }
 }
@@ -375,19 +375,19 @@ static void heartbeat(mgr_t *m, int64_t now)
 {
     if (now < m->next_ping_ms) return;
     m->next_ping_ms = now + m->cfg.heartbeat_ms;
-    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
+    for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++) {
         worker_t *w = &m->w[i];
         if (!w->hello || w->killed) continue;
-        gd_control_ping(m->ctl, i);
-        if (now - gd_control_last_heard(m->ctl, i) > MISSED_PINGS * m->cfg.heartbeat_ms) {
-            gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+        mgr_control_ping(m->ctl, i);
+        if (now - mgr_control_last_heard(m->ctl, i) > MISSED_PINGS * m->cfg.heartbeat_ms) {
+            mgr_proc *p = mgr_sup_find(m->sup, MGR_ROLE_WORKER, i);
             char idx[12];
             snprintf(idx, sizeof idx, "%d", i);
             GD_ERROR("worker stopped answering heartbeats: SIGKILL", "worker", idx);
             if (p && p->pid > 0) kill(p->pid, SIGKILL);
             w->killed = true;
             m->heartbeat_kills++;
-            gd_shards_worker_stopping(&m->shards, i);   /* shards move once it is reaped */
+            mgr_shards_worker_stopping(&m->shards, i);   /* shards move once it is reaped */
         }
     }
 }
@@ -400,8 +400,8 @@ static void follow_leadership(mgr_t *m, int64_t now)
     int64_t deadline_wall = 0;
     uint64_t renewals = 0;
     if (m->le) {
-        gd_le_status_t st;
-        gd_le_status(m->le, &st);
+        mgr_le_status_t st;
+        mgr_le_status(m->le, &st);
         int64_t fence_at = st.leading ? st.valid_from_mono_ms + m->cfg.renew_deadline_ms : 0;
         valid = st.leading && now < fence_at;
         deadline_wall = st.valid_from_wall_ms + m->cfg.renew_deadline_ms;
@@ -435,8 +435,8 @@ static void follow_leadership(mgr_t *m, int64_t now)
     if (m->leading && renewals != m->renewals_sent) {
         m->renewals_sent = renewals;
         m->lease_deadline_wall = deadline_wall;
-        for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++)
-            if (m->w[i].hello && !m->w[i].stopping) gd_control_lease(m->ctl, i, deadline_wall);
+        for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++)
+            if (m->w[i].hello && !m->w[i].stopping) mgr_control_lease(m->ctl, i, deadline_wall);
     }
 }
 
@@ -444,10 +444,10 @@ static void follow_leadership(mgr_t *m, int64_t now)
 
 static void reload(mgr_t *m)
 {
-    gd_mgr_config c;
+    mgr_config c;
     char err[512];
-    gd_mgr_config_default(&c, m->argv[0]);
-    if (gd_mgr_config_parse(&c, m->argc, m->argv, err, sizeof err) != GD_OK) {
+    mgr_config_default(&c, m->argv[0]);
+    if (mgr_config_parse(&c, m->argc, m->argv, err, sizeof err) != GD_OK) {
         GD_ERROR("SIGHUP: configuration rejected, keeping the current one", "error", err);
         return;
     }
@@ -457,11 +457,11 @@ static void reload(mgr_t *m)
     snprintf(to, sizeof to, "%d", c.workers);
     GD_INFO("SIGHUP: changing the number of workers", "from", from, "to", to);
     for (int i = c.workers; i < m->want_workers; i++) {
-        gd_proc *p = gd_sup_find(m->sup, GD_ROLE_WORKER, i);
+        mgr_proc *p = mgr_sup_find(m->sup, MGR_ROLE_WORKER, i);
         if (!p) continue;
         if (m->leading && m->w[i].hello && !m->w[i].stopping) {
             m->w[i].retiring = true;                 /* revoke first, STOP when empty */
-            gd_shards_worker_retire(&m->shards, i);
+            mgr_shards_worker_retire(&m->shards, i);
         } else {
             stop_worker(m, i, gd_wall_ms());
         }
@@ -477,7 +477,7 @@ static void publish(mgr_t *m, int64_t now)
     const char *lease = m->cfg.lease_name;
     int ready_workers = 0, synced = 0;
     for (int i = 0; i < m->want_workers; i++) ready_workers += m->w[i].hello && !m->w[i].stopping;
-    for (int i = 0; i < m->ninf; i++) synced += gd_stats_synced(m->inf[i].stats);
+    for (int i = 0; i < m->ninf; i++) synced += mgr_stats_synced(m->inf[i].stats);
     char lease_label[300];
     snprintf(lease_label, sizeof lease_label, "name=\"%s\"", lease);
     const struct {
@@ -488,15 +488,15 @@ static void publish(mgr_t *m, int64_t now)
          "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
          lease_label, m->leading ? 1 : 0},
         {"godis_manager_child_restarts_total", "counter", "Children restarted after they exited.",
-         "role=\"informer\"", (long long)gd_sup_restarts(m->sup, GD_ROLE_INFORMER)},
-        {NULL, NULL, NULL, "role=\"worker\"", (long long)gd_sup_restarts(m->sup, GD_ROLE_WORKER)},
+         "role=\"informer\"", (long long)mgr_sup_restarts(m->sup, MGR_ROLE_INFORMER)},
+        {NULL, NULL, NULL, "role=\"worker\"", (long long)mgr_sup_restarts(m->sup, MGR_ROLE_WORKER)},
         {"godis_manager_children_running", "gauge", "Children with a live process.",
-         "role=\"informer\"", gd_sup_alive(m->sup, GD_ROLE_INFORMER)},
-        {NULL, NULL, NULL, "role=\"worker\"", gd_sup_alive(m->sup, GD_ROLE_WORKER)},
+         "role=\"informer\"", mgr_sup_alive(m->sup, MGR_ROLE_INFORMER)},
+        {NULL, NULL, NULL, "role=\"worker\"", mgr_sup_alive(m->sup, MGR_ROLE_WORKER)},
         {"godis_manager_shard_moves_total", "counter", "Shards that changed owner.", NULL,
          (long long)m->shards.moves},
         {"godis_manager_shards_unassigned", "gauge", "Shards without an owner.", NULL,
-         gd_shards_unowned(&m->shards)},
+         mgr_shards_unowned(&m->shards)},
         {"godis_manager_fencings_total", "counter",
          "Times the workers were stopped because the lease was lost or not renewed in time.", NULL,
          (long long)m->fencings},
@@ -504,7 +504,7 @@ static void publish(mgr_t *m, int64_t now)
          NULL, (long long)m->heartbeat_kills},
         {"godis_manager_informers_synced", "gauge", "Informers whose cache is synced.", NULL, synced},
         {"godis_manager_control_rejected_total", "counter",
-         "Malformed or unexpected control messages.", NULL, (long long)gd_control_rejected(m->ctl)},
+         "Malformed or unexpected control messages.", NULL, (long long)mgr_control_rejected(m->ctl)},
     };
     gd_sbuf ownb;
     gd_sbuf_init(&ownb);
@@ -517,26 +517,26 @@ static void publish(mgr_t *m, int64_t now)
         gd_prom_sample_int(&ownb, family, f[i].labels, f[i].v);
     }
     char *own = gd_sbuf_detach(&ownb);
-    gd_promtext *pt = gd_promtext_new();
+    mgr_promtext *pt = mgr_promtext_new();
     char *text = NULL;
     if (pt && own) {
-        gd_promtext_add(pt, own, strlen(own), NULL, NULL);
+        mgr_promtext_add(pt, own, strlen(own), NULL, NULL);
         char build[600];
         gd_build_info_metric(build, sizeof build);
-        gd_promtext_add(pt, build, strlen(build), NULL, NULL);
-        for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
+        mgr_promtext_add(pt, build, strlen(build), NULL, NULL);
+        for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++) {
             if (!m->w[i].metrics) continue;
             char idx[12];
             snprintf(idx, sizeof idx, "%d", i);
-            gd_promtext_add(pt, m->w[i].metrics, strlen(m->w[i].metrics), "worker", idx);
+            mgr_promtext_add(pt, m->w[i].metrics, strlen(m->w[i].metrics), "worker", idx);
         }
         for (int i = 0; i < m->ninf; i++) {
-            const char *t = gd_stats_text(m->inf[i].stats);
-            gd_promtext_add(pt, t, strlen(t), NULL, NULL);
+            const char *t = mgr_stats_text(m->inf[i].stats);
+            mgr_promtext_add(pt, t, strlen(t), NULL, NULL);
         }
-        text = gd_promtext_render(pt);
+        text = mgr_promtext_render(pt);
     }
-    gd_promtext_destroy(&pt);
+    mgr_promtext_destroy(&pt);
     free(own);
     char msg[200];
     bool ready;
@@ -626,7 +626,7 @@ static gd_err setup_election(mgr_t *m)
     co.connect_timeout_ms = co.request_timeout_ms;
     /* The identity in the User-Agent of the manager's and its workers' requests: the API
      * server's audit log then names who made each write (fencing is tested from it). */
-    char ua[GD_LE_HOLDER_MAX + 48];
+    char ua[MGR_LE_HOLDER_MAX + 48];
     snprintf(ua, sizeof ua, "godis-operator (manager; identity=%s)", m->identity);
     co.user_agent = ua;
     if (!(m->client = k8s_client_new(&kc, &co))) {
@@ -634,57 +634,57 @@ static gd_err setup_election(mgr_t *m)
         fprintf(stderr, "godis-manager: cannot create the Kubernetes client\n");
         return GD_ERR_CONFIG;
     }
-    gd_le_config lc;
-    gd_le_config_default(&lc);
+    mgr_le_config lc;
+    mgr_le_config_default(&lc);
     lc.lease_duration_ms = m->cfg.lease_duration_ms;
     lc.renew_deadline_ms = m->cfg.renew_deadline_ms;
     lc.retry_period_ms = m->cfg.retry_period_ms;
     snprintf(lc.name, sizeof lc.name, "%s", m->cfg.lease_name);
     snprintf(lc.identity, sizeof lc.identity, "%s", m->identity);
-    if (gd_le_config_validate(&lc, err, sizeof err) != GD_OK) {
+    if (mgr_le_config_validate(&lc, err, sizeof err) != GD_OK) {
         fprintf(stderr, "godis-manager: %s\n", err);
         return GD_ERR_CONFIG;
     }
-    gd_le_lock ops;
-    if (!(m->lock = gd_leaselock_new(m->client, nsbuf, m->cfg.lease_name))) {
+    mgr_le_lock ops;
+    if (!(m->lock = mgr_leaselock_new(m->client, nsbuf, m->cfg.lease_name))) {
         fprintf(stderr, "godis-manager: bad lease namespace or name\n");
         return GD_ERR_CONFIG;
     }
-    gd_leaselock_ops(m->lock, &ops);
-    if (!(m->le = gd_le_new(&lc, &ops))) return GD_ERR_NOMEM;
-    gd_le_set_notify(m->le, wake_loop, m);
+    mgr_leaselock_ops(m->lock, &ops);
+    if (!(m->le = mgr_le_new(&lc, &ops))) return GD_ERR_NOMEM;
+    mgr_le_set_notify(m->le, wake_loop, m);
     GD_INFO("leader election", "lease", m->cfg.lease_name, "namespace", nsbuf,
             "identity", lc.identity);
-    if (pthread_create(&m->le_th, NULL, gd_le_thread_main, m->le) != 0) return GD_ERR_NOMEM;
+    if (pthread_create(&m->le_th, NULL, mgr_le_thread_main, m->le) != 0) return GD_ERR_NOMEM;
     m->le_running = true;
-    m->watch = gd_lease_watch_start(m->client, nsbuf, m->cfg.lease_name, m->le);
+    m->watch = mgr_lease_watch_start(m->client, nsbuf, m->cfg.lease_name, m->le);
     return GD_OK;
 }
 
 static void stop_election(mgr_t *m)
 {
-    gd_lease_watch_cancel(m->watch);      /* ends on its own within ~100 ms */
+    mgr_lease_watch_cancel(m->watch);      /* ends on its own within ~100 ms */
     if (m->le_running) {
-        gd_le_stop(m->le);                /* releases the lease on its way out: at once */
+        mgr_le_stop(m->le);                /* releases the lease on its way out: at once */
         pthread_join(m->le_th, NULL);
         m->le_running = false;
     }
-    gd_lease_watch_stop(&m->watch);
+    mgr_lease_watch_stop(&m->watch);
 }
 
 
 static gd_err setup_http(mgr_t *m)
 {
-    gd_http_handlers h = {http_healthz, http_readyz, http_metrics};
+    mgr_http_handlers h = {http_healthz, http_readyz, http_metrics};
     char hh[128], mh[128], why[200];
     int hp, mp;
     gd_parse_bind_addr(m->cfg.health_addr, hh, sizeof hh, &hp, why, sizeof why);
     gd_parse_bind_addr(m->cfg.metrics_addr, mh, sizeof mh, &mp, why, sizeof why);
     bool same = hp && mp && hp == mp && !strcmp(hh, mh);
-    if (hp && !(m->http_health = gd_http_start(hh, hp, GD_HTTP_HEALTH | (same ? GD_HTTP_METRICS : 0), &h, m,
+    if (hp && !(m->http_health = mgr_http_start(hh, hp, MGR_HTTP_HEALTH | (same ? MGR_HTTP_METRICS : 0), &h, m,
                                                "--health-probe-bind-address")))
         return GD_ERR_IO;
-    if (mp && !same && !(m->http_metrics = gd_http_start(mh, mp, GD_HTTP_METRICS, &h, m,
+    if (mp && !same && !(m->http_metrics = mgr_http_start(mh, mp, MGR_HTTP_METRICS, &h, m,
                                                          "--metrics-bind-address")))
         return GD_ERR_IO;
     return GD_OK;
@@ -695,46 +695,46 @@ static void begin_shutdown(mgr_t *m, int code, const char *why)
     if (m->phase > 0) return;
     m->phase = 1;
     m->exit_code = code;
-    gd_sup_shutdown(m->sup);        /* from here on nothing is (re)started */
+    mgr_sup_shutdown(m->sup);        /* from here on nothing is (re)started */
     GD_INFO("shutting down: workers first, then the lease, then the informers", "reason", why);
     stop_all_workers(m, why);
 }
 
 static void advance_shutdown(mgr_t *m)
 {
-    if (m->phase == 1 && gd_sup_alive(m->sup, GD_ROLE_WORKER) == 0) {
+    if (m->phase == 1 && mgr_sup_alive(m->sup, MGR_ROLE_WORKER) == 0) {
         stop_election(m);
-        for (int i = 0; i < m->ninf; i++) gd_sup_stop(m->sup, m->inf[i].proc, false);
-        gd_proc *wh = gd_sup_find(m->sup, GD_ROLE_WEBHOOK, 0);
-        if (wh) gd_sup_stop(m->sup, wh, false);
+        for (int i = 0; i < m->ninf; i++) mgr_sup_stop(m->sup, m->inf[i].proc, false);
+        mgr_proc *wh = mgr_sup_find(m->sup, MGR_ROLE_WEBHOOK, 0);
+        if (wh) mgr_sup_stop(m->sup, wh, false);
         m->phase = 2;
     }
-    if (m->phase == 2 && gd_sup_alive(m->sup, GD_ROLE_INFORMER) == 0 &&
-        gd_sup_alive(m->sup, GD_ROLE_WEBHOOK) == 0)
+    if (m->phase == 2 && mgr_sup_alive(m->sup, MGR_ROLE_INFORMER) == 0 &&
+        mgr_sup_alive(m->sup, MGR_ROLE_WEBHOOK) == 0)
         m->phase = 3;
 }
 
 static void teardown(mgr_t *m)
 {
     stop_election(m);
-    gd_http_stop(&m->http_health);
-    gd_http_stop(&m->http_metrics);
-    for (int i = 0; i < m->ninf; i++) gd_stats_destroy(&m->inf[i].stats);
-    gd_control_destroy(&m->ctl);
+    mgr_http_stop(&m->http_health);
+    mgr_http_stop(&m->http_metrics);
+    for (int i = 0; i < m->ninf; i++) mgr_stats_destroy(&m->inf[i].stats);
+    mgr_control_destroy(&m->ctl);
     if (m->sup) {
-        gd_sup_signal_all(m->sup, SIGKILL);   /* only if something survived the stop */
-        gd_sup_reap(m->sup);
+        mgr_sup_signal_all(m->sup, SIGKILL);   /* only if something survived the stop */
+        mgr_sup_reap(m->sup);
     }
-    gd_sup_destroy(&m->sup);
-    gd_shards_cleanup(&m->shards);
-    gd_le_destroy(&m->le);
-    gd_leaselock_destroy(&m->lock);
+    mgr_sup_destroy(&m->sup);
+    mgr_shards_cleanup(&m->shards);
+    mgr_le_destroy(&m->le);
+    mgr_leaselock_destroy(&m->lock);
     k8s_client_destroy(&m->client);
-    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) free(m->w[i].metrics);
+    for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++) free(m->w[i].metrics);
     free(m->pub_metrics);
     if (m->zctx) zmq_ctx_term(m->zctx);
     unlink_endpoints(m);
-    gd_rundir_remove(m->rundir, m->rundir_made);
+    mgr_rundir_remove(m->rundir, m->rundir_made);
     if (m->wake_fd >= 0) close(m->wake_fd);
     pthread_mutex_destroy(&m->pub_mu);
 }
@@ -744,36 +744,36 @@ static void loop(mgr_t *m)
     int64_t next_publish = 0;
     while (m->phase < 3) {
         int64_t now = gd_mono_ms();
-        if (gd_mgr_sig_term) begin_shutdown(m, m->exit_code, "signal");
-        if (gd_mgr_sig_hup) { gd_mgr_sig_hup = 0; if (m->phase == 0) reload(m); }
-        gd_mgr_sig_chld = 0;
-        gd_sup_reap(m->sup);
-        if (gd_sup_fatal(m->sup)) begin_shutdown(m, GD_EXIT_FATAL_CONFIG, "a child reported a fatal configuration error");
+        if (mgr_sig_term) begin_shutdown(m, m->exit_code, "signal");
+        if (mgr_sig_hup) { mgr_sig_hup = 0; if (m->phase == 0) reload(m); }
+        mgr_sig_chld = 0;
+        mgr_sup_reap(m->sup);
+        if (mgr_sup_fatal(m->sup)) begin_shutdown(m, GD_EXIT_FATAL_CONFIG, "a child reported a fatal configuration error");
         bool was_leading = m->leading;
         follow_leadership(m, now);
         if (m->leading != was_leading) next_publish = 0;   /* probes see it at once */
         if (m->leading && startup_settled(m, now)) send_shard_actions(m);
         heartbeat(m, now);                  /* standby workers too */
-        for (int i = 0; i < m->ninf; i++) gd_stats_tick(m->inf[i].stats);
+        for (int i = 0; i < m->ninf; i++) mgr_stats_tick(m->inf[i].stats);
         advance_shutdown(m);
-        int64_t wait = gd_sup_tick(m->sup);
+        int64_t wait = mgr_sup_tick(m->sup);
         if (now >= next_publish) { publish(m, now); next_publish = now + 250; }
         zmq_pollitem_t items[2 + MAX_KINDS];
         int n = 0;
-        items[n++] = (zmq_pollitem_t){gd_control_socket(m->ctl), 0, ZMQ_POLLIN, 0};
+        items[n++] = (zmq_pollitem_t){mgr_control_socket(m->ctl), 0, ZMQ_POLLIN, 0};
         if (m->wake_fd >= 0) items[n++] = (zmq_pollitem_t){NULL, m->wake_fd, ZMQ_POLLIN, 0};
         for (int i = 0; i < m->ninf; i++)
-            items[n++] = (zmq_pollitem_t){gd_stats_socket(m->inf[i].stats), 0, ZMQ_POLLIN, 0};
+            items[n++] = (zmq_pollitem_t){mgr_stats_socket(m->inf[i].stats), 0, ZMQ_POLLIN, 0};
         if (wait > 100) wait = 100;
         zmq_poll(items, n, (long)wait);     /* EINTR (a signal) just ends the wait */
         uint64_t drained;
         if (m->wake_fd >= 0) (void)!read(m->wake_fd, &drained, sizeof drained);
-        gd_control_dispatch(m->ctl);
-        for (int i = 0; i < m->ninf; i++) gd_stats_dispatch(m->inf[i].stats);
+        mgr_control_dispatch(m->ctl);
+        for (int i = 0; i < m->ninf; i++) mgr_stats_dispatch(m->inf[i].stats);
     }
 }
 
-int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
+int mgr_run(const mgr_config *cfg, int argc, char **argv)
 {
     mgr_t *m = calloc(1, sizeof *m);
     if (!m) return GD_EXIT_FAILURE;
@@ -785,20 +785,20 @@ int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv)
     if (cfg->leader_elect && cfg->identity[0])
         snprintf(m->identity, sizeof m->identity, "%s", cfg->identity);
     else if (cfg->leader_elect)
-        gd_le_make_identity(m->identity, sizeof m->identity);
+        mgr_le_make_identity(m->identity, sizeof m->identity);
     m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&m->pub_mu, NULL);
-    gd_shards_init(&m->shards);
-    gd_shards_freeze(&m->shards, true);
+    mgr_shards_init(&m->shards);
+    mgr_shards_freeze(&m->shards, true);
     int code = GD_EXIT_OK;
-    gd_sup_opts so;
-    gd_sup_opts_default(&so);
+    mgr_sup_opts so;
+    mgr_sup_opts_default(&so);
     so.term_after_ms = so.kill_after_ms = fence_grace_ms(m) / 2 > 50 ? fence_grace_ms(m) / 2 : 50;
     char ctl[300];
-    gd_control_handlers h = {on_hello, on_revoked, on_pong};
-    if (!(m->zctx = zmq_ctx_new()) || !gd_rundir_make(m->cfg.runtime_dir, m->rundir, sizeof m->rundir, &m->rundir_made)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
+    mgr_control_handlers h = {on_hello, on_revoked, on_pong};
+    if (!(m->zctx = zmq_ctx_new()) || !mgr_rundir_make(m->cfg.runtime_dir, m->rundir, sizeof m->rundir, &m->rundir_made)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
     snprintf(ctl, sizeof ctl, "ipc://%s/control", m->rundir);
-    if (!(m->sup = gd_sup_new(&so, on_child_exit, m)) || !(m->ctl = gd_control_new(m->zctx, ctl, &h, m))) {
+    if (!(m->sup = mgr_sup_new(&so, on_child_exit, m)) || !(m->ctl = mgr_control_new(m->zctx, ctl, &h, m))) {
         code = GD_EXIT_FAILURE;
         goto out;
     }

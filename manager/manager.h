@@ -1,16 +1,16 @@
 /* manager.h — the manager process: one main loop (nginx's master cycle) tying together
  * leader election (its own thread), the process table, the shard coordinator, the GDW1
  * control socket, informer STATS and the HTTP endpoints. */
-#ifndef GD_MANAGER_H
-#define GD_MANAGER_H
+#ifndef MGR_MANAGER_H
+#define MGR_MANAGER_H
 #include <signal.h>
 #include "config.h"
 
 /* Set by the signal handlers (main.c), read by the loop. */
-extern volatile sig_atomic_t gd_mgr_sig_term, gd_mgr_sig_hup, gd_mgr_sig_chld;
+extern volatile sig_atomic_t mgr_sig_term, mgr_sig_hup, mgr_sig_chld;
 
 /* Runs until stopped by SIGTERM/SIGINT or a fatal child. argv is kept for SIGHUP reloads.
  * Returns the process exit code (0, 1, or 2 for a fatal configuration). */
-int gd_manager_run(const gd_mgr_config *cfg, int argc, char **argv);
+int mgr_run(const mgr_config *cfg, int argc, char **argv);
 
 #endif

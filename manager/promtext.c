@@ -31,17 +31,17 @@ typedef struct {
     sbuf help, type, samples;
 } family;
 
-struct gd_promtext {
+struct mgr_promtext {
     family *f;
     int n, cap;
 };
 
-gd_promtext *gd_promtext_new(void) { return calloc(1, sizeof(gd_promtext)); }
+mgr_promtext *mgr_promtext_new(void) { return calloc(1, sizeof(mgr_promtext)); }
 
-void gd_promtext_destroy(gd_promtext **pp)
+void mgr_promtext_destroy(mgr_promtext **pp)
 {
     if (!pp || !*pp) return;
-    gd_promtext *p = *pp;
+    mgr_promtext *p = *pp;
     for (int i = 0; i < p->n; i++) {
         free(p->f[i].help.s);
         free(p->f[i].type.s);
@@ -52,7 +52,7 @@ void gd_promtext_destroy(gd_promtext **pp)
     *pp = NULL;
 }
 
-static family *family_get(gd_promtext *p, const char *name, size_t len)
+static family *family_get(mgr_promtext *p, const char *name, size_t len)
 {
     if (len == 0 || len >= sizeof p->f[0].name) return NULL;
     for (int i = 0; i < p->n; i++)
@@ -71,7 +71,7 @@ static family *family_get(gd_promtext *p, const char *name, size_t len)
 }
 
 /* The family of a sample: a typed family whose name plus a known suffix is the sample's. */
-static family *family_of_sample(gd_promtext *p, const char *name, size_t len)
+static family *family_of_sample(mgr_promtext *p, const char *name, size_t len)
 {
     static const char *suffixes[] = {"", "_bucket", "_sum", "_count", "_total", "_created"};
     for (int i = 0; i < p->n; i++) {
@@ -86,7 +86,7 @@ static family *family_of_sample(gd_promtext *p, const char *name, size_t len)
 
 static bool name_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == ':'; }
 
-static void add_comment(gd_promtext *p, const char *line, size_t len)
+static void add_comment(mgr_promtext *p, const char *line, size_t len)
 {
     /* "# HELP name text" / "# TYPE name type"; other comments are dropped */
     bool help = len > 7 && !memcmp(line, "# HELP ", 7);
@@ -125,7 +125,7 @@ static bool valid_value(const char *line, size_t len, size_t nl)
     return *end == '\0';
 }
 
-static void add_sample(gd_promtext *p, const char *line, size_t len, const char *label)
+static void add_sample(mgr_promtext *p, const char *line, size_t len, const char *label)
 {
     size_t nl = 0;
     while (nl < len && name_char(line[nl])) nl++;
@@ -151,7 +151,7 @@ static void add_sample(gd_promtext *p, const char *line, size_t len, const char 
     sb_add(b, "\n", 1);
 }
 
-void gd_promtext_add(gd_promtext *p, const char *text, size_t len, const char *label_name,
+void mgr_promtext_add(mgr_promtext *p, const char *text, size_t len, const char *label_name,
                      const char *label_value)
 {
     if (!p || !text) return;
@@ -178,7 +178,7 @@ void gd_promtext_add(gd_promtext *p, const char *text, size_t len, const char *l
     }
 }
 
-char *gd_promtext_render(gd_promtext *p)
+char *mgr_promtext_render(mgr_promtext *p)
 {
     sbuf out = {0};
     sb_add(&out, "", 0);

@@ -33,12 +33,12 @@ static bool own_private_dir(const char *dir, bool follow, bool *made)
 
 static bool fits(const char *dir)
 {
-    if (strlen(dir) <= GD_RUNDIR_MAX_PATH) return true;
+    if (strlen(dir) <= MGR_RUNDIR_MAX_PATH) return true;
     GD_ERROR("runtime directory path too long for ipc:// endpoints (max 80)", "dir", dir);
     return false;
 }
 
-bool gd_rundir_make(const char *configured, char *out, size_t cap, bool *made)
+bool mgr_rundir_make(const char *configured, char *out, size_t cap, bool *made)
 {
     *made = false;
     int n;
@@ -69,7 +69,7 @@ bool gd_rundir_make(const char *configured, char *out, size_t cap, bool *made)
     return fits(out) && own_private_dir(out, true, made);
 }
 
-void gd_rundir_remove(const char *dir, bool made)
+void mgr_rundir_remove(const char *dir, bool made)
 {
     if (!made) return;
     char p[300];

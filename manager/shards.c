@@ -7,13 +7,13 @@
 #include "gd_json.h"
 #include "gd_log.h"
 
-void gd_shards_init(gd_shards *s)
+void mgr_shards_init(mgr_shards *s)
 {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < GD_NSHARDS; i++) s->slot[i].owner = s->slot[i].last_owner = -1;
 }
 
-void gd_shards_cleanup(gd_shards *s)
+void mgr_shards_cleanup(mgr_shards *s)
 {
     for (int i = 0; i < GD_NSHARDS; i++) {
         cJSON_Delete(s->slot[i].pending);
@@ -21,9 +21,9 @@ void gd_shards_cleanup(gd_shards *s)
     }
 }
 
-static bool bad_worker(int w) { return w < 0 || w >= GD_SHARDS_MAX_WORKERS; }
+static bool bad_worker(int w) { return w < 0 || w >= MGR_SHARDS_MAX_WORKERS; }
 
-gd_err gd_shards_worker_up(gd_shards *s, int w)
+gd_err mgr_shards_worker_up(mgr_shards *s, int w)
 {
     if (bad_worker(w)) return GD_ERR_ARG;
     s->w[w].live = true;
@@ -31,14 +31,14 @@ gd_err gd_shards_worker_up(gd_shards *s, int w)
     return GD_OK;
 }
 
-gd_err gd_shards_worker_retire(gd_shards *s, int w)
+gd_err mgr_shards_worker_retire(mgr_shards *s, int w)
 {
     if (bad_worker(w)) return GD_ERR_ARG;
     s->w[w].retiring = true;
     return GD_OK;
 }
 
-gd_err gd_shards_worker_stopping(gd_shards *s, int w)
+gd_err mgr_shards_worker_stopping(mgr_shards *s, int w)
 {
     if (bad_worker(w)) return GD_ERR_ARG;
     s->w[w].live = false;
@@ -46,13 +46,13 @@ gd_err gd_shards_worker_stopping(gd_shards *s, int w)
     return GD_OK;
 }
 
-gd_err gd_shards_worker_gone(gd_shards *s, int w)
+gd_err mgr_shards_worker_gone(mgr_shards *s, int w)
 {
     if (bad_worker(w)) return GD_ERR_ARG;
     s->w[w].live = false;
     s->w[w].retiring = false;
     for (int i = 0; i < GD_NSHARDS; i++) {
-        gd_shard_slot *sl = &s->slot[i];
+        mgr_shard_slot *sl = &s->slot[i];
         if (sl->owner != w) continue;
         sl->owner = -1;
         sl->revoking = false;
@@ -62,10 +62,10 @@ gd_err gd_shards_worker_gone(gd_shards *s, int w)
     return GD_OK;
 }
 
-void gd_shards_freeze(gd_shards *s, bool frozen) { s->frozen = frozen; }
+void mgr_shards_freeze(mgr_shards *s, bool frozen) { s->frozen = frozen; }
 
 /* Adds key under controller to the shard's pending set (no duplicates). */
-static void pending_add(gd_shard_slot *sl, const char *controller, const char *key)
+static void pending_add(mgr_shard_slot *sl, const char *controller, const char *key)
 {
     if (!sl->pending && !(sl->pending = cJSON_CreateObject())) return;
     cJSON *arr = cJSON_GetObjectItemCaseSensitive(sl->pending, controller);
@@ -84,14 +84,14 @@ static bool in_list(const int *shards, int n, int x)
     return false;
 }
 
-gd_err gd_shards_revoked(gd_shards *s, int w, const int *shards, int n, const char *pending_json)
+gd_err mgr_shards_revoked(mgr_shards *s, int w, const int *shards, int n, const char *pending_json)
 {
     if (bad_worker(w) || n < 0 || (n > 0 && !shards)) return GD_ERR_ARG;
     int released[GD_NSHARDS], nrel = 0;
     for (int i = 0; i < n; i++) {
         int sh = shards[i];
         if (sh < 0 || sh >= GD_NSHARDS) continue;
-        gd_shard_slot *sl = &s->slot[sh];
+        mgr_shard_slot *sl = &s->slot[sh];
         if (sl->owner != w) continue;           /* stale or duplicate answer */
         sl->owner = -1;
         sl->revoking = false;
@@ -125,20 +125,20 @@ gd_err gd_shards_revoked(gd_shards *s, int w, const int *shards, int n, const ch
     return rc;
 }
 
-static int live_workers(const gd_shards *s, int *idx)
+static int live_workers(const mgr_shards *s, int *idx)
 {
     int n = 0;
-    for (int w = 0; w < GD_SHARDS_MAX_WORKERS; w++)
+    for (int w = 0; w < MGR_SHARDS_MAX_WORKERS; w++)
         if (s->w[w].live && !s->w[w].retiring) idx[n++] = w;
     return n;
 }
 
 /* Merges the pending keys of the given shards into one JSON text and frees them. */
-static char *take_pending(gd_shards *s, const int *shards, int n)
+static char *take_pending(mgr_shards *s, const int *shards, int n)
 {
     cJSON *all = cJSON_CreateObject();
     for (int i = 0; i < n && all; i++) {
-        gd_shard_slot *sl = &s->slot[shards[i]];
+        mgr_shard_slot *sl = &s->slot[shards[i]];
         if (!sl->pending) continue;
         cJSON *ctrl;
         cJSON_ArrayForEach(ctrl, sl->pending) {
@@ -156,30 +156,30 @@ static char *take_pending(gd_shards *s, const int *shards, int n)
     return txt ? txt : strdup("{}");
 }
 
-static gd_shards_action *action_for(gd_shards_action *out, int *nout, int cap,
-                                    gd_shards_verb verb, int w)
+static mgr_shards_action *action_for(mgr_shards_action *out, int *nout, int cap,
+                                    mgr_shards_verb verb, int w)
 {
     for (int i = 0; i < *nout; i++)
         if (out[i].verb == verb && out[i].worker == w) return &out[i];
     if (*nout >= cap) return NULL;
-    gd_shards_action *a = &out[(*nout)++];
+    mgr_shards_action *a = &out[(*nout)++];
     memset(a, 0, sizeof *a);
     a->verb = verb;
     a->worker = w;
     return a;
 }
 
-int gd_shards_plan(gd_shards *s, gd_shards_action *out, int cap)
+int mgr_shards_plan(mgr_shards *s, mgr_shards_action *out, int cap)
 {
-    int live[GD_SHARDS_MAX_WORKERS];
+    int live[MGR_SHARDS_MAX_WORKERS];
     int n = live_workers(s, live), nout = 0;
-    int quota[GD_SHARDS_MAX_WORKERS] = {0}, count[GD_SHARDS_MAX_WORKERS] = {0};
+    int quota[MGR_SHARDS_MAX_WORKERS] = {0}, count[MGR_SHARDS_MAX_WORKERS] = {0};
     for (int r = 0; r < n; r++)
         quota[live[r]] = GD_NSHARDS / n + (r < GD_NSHARDS % n ? 1 : 0);
 
     /* pass 1: keep what may stay, revoke the rest (retiring owners, over quota) */
     for (int sh = 0; sh < GD_NSHARDS; sh++) {
-        gd_shard_slot *sl = &s->slot[sh];
+        mgr_shard_slot *sl = &s->slot[sh];
         if (sl->owner < 0 || sl->revoking) continue;
         int w = sl->owner;
         if (!s->w[w].live) continue;            /* being stopped: keep it until the reap */
@@ -188,7 +188,7 @@ int gd_shards_plan(gd_shards *s, gd_shards_action *out, int cap)
             continue;
         }
         if (s->frozen) continue;                /* fencing stops workers; no traffic */
-        gd_shards_action *a = action_for(out, &nout, cap, GD_SHARDS_REVOKE, w);
+        mgr_shards_action *a = action_for(out, &nout, cap, MGR_SHARDS_REVOKE, w);
         if (!a) break;
         a->shards[a->n++] = sh;
         sl->revoking = true;
@@ -199,12 +199,12 @@ int gd_shards_plan(gd_shards *s, gd_shards_action *out, int cap)
     /* pass 2: deal free shards to the workers under quota, lowest index first */
     int r = 0;
     for (int sh = 0; sh < GD_NSHARDS; sh++) {
-        gd_shard_slot *sl = &s->slot[sh];
+        mgr_shard_slot *sl = &s->slot[sh];
         if (sl->owner >= 0) continue;
         while (r < n && count[live[r]] >= quota[live[r]]) r++;
         if (r >= n) break;
         int w = live[r];
-        gd_shards_action *a = action_for(out, &nout, cap, GD_SHARDS_ASSIGN, w);
+        mgr_shards_action *a = action_for(out, &nout, cap, MGR_SHARDS_ASSIGN, w);
         if (!a) break;
         a->shards[a->n++] = sh;
         count[w]++;
@@ -213,12 +213,12 @@ int gd_shards_plan(gd_shards *s, gd_shards_action *out, int cap)
         s->assigns++;
     }
     for (int i = 0; i < nout; i++)
-        if (out[i].verb == GD_SHARDS_ASSIGN)
+        if (out[i].verb == MGR_SHARDS_ASSIGN)
             out[i].pending_json = take_pending(s, out[i].shards, out[i].n);
     return nout;
 }
 
-void gd_shards_actions_free(gd_shards_action *a, int n)
+void mgr_shards_actions_free(mgr_shards_action *a, int n)
 {
     for (int i = 0; i < n; i++) {
         free(a[i].pending_json);
@@ -226,7 +226,7 @@ void gd_shards_actions_free(gd_shards_action *a, int n)
     }
 }
 
-int gd_shards_owned_by(const gd_shards *s, int w, int *out)
+int mgr_shards_owned_by(const mgr_shards *s, int w, int *out)
 {
     int n = 0;
     for (int sh = 0; sh < GD_NSHARDS; sh++)
@@ -237,7 +237,7 @@ int gd_shards_owned_by(const gd_shards *s, int w, int *out)
     return n;
 }
 
-int gd_shards_unowned(const gd_shards *s)
+int mgr_shards_unowned(const mgr_shards *s)
 {
     int n = 0;
     for (int sh = 0; sh < GD_NSHARDS; sh++)
@@ -245,7 +245,7 @@ int gd_shards_unowned(const gd_shards *s)
     return n;
 }
 
-gd_err gd_shards_parse_list(const char *txt, int *out, int cap, int *n)
+gd_err mgr_shards_parse_list(const char *txt, int *out, int cap, int *n)
 {
     *n = 0;
     if (!txt) return GD_ERR_PARSE;
@@ -267,7 +267,7 @@ gd_err gd_shards_parse_list(const char *txt, int *out, int cap, int *n)
     }
 }
 
-void gd_shards_format_list(const int *shards, int n, char *buf, size_t cap)
+void mgr_shards_format_list(const int *shards, int n, char *buf, size_t cap)
 {
     size_t off = 0;
     if (cap) buf[0] = '\0';

@@ -11,7 +11,7 @@
 #define STATS_TIMEOUT_MS 3000
 #define STATS_MAX_BYTES (1 << 20)
 
-struct gd_stats {
+struct mgr_stats {
     void *zctx, *sock;
     char endpoint[300];
     int64_t period_ms, sent_ms, next_ms;
@@ -19,7 +19,7 @@ struct gd_stats {
     char *text;
 };
 
-static void open_sock(gd_stats *s)
+static void open_sock(mgr_stats *s)
 {
     s->sock = zmq_socket(s->zctx, ZMQ_DEALER);
     if (!s->sock) return;
@@ -34,20 +34,20 @@ static void open_sock(gd_stats *s)
     }
 }
 
-gd_stats *gd_stats_new(void *zctx, const char *ep, int64_t period_ms)
+mgr_stats *mgr_stats_new(void *zctx, const char *ep, int64_t period_ms)
 {
-    gd_stats *s = calloc(1, sizeof *s);
+    mgr_stats *s = calloc(1, sizeof *s);
     if (!s || strlen(ep) >= sizeof s->endpoint) { free(s); return NULL; }
     s->zctx = zctx;
     snprintf(s->endpoint, sizeof s->endpoint, "%s", ep);
     s->period_ms = period_ms;
     s->text = strdup("");
     open_sock(s);
-    if (!s->sock || !s->text) { gd_stats_destroy(&s); return NULL; }
+    if (!s->sock || !s->text) { mgr_stats_destroy(&s); return NULL; }
     return s;
 }
 
-void gd_stats_destroy(gd_stats **sp)
+void mgr_stats_destroy(mgr_stats **sp)
 {
     if (!sp || !*sp) return;
     if ((*sp)->sock) zmq_close((*sp)->sock);
@@ -56,11 +56,11 @@ void gd_stats_destroy(gd_stats **sp)
     *sp = NULL;
 }
 
-void *gd_stats_socket(gd_stats *s) { return s->sock; }
-bool gd_stats_synced(const gd_stats *s) { return s->synced; }
-const char *gd_stats_text(const gd_stats *s) { return s->text; }
+void *mgr_stats_socket(mgr_stats *s) { return s->sock; }
+bool mgr_stats_synced(const mgr_stats *s) { return s->synced; }
+const char *mgr_stats_text(const mgr_stats *s) { return s->text; }
 
-void gd_stats_reset(gd_stats *s)
+void mgr_stats_reset(mgr_stats *s)
 {
     s->synced = false;
     free(s->text);
@@ -71,7 +71,7 @@ void gd_stats_reset(gd_stats *s)
     open_sock(s);
 }
 
-void gd_stats_tick(gd_stats *s)
+void mgr_stats_tick(mgr_stats *s)
 {
     int64_t now = gd_mono_ms();
     if (s->sent_ms && now - s->sent_ms > STATS_TIMEOUT_MS) {
@@ -92,7 +92,7 @@ void gd_stats_tick(gd_stats *s)
     }
 }
 
-bool gd_stats_text_synced(const char *text)
+bool mgr_stats_text_synced(const char *text)
 {
     const char *p = text;
     while ((p = strstr(p, "godis_informer_synced")) != NULL) {
@@ -111,7 +111,7 @@ bool gd_stats_text_synced(const char *text)
     return false;
 }
 
-void gd_stats_dispatch(gd_stats *s)
+void mgr_stats_dispatch(mgr_stats *s)
 {
     while (s->sock) {
         zmq_msg_t f[3];
@@ -139,7 +139,7 @@ void gd_stats_dispatch(gd_stats *s)
                 t[l] = '\0';
                 free(s->text);
                 s->text = t;
-                s->synced = gd_stats_text_synced(t);
+                s->synced = mgr_stats_text_synced(t);
             }
         } else {
             GD_WARN("unexpected reply to STATS", "endpoint", s->endpoint);

@@ -3,25 +3,25 @@
  * (for /readyz) and gathers its metrics (for /metrics). One DEALER per informer; a request
  * not answered in time is abandoned by closing and reopening the DEALER, so a late reply
  * can never be taken for the next one. */
-#ifndef GD_STATSCLIENT_H
-#define GD_STATSCLIENT_H
+#ifndef MGR_STATSCLIENT_H
+#define MGR_STATSCLIENT_H
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct gd_stats gd_stats;
+typedef struct mgr_stats mgr_stats;
 
-gd_stats *gd_stats_new(void *zctx, const char *snap_endpoint, int64_t period_ms);
-void      gd_stats_destroy(gd_stats **s);
+mgr_stats *mgr_stats_new(void *zctx, const char *snap_endpoint, int64_t period_ms);
+void      mgr_stats_destroy(mgr_stats **s);
 /* Sends a request when one is due, abandons a late one. Call every loop iteration. */
-void      gd_stats_tick(gd_stats *s);
-void     *gd_stats_socket(gd_stats *s);     /* for zmq_poll (may change after a reset) */
+void      mgr_stats_tick(mgr_stats *s);
+void     *mgr_stats_socket(mgr_stats *s);     /* for zmq_poll (may change after a reset) */
 /* Reads any reply without blocking. */
-void      gd_stats_dispatch(gd_stats *s);
+void      mgr_stats_dispatch(mgr_stats *s);
 /* The informer restarted: forget what it said. */
-void      gd_stats_reset(gd_stats *s);
-bool        gd_stats_synced(const gd_stats *s);
-const char *gd_stats_text(const gd_stats *s);  /* last STATS text, "" before the first */
+void      mgr_stats_reset(mgr_stats *s);
+bool        mgr_stats_synced(const mgr_stats *s);
+const char *mgr_stats_text(const mgr_stats *s);  /* last STATS text, "" before the first */
 /* Parses "godis_informer_synced{...} 1" out of a STATS text. */
-bool        gd_stats_text_synced(const char *text);
+bool        mgr_stats_text_synced(const char *text);
 
 #endif

@@ -1,7 +1,7 @@
 /* supervisor.c — process table, fork/exec, reaping, restart with backoff, staged stop.
  *
  * Everything here runs on the manager's main thread, outside signal handlers: a handler
- * only sets a flag, and the main loop calls gd_sup_reap() and gd_sup_tick() (nginx's
+ * only sets a flag, and the main loop calls mgr_sup_reap() and mgr_sup_tick() (nginx's
  * ngx_reap_children / ngx_start_worker_processes in one loop). */
 #include "supervisor.h"
 #include <errno.h>
@@ -16,18 +16,18 @@
 #include "gd_err.h"
 #include "gd_log.h"
 
-struct gd_supervisor {
-    gd_sup_opts o;
-    gd_proc **procs;            /* pointers stay valid when the table grows */
+struct mgr_supervisor {
+    mgr_sup_opts o;
+    mgr_proc **procs;            /* pointers stay valid when the table grows */
     int n, cap;
     bool fatal;
-    bool shutting_down;         /* never spawn again (gd_sup_shutdown) */
+    bool shutting_down;         /* never spawn again (mgr_sup_shutdown) */
     uint64_t restarts[3];
-    gd_sup_exit_fn on_exit;
+    mgr_sup_exit_fn on_exit;
     void *ud;
 };
 
-void gd_sup_opts_default(gd_sup_opts *o)
+void mgr_sup_opts_default(mgr_sup_opts *o)
 {
     o->backoff_initial_ms = 1000;
     o->backoff_max_ms = 30000;
@@ -36,22 +36,22 @@ void gd_sup_opts_default(gd_sup_opts *o)
     o->kill_after_ms = 2000;
 }
 
-const char *gd_proc_state_name(gd_proc_state st)
+const char *mgr_proc_state_name(mgr_proc_state st)
 {
     static const char *n[] = {"idle", "running", "stopping", "backoff", "fatal"};
     return (unsigned)st < sizeof n / sizeof n[0] ? n[st] : "?";
 }
 
-const char *gd_role_name(gd_role r)
+const char *mgr_role_name(mgr_role r)
 {
-    return r == GD_ROLE_WORKER ? "worker" : r == GD_ROLE_WEBHOOK ? "webhook" : "informer";
+    return r == MGR_ROLE_WORKER ? "worker" : r == MGR_ROLE_WEBHOOK ? "webhook" : "informer";
 }
 
-gd_supervisor *gd_sup_new(const gd_sup_opts *o, gd_sup_exit_fn on_exit, void *ud)
+mgr_supervisor *mgr_sup_new(const mgr_sup_opts *o, mgr_sup_exit_fn on_exit, void *ud)
 {
-    gd_supervisor *s = calloc(1, sizeof *s);
+    mgr_supervisor *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    if (o) s->o = *o; else gd_sup_opts_default(&s->o);
+    if (o) s->o = *o; else mgr_sup_opts_default(&s->o);
     s->on_exit = on_exit;
     s->ud = ud;
     return s;
@@ -64,10 +64,10 @@ static void free_argv(char **argv)
     free(argv);
 }
 
-void gd_sup_destroy(gd_supervisor **sp)
+void mgr_sup_destroy(mgr_supervisor **sp)
 {
     if (!sp || !*sp) return;
-    gd_supervisor *s = *sp;
+    mgr_supervisor *s = *sp;
     for (int i = 0; i < s->n; i++) {
         free_argv(s->procs[i]->argv);
         free(s->procs[i]);
@@ -89,18 +89,18 @@ static char **copy_argv(char *const argv[])
     return c;
 }
 
-gd_proc *gd_sup_add(gd_supervisor *s, gd_role role, int index, const char *name,
+mgr_proc *mgr_sup_add(mgr_supervisor *s, mgr_role role, int index, const char *name,
                     char *const argv[])
 {
     if (!argv || !argv[0] || !name) return NULL;
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 16;
-        gd_proc **np = realloc(s->procs, (size_t)cap * sizeof *np);
+        mgr_proc **np = realloc(s->procs, (size_t)cap * sizeof *np);
         if (!np) return NULL;
         s->procs = np;
         s->cap = cap;
     }
-    gd_proc *p = calloc(1, sizeof *p);
+    mgr_proc *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     if (!(p->argv = copy_argv(argv))) { free(p); return NULL; }
     p->role = role;
@@ -111,17 +111,17 @@ gd_proc *gd_sup_add(gd_supervisor *s, gd_role role, int index, const char *name,
     return p;
 }
 
-int gd_sup_count(const gd_supervisor *s) { return s->n; }
-gd_proc *gd_sup_at(gd_supervisor *s, int i) { return i >= 0 && i < s->n ? s->procs[i] : NULL; }
+int mgr_sup_count(const mgr_supervisor *s) { return s->n; }
+mgr_proc *mgr_sup_at(mgr_supervisor *s, int i) { return i >= 0 && i < s->n ? s->procs[i] : NULL; }
 
-gd_proc *gd_sup_find(gd_supervisor *s, gd_role role, int index)
+mgr_proc *mgr_sup_find(mgr_supervisor *s, mgr_role role, int index)
 {
     for (int i = 0; i < s->n; i++)
         if (s->procs[i]->role == role && s->procs[i]->index == index) return s->procs[i];
     return NULL;
 }
 
-gd_proc *gd_sup_find_pid(gd_supervisor *s, pid_t pid)
+mgr_proc *mgr_sup_find_pid(mgr_supervisor *s, pid_t pid)
 {
     for (int i = 0; i < s->n; i++)
         if (pid > 0 && s->procs[i]->pid == pid) return s->procs[i];
@@ -129,7 +129,7 @@ gd_proc *gd_sup_find_pid(gd_supervisor *s, pid_t pid)
 }
 
 /* In the child between fork and exec: only async-signal-safe calls. */
-static void child_exec(gd_proc *p, pid_t parent)
+static void child_exec(mgr_proc *p, pid_t parent)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -149,19 +149,19 @@ static void child_exec(gd_proc *p, pid_t parent)
     _exit(e == ENOENT || e == EACCES || e == ENOEXEC ? GD_EXIT_FATAL_CONFIG : 127);
 }
 
-static void spawn(gd_supervisor *s, gd_proc *p)
+static void spawn(mgr_supervisor *s, mgr_proc *p)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         GD_ERROR("fork failed", "child", p->name, "error", strerror(errno));
-        p->state = GD_PROC_BACKOFF;
+        p->state = MGR_PROC_BACKOFF;
         p->next_start_ms = gd_mono_ms() + gd_backoff_next(&p->backoff);
         return;
     }
     if (pid == 0) child_exec(p, parent);
     p->pid = pid;
-    p->state = GD_PROC_RUNNING;
+    p->state = MGR_PROC_RUNNING;
     p->last_start_ms = gd_mono_ms();
     p->stop_signals = 0;
     if (p->starts++ > 0) {
@@ -173,28 +173,28 @@ static void spawn(gd_supervisor *s, gd_proc *p)
     GD_INFO("started child", "child", p->name, "pid", pids, "program", p->argv[0]);
 }
 
-void gd_sup_want(gd_supervisor *s, gd_proc *p)
+void mgr_sup_want(mgr_supervisor *s, mgr_proc *p)
 {
     if (s->shutting_down) return;
     p->wanted = true;
-    if (p->state == GD_PROC_IDLE) p->next_start_ms = 0;
+    if (p->state == MGR_PROC_IDLE) p->next_start_ms = 0;
 }
 
-static void send_sig(gd_proc *p, int sig)
+static void send_sig(mgr_proc *p, int sig)
 {
     if (p->pid > 0) kill(p->pid, sig);
 }
 
-void gd_sup_stop(gd_supervisor *s, gd_proc *p, bool soft)
+void mgr_sup_stop(mgr_supervisor *s, mgr_proc *p, bool soft)
 {
     p->wanted = false;
-    if (p->state == GD_PROC_BACKOFF) p->state = GD_PROC_IDLE;
-    if (p->state == GD_PROC_RUNNING) {
-        p->state = GD_PROC_STOPPING;
+    if (p->state == MGR_PROC_BACKOFF) p->state = MGR_PROC_IDLE;
+    if (p->state == MGR_PROC_RUNNING) {
+        p->state = MGR_PROC_STOPPING;
         p->stop_since_ms = gd_mono_ms();
         p->stop_signals = 0;
     }
-    if (p->state == GD_PROC_STOPPING && !soft && p->stop_signals == 0) {
+    if (p->state == MGR_PROC_STOPPING && !soft && p->stop_signals == 0) {
         send_sig(p, SIGTERM);
         p->stop_signals = 1;
         /* TERM sent now: KILL comes kill_after_ms from now */
@@ -202,17 +202,17 @@ void gd_sup_stop(gd_supervisor *s, gd_proc *p, bool soft)
     }
 }
 
-int64_t gd_sup_tick(gd_supervisor *s)
+int64_t mgr_sup_tick(mgr_supervisor *s)
 {
     int64_t now = gd_mono_ms(), next = 1000;
     for (int i = 0; i < s->n; i++) {
-        gd_proc *p = s->procs[i];
+        mgr_proc *p = s->procs[i];
         int64_t due = -1;
         if (p->wanted && !s->shutting_down &&
-            (p->state == GD_PROC_IDLE || p->state == GD_PROC_BACKOFF)) {
+            (p->state == MGR_PROC_IDLE || p->state == MGR_PROC_BACKOFF)) {
             if (now >= p->next_start_ms) spawn(s, p);
             else due = p->next_start_ms;
-        } else if (p->state == GD_PROC_STOPPING) {
+        } else if (p->state == MGR_PROC_STOPPING) {
             int64_t term_at = p->stop_since_ms + s->o.term_after_ms;
             int64_t kill_at = term_at + s->o.kill_after_ms;
             if (p->stop_signals == 0 && now >= term_at) {
@@ -239,7 +239,7 @@ static void describe_exit(int status, char *buf, size_t cap)
     else snprintf(buf, cap, "status %d", status);
 }
 
-static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
+static void on_reaped(mgr_supervisor *s, mgr_proc *p, int status)
 {
     int64_t now = gd_mono_ms();
     char how[32];
@@ -248,7 +248,7 @@ static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
     p->last_status = status;
     bool fatal = WIFEXITED(status) && WEXITSTATUS(status) == GD_EXIT_FATAL_CONFIG;
     if (fatal) {
-        p->state = GD_PROC_FATAL;
+        p->state = MGR_PROC_FATAL;
         p->wanted = false;
         s->fatal = true;
         GD_ERROR("child exited with a fatal configuration error: not restarting",
@@ -256,14 +256,14 @@ static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
     } else if (p->wanted && !s->shutting_down) {
         if (now - p->last_start_ms >= s->o.healthy_after_ms) gd_backoff_reset(&p->backoff);
         int64_t d = gd_backoff_next(&p->backoff);
-        p->state = GD_PROC_BACKOFF;
+        p->state = MGR_PROC_BACKOFF;
         p->next_start_ms = now + d;
         char ds[24];
         snprintf(ds, sizeof ds, "%lld", (long long)d);
         GD_WARN("child exited: restarting after backoff", "child", p->name, "status", how,
                 "backoff_ms", ds);
     } else {
-        p->state = GD_PROC_IDLE;
+        p->state = MGR_PROC_IDLE;
         p->wanted = false;
         GD_INFO("child stopped", "child", p->name, "status", how);
     }
@@ -273,11 +273,11 @@ static void on_reaped(gd_supervisor *s, gd_proc *p, int status)
 /* Only our own children, by pid: waitpid(-1) would also reap processes other threads
  * started and wait for themselves (an exec credential plugin run by the API client),
  * leaving them without an exit status. */
-int gd_sup_reap(gd_supervisor *s)
+int mgr_sup_reap(mgr_supervisor *s)
 {
     int n = 0;
     for (int i = 0; i < s->n; i++) {
-        gd_proc *p = s->procs[i];
+        mgr_proc *p = s->procs[i];
         int status = 0;
         if (p->pid <= 0 || waitpid(p->pid, &status, WNOHANG) != p->pid) continue;
         on_reaped(s, p, status);
@@ -286,20 +286,20 @@ int gd_sup_reap(gd_supervisor *s)
     return n;
 }
 
-bool gd_sup_fatal(const gd_supervisor *s) { return s->fatal; }
+bool mgr_sup_fatal(const mgr_supervisor *s) { return s->fatal; }
 
-void gd_sup_shutdown(gd_supervisor *s)
+void mgr_sup_shutdown(mgr_supervisor *s)
 {
     s->shutting_down = true;
     for (int i = 0; i < s->n; i++) {
-        gd_proc *p = s->procs[i];
-        if (p->state == GD_PROC_BACKOFF) p->state = GD_PROC_IDLE;   /* its restart is off */
+        mgr_proc *p = s->procs[i];
+        if (p->state == MGR_PROC_BACKOFF) p->state = MGR_PROC_IDLE;   /* its restart is off */
     }
 }
 
-bool gd_sup_shutting_down(const gd_supervisor *s) { return s->shutting_down; }
+bool mgr_sup_shutting_down(const mgr_supervisor *s) { return s->shutting_down; }
 
-int gd_sup_alive(const gd_supervisor *s, gd_role role)
+int mgr_sup_alive(const mgr_supervisor *s, mgr_role role)
 {
     int n = 0;
     for (int i = 0; i < s->n; i++)
@@ -307,12 +307,12 @@ int gd_sup_alive(const gd_supervisor *s, gd_role role)
     return n;
 }
 
-void gd_sup_signal_all(gd_supervisor *s, int sig)
+void mgr_sup_signal_all(mgr_supervisor *s, int sig)
 {
     for (int i = 0; i < s->n; i++) send_sig(s->procs[i], sig);
 }
 
-uint64_t gd_sup_restarts(const gd_supervisor *s, gd_role role)
+uint64_t mgr_sup_restarts(const mgr_supervisor *s, mgr_role role)
 {
-    return s->restarts[role == GD_ROLE_WORKER || role == GD_ROLE_WEBHOOK ? role : 0];
+    return s->restarts[role == MGR_ROLE_WORKER || role == MGR_ROLE_WEBHOOK ? role : 0];
 }

@@ -17,13 +17,13 @@
 
 static void manager_config(const char *s, size_t n)
 {
-    gd_mgr_config c;
-    gd_mgr_config_default(&c, "godis-manager");
+    mgr_config c;
+    mgr_config_default(&c, "godis-manager");
     char err[600] = "";
-    if (gd_mgr_config_yaml(&c, s, n, "fuzz.yaml", err, sizeof err) == GD_OK) {
-        char kinds[GD_MGR_MAX_KINDS][64];
-        if (gd_mgr_config_validate(&c, err, sizeof err) == GD_OK &&
-            gd_mgr_informer_kinds(c.informer_kinds, kinds, err, sizeof err) != GD_OK)
+    if (mgr_config_yaml(&c, s, n, "fuzz.yaml", err, sizeof err) == GD_OK) {
+        char kinds[MGR_MAX_KINDS][64];
+        if (mgr_config_validate(&c, err, sizeof err) == GD_OK &&
+            mgr_informer_kinds(c.informer_kinds, kinds, err, sizeof err) != GD_OK)
             abort();                     /* validate accepted what the manager then refuses */
     }
     if (!memchr(err, '\0', sizeof err)) abort();

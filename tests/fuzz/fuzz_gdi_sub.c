@@ -125,12 +125,12 @@ static void stats_reply(const fz_record *r)
 {
     char *text = r->n > 1 ? fz_strndup(r->p[1], r->len[1]) : NULL;
     if (!text) return;
-    (void)gd_stats_text_synced(text);
-    gd_promtext *pt = gd_promtext_new();
-    gd_promtext_add(pt, text, strlen(text), NULL, NULL);
-    gd_promtext_add(pt, text, strlen(text), "worker", "3");
-    free(gd_promtext_render(pt));
-    gd_promtext_destroy(&pt);
+    (void)mgr_stats_text_synced(text);
+    mgr_promtext *pt = mgr_promtext_new();
+    mgr_promtext_add(pt, text, strlen(text), NULL, NULL);
+    mgr_promtext_add(pt, text, strlen(text), "worker", "3");
+    free(mgr_promtext_render(pt));
+    mgr_promtext_destroy(&pt);
     free(text);
 }
 

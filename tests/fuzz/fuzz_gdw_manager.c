@@ -20,16 +20,16 @@
 #include "../../manager/promtext.c"
 
 typedef struct {
-    gd_shards shards;
-    char *metrics[GD_SHARDS_MAX_WORKERS];
+    mgr_shards shards;
+    char *metrics[MGR_SHARDS_MAX_WORKERS];
 } mgr;
 
 static bool on_hello(void *ud, int index, int pid)
 {
     mgr *m = ud;
-    if (index < 0 || index >= GD_SHARDS_MAX_WORKERS || pid <= 0) abort();
+    if (index < 0 || index >= MGR_SHARDS_MAX_WORKERS || pid <= 0) abort();
     if (index >= 8) return false;               /* not a worker it started */
-    gd_shards_worker_up(&m->shards, index);
+    mgr_shards_worker_up(&m->shards, index);
     return true;
 }
 
@@ -38,7 +38,7 @@ static void on_revoked(void *ud, int index, uint64_t seq, const int *shards, int
 {
     mgr *m = ud;
     if (n < 0 || n > GD_NSHARDS || !pending) abort();
-    gd_shards_revoked(&m->shards, index, shards, n, pending);
+    mgr_shards_revoked(&m->shards, index, shards, n, pending);
 }
 
 static void on_pong(void *ud, int index, uint64_t seq, const char *metrics, size_t len)
@@ -50,31 +50,31 @@ static void on_pong(void *ud, int index, uint64_t seq, const char *metrics, size
     m->metrics[index] = t;
 }
 
-static void check_table(const gd_shards *s)
+static void check_table(const mgr_shards *s)
 {
     for (int i = 0; i < GD_NSHARDS; i++) {
         int o = s->slot[i].owner;
-        if (o < -1 || o >= GD_SHARDS_MAX_WORKERS) abort();
+        if (o < -1 || o >= MGR_SHARDS_MAX_WORKERS) abort();
     }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
 {
-    static gd_control *c;
+    static mgr_control *c;
     static mgr m;
     fz_quiet_logs();
     if (!c) {
-        gd_control_handlers h = {on_hello, on_revoked, on_pong};
-        if (!(c = gd_control_new(zmq_ctx_new(), "inproc://fz.control", &h, &m))) abort();
+        mgr_control_handlers h = {on_hello, on_revoked, on_pong};
+        if (!(c = mgr_control_new(zmq_ctx_new(), "inproc://fz.control", &h, &m))) abort();
     }
-    gd_shards_init(&m.shards);
-    gd_shards_worker_up(&m.shards, 0);
-    gd_shards_worker_up(&m.shards, 1);
+    mgr_shards_init(&m.shards);
+    mgr_shards_worker_up(&m.shards, 0);
+    mgr_shards_worker_up(&m.shards, 1);
     for (int i = 0; i < GD_NSHARDS; i++) {
         m.shards.slot[i].owner = i % 2;
         m.shards.slot[i].revoking = true;
     }
-    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) gd_control_forget(c, i);
+    for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++) mgr_control_forget(c, i);
 
     size_t pos = 0;
     fz_record r;
@@ -87,26 +87,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
         }
         handle(c, f, n);
         for (int i = 0; i < n; i++) zmq_msg_close(&f[i]);
-        gd_shards_action a[2 * GD_SHARDS_MAX_WORKERS];
-        int na = gd_shards_plan(&m.shards, a, 2 * GD_SHARDS_MAX_WORKERS);
+        mgr_shards_action a[2 * MGR_SHARDS_MAX_WORKERS];
+        int na = mgr_shards_plan(&m.shards, a, 2 * MGR_SHARDS_MAX_WORKERS);
         for (int i = 0; i < na; i++)
-            if (a[i].verb == GD_SHARDS_ASSIGN && !a[i].pending_json) abort();
-        gd_shards_actions_free(a, na);
+            if (a[i].verb == MGR_SHARDS_ASSIGN && !a[i].pending_json) abort();
+        mgr_shards_actions_free(a, na);
         check_table(&m.shards);
     }
-    gd_promtext *pt = gd_promtext_new();
-    for (int i = 0; i < GD_SHARDS_MAX_WORKERS; i++) {
+    mgr_promtext *pt = mgr_promtext_new();
+    for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++) {
         if (!m.metrics[i]) continue;
         char idx[12];
         snprintf(idx, sizeof idx, "%d", i);
-        gd_promtext_add(pt, m.metrics[i], strlen(m.metrics[i]), "worker", idx);
+        mgr_promtext_add(pt, m.metrics[i], strlen(m.metrics[i]), "worker", idx);
         free(m.metrics[i]);
         m.metrics[i] = NULL;
     }
-    char *text = gd_promtext_render(pt);
+    char *text = mgr_promtext_render(pt);
     if (text && *text && text[strlen(text) - 1] != '\n') abort();
     free(text);
-    gd_promtext_destroy(&pt);
-    gd_shards_cleanup(&m.shards);
+    mgr_promtext_destroy(&pt);
+    mgr_shards_cleanup(&m.shards);
     return 0;
 }

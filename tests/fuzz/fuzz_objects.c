@@ -92,10 +92,10 @@ static void apply(cache *c, keyset *ks, const fz_record *r)
         return;
     }
     if (!strcmp(kind, "Lease")) {
-        gd_le_record rec;
-        if (gd_leaselock_record_from_lease(obj, &rec) == GD_OK) {
+        mgr_le_record rec;
+        if (mgr_leaselock_record_from_lease(obj, &rec) == GD_OK) {
             cJSON *back = cJSON_CreateObject();
-            gd_leaselock_record_to_lease(back, &rec);
+            mgr_leaselock_record_to_lease(back, &rec);
             cJSON_Delete(back);
         }
     }

@@ -10,22 +10,22 @@
 #include "../../manager/config.c"
 #include "gd_time.h"
 
-static gd_err parse(gd_mgr_config *c, char *err, int argc, ...)
+static gd_err parse(mgr_config *c, char *err, int argc, ...)
 {
     char *argv[32] = {"godis-manager"};
     va_list ap;
     va_start(ap, argc);
     for (int i = 0; i < argc; i++) argv[i + 1] = va_arg(ap, char *);
     va_end(ap);
-    gd_mgr_config_default(c, "/x/bin/godis-manager");
+    mgr_config_default(c, "/x/bin/godis-manager");
     err[0] = '\0';
-    return gd_mgr_config_parse(c, argc + 1, argv, err, 256);
+    return mgr_config_parse(c, argc + 1, argv, err, 256);
 }
 
 static void test_defaults(void **st)
 {
     (void)st;
-    gd_mgr_config c;
+    mgr_config c;
     char err[256];
     assert_int_equal(parse(&c, err, 0), GD_OK);
     assert_true(c.leader_elect);
@@ -42,7 +42,7 @@ static void test_defaults(void **st)
 static void test_flags(void **st)
 {
     (void)st;
-    gd_mgr_config c;
+    mgr_config c;
     char err[256];
     assert_int_equal(parse(&c, err, 8, "--workers=4", "--leader-elect-lease-duration", "4s",
                            "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
@@ -63,7 +63,7 @@ static void test_flags(void **st)
 static void test_flag_convention(void **st)
 {
     (void)st;
-    gd_mgr_config c;
+    mgr_config c;
     char err[256];
     assert_int_equal(parse(&c, err, 2, "--leader-elect", "false"), GD_OK);
     assert_false(c.leader_elect);
@@ -84,8 +84,8 @@ static void test_flag_convention(void **st)
     assert_int_equal(parse(&c, err, 2, "--nope", "--help"), GD_ERR_CONFIG);
     /* kinds: plural and short names are the same kind, each kind once */
     assert_int_equal(parse(&c, err, 1, "--informer-kinds=pods,Node,gc"), GD_OK);
-    char kinds[GD_MGR_MAX_KINDS][64] = {{0}};
-    assert_int_equal(gd_mgr_informer_kinds(c.informer_kinds, kinds, err, sizeof err), GD_OK);
+    char kinds[MGR_MAX_KINDS][64] = {{0}};
+    assert_int_equal(mgr_informer_kinds(c.informer_kinds, kinds, err, sizeof err), GD_OK);
     assert_string_equal(kinds[0], "Pod");
     assert_string_equal(kinds[1], "Node");
     assert_string_equal(kinds[2], "GodisCluster");
@@ -95,7 +95,7 @@ static void test_flag_convention(void **st)
 static void test_bad_flags_one_line(void **st)
 {
     (void)st;
-    gd_mgr_config c;
+    mgr_config c;
     char err[256];
     struct { const char *a, *b, *want; } cases[] = {
         {"--nope", NULL, "unknown flag --nope"},
@@ -146,7 +146,7 @@ static void test_yaml_file_and_precedence(void **st)
                     "leader-elect-retry-period: 1s\nleader-elect: false\nlog-level: debug\n";
     assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
     close(fd);
-    gd_mgr_config c;
+    mgr_config c;
     char err[256], flag[64];
     snprintf(flag, sizeof flag, "--config=%s", path);
     /* the flag after --config and the one before it both beat the file */
@@ -175,18 +175,18 @@ static void test_yaml_hostile(void **st)
         {"workers: [unclosed\n", "t.yaml"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        gd_mgr_config c;
-        gd_mgr_config_default(&c, NULL);
+        mgr_config c;
+        mgr_config_default(&c, NULL);
         char err[256] = "";
-        assert_int_equal(gd_mgr_config_yaml(&c, cases[i].y, strlen(cases[i].y), "t.yaml", err,
+        assert_int_equal(mgr_config_yaml(&c, cases[i].y, strlen(cases[i].y), "t.yaml", err,
                                             sizeof err), GD_ERR_CONFIG);
         if (!strstr(err, cases[i].want)) fail_msg("case %zu: got \"%s\"", i, err);
     }
-    gd_mgr_config c;
-    gd_mgr_config_default(&c, NULL);
+    mgr_config c;
+    mgr_config_default(&c, NULL);
     char err[256];
-    assert_int_equal(gd_mgr_config_yaml(&c, "", 0, "t.yaml", err, sizeof err), GD_OK);
-    assert_int_equal(gd_mgr_config_yaml(&c, "---\n", 4, "t.yaml", err, sizeof err), GD_OK);
+    assert_int_equal(mgr_config_yaml(&c, "", 0, "t.yaml", err, sizeof err), GD_OK);
+    assert_int_equal(mgr_config_yaml(&c, "---\n", 4, "t.yaml", err, sizeof err), GD_OK);
 }
 
 static void test_addresses(void **st)
@@ -214,9 +214,9 @@ static void test_usage_mentions_every_flag(void **st)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    gd_mgr_config_usage(f);
+    mgr_config_usage(f);
     fclose(f);
-    gd_mgr_config d;
+    mgr_config d;
     gd_flag flags[MAX_FLAGS];
     size_t n = bind_flags(&d, flags);
     assert_true(n <= MAX_FLAGS);

@@ -55,11 +55,11 @@ static void say(void *s, int n, ...)
 }
 
 /* Lets the ROUTER see what was sent, then dispatches. */
-static int pump(gd_control *c)
+static int pump(mgr_control *c)
 {
-    zmq_pollitem_t it = {gd_control_socket(c), 0, ZMQ_POLLIN, 0};
+    zmq_pollitem_t it = {mgr_control_socket(c), 0, ZMQ_POLLIN, 0};
     zmq_poll(&it, 1, 200);
-    return gd_control_dispatch(c);
+    return mgr_control_dispatch(c);
 }
 
 /* Reads one message on the peer: frames joined by '|'. */
@@ -81,14 +81,14 @@ static void hear(void *s, char *out, size_t cap)
     }
 }
 
-static gd_control *control(void)
+static mgr_control *control(void)
 {
-    gd_control_handlers h = {h_hello, h_revoked, h_pong};
+    mgr_control_handlers h = {h_hello, h_revoked, h_pong};
     hellos = revokeds = pongs = 0;
     accept_hello = true;
     static int n;
     snprintf(ep, sizeof ep, "inproc://ctl%d", ++n);
-    gd_control *c = gd_control_new(zctx, ep, &h, NULL);
+    mgr_control *c = mgr_control_new(zctx, ep, &h, NULL);
     assert_non_null(c);
     return c;
 }
@@ -96,33 +96,33 @@ static gd_control *control(void)
 static void test_hello_and_messages(void **st)
 {
     (void)st;
-    gd_control *c = control();
+    mgr_control *c = control();
     void *w = peer("w1-4242");
     char got[512];
     say(w, 4, "GDW1", "HELLO", "1", "4242");
     pump(c);
     assert_int_equal(hellos, 1);
-    assert_true(gd_control_connected(c, 1));
-    assert_true(gd_control_last_heard(c, 1) > 0);
+    assert_true(mgr_control_connected(c, 1));
+    assert_true(mgr_control_last_heard(c, 1) > 0);
 
     int shards[] = {3, 17, 200};
     uint64_t seq;
-    assert_int_equal(gd_control_assign(c, 1, shards, 3, "{\"godiscluster\":[\"ns/a\"]}", &seq), GD_OK);
+    assert_int_equal(mgr_control_assign(c, 1, shards, 3, "{\"godiscluster\":[\"ns/a\"]}", &seq), GD_OK);
     hear(w, got, sizeof got);
     assert_string_equal(got, "GDW1|ASSIGN|1|3,17,200|{\"godiscluster\":[\"ns/a\"]}");
-    assert_int_equal(gd_control_revoke(c, 1, shards, 2, NULL), GD_OK);
+    assert_int_equal(mgr_control_revoke(c, 1, shards, 2, NULL), GD_OK);
     hear(w, got, sizeof got);
     assert_string_equal(got, "GDW1|REVOKE|2|3,17");
-    assert_int_equal(gd_control_lease(c, 1, 1795348989796LL), GD_OK);
+    assert_int_equal(mgr_control_lease(c, 1, 1795348989796LL), GD_OK);
     hear(w, got, sizeof got);
     assert_string_equal(got, "GDW1|LEASE|3|1795348989796");
-    assert_int_equal(gd_control_ping(c, 1), GD_OK);
+    assert_int_equal(mgr_control_ping(c, 1), GD_OK);
     hear(w, got, sizeof got);
     assert_string_equal(got, "GDW1|PING|4");
-    assert_int_equal(gd_control_stop(c, 1, 5), GD_OK);
+    assert_int_equal(mgr_control_stop(c, 1, 5), GD_OK);
     hear(w, got, sizeof got);
     assert_string_equal(got, "GDW1|STOP|5|5");
-    assert_int_equal(gd_control_ping(c, 2), GD_ERR_ARG);    /* no connection */
+    assert_int_equal(mgr_control_ping(c, 2), GD_ERR_ARG);    /* no connection */
 
     say(w, 6, "GDW1", "REVOKED", "2", "3,17", "{}", "");   /* one frame too many */
     pump(c);
@@ -150,18 +150,18 @@ static void test_hello_and_messages(void **st)
     pump(c);
     hear(w, got, sizeof got);
     assert_string_equal(got, "GDW1|ERROR|unknown command");
-    assert_int_equal(gd_control_rejected(c), 4);
-    gd_control_forget(c, 1);
-    assert_false(gd_control_connected(c, 1));
+    assert_int_equal(mgr_control_rejected(c), 4);
+    mgr_control_forget(c, 1);
+    assert_false(mgr_control_connected(c, 1));
     zmq_close(w);
-    gd_control_destroy(&c);
+    mgr_control_destroy(&c);
     assert_null(c);
 }
 
 static void test_hostile_peers(void **st)
 {
     (void)st;
-    gd_control *c = control();
+    mgr_control *c = control();
     char got[512];
     void *a = peer("w1-100");
     say(a, 4, "GDW1", "HELLO", "2", "100");             /* index does not match identity */
@@ -196,17 +196,17 @@ static void test_hostile_peers(void **st)
     pump(c);
     hear(e, got, sizeof got);
     assert_non_null(strstr(got, "not a worker this manager started"));
-    assert_false(gd_control_connected(c, 3));
+    assert_false(mgr_control_connected(c, 3));
     void *f = peer("w4-78");                             /* 9 frames: too many */
     accept_hello = true;
     say(f, 9, "GDW1", "HELLO", "4", "78", "a", "b", "c", "d", "e");
     pump(c);
     hear(f, got, sizeof got);
     assert_non_null(strstr(got, "too many frames"));
-    assert_false(gd_control_connected(c, 4));
-    assert_int_equal(gd_control_rejected(c), 8);
+    assert_false(mgr_control_connected(c, 4));
+    assert_int_equal(mgr_control_rejected(c), 8);
     zmq_close(a); zmq_close(b); zmq_close(d); zmq_close(e); zmq_close(f);
-    gd_control_destroy(&c);
+    mgr_control_destroy(&c);
 }
 
 int main(void)

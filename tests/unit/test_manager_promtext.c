@@ -12,7 +12,7 @@
 static void test_merge_groups_and_labels(void **st)
 {
     (void)st;
-    gd_promtext *p = gd_promtext_new();
+    mgr_promtext *p = mgr_promtext_new();
     const char *w = "# HELP workqueue_depth Current depth.\n# TYPE workqueue_depth gauge\n"
                     "workqueue_depth{name=\"godis\"} 3\n"
                     "# TYPE controller_runtime_reconcile_time_seconds histogram\n"
@@ -20,11 +20,11 @@ static void test_merge_groups_and_labels(void **st)
                     "controller_runtime_reconcile_time_seconds_sum 0.05\n"
                     "controller_runtime_reconcile_time_seconds_count 1\n"
                     "plain_metric 7\n";
-    gd_promtext_add(p, w, strlen(w), "worker", "0");
-    gd_promtext_add(p, w, strlen(w), "worker", "1");
+    mgr_promtext_add(p, w, strlen(w), "worker", "0");
+    mgr_promtext_add(p, w, strlen(w), "worker", "1");
     const char *own = "# TYPE up gauge\nup 1\r\n\nnot a sample\n{bad} 1\nno_value\n# random comment\n";
-    gd_promtext_add(p, own, strlen(own), NULL, NULL);
-    char *out = gd_promtext_render(p);
+    mgr_promtext_add(p, own, strlen(own), NULL, NULL);
+    char *out = mgr_promtext_render(p);
     assert_non_null(out);
     /* HELP and TYPE once per family, samples of both workers together after them */
     const char *t = strstr(out, "# TYPE workqueue_depth gauge\n"
@@ -42,35 +42,35 @@ static void test_merge_groups_and_labels(void **st)
     assert_null(strstr(out, "no_value"));
     assert_null(strstr(out, "random comment"));
     free(out);
-    gd_promtext_destroy(&p);
+    mgr_promtext_destroy(&p);
     assert_null(p);
 }
 
 static void test_label_escaping_and_empty(void **st)
 {
     (void)st;
-    gd_promtext *p = gd_promtext_new();
-    char *out = gd_promtext_render(p);
+    mgr_promtext *p = mgr_promtext_new();
+    char *out = mgr_promtext_render(p);
     assert_string_equal(out, "");
     free(out);
-    gd_promtext_add(p, "x{} 1\n", 6, "src", "a\"b\\c\nd");
-    out = gd_promtext_render(p);
+    mgr_promtext_add(p, "x{} 1\n", 6, "src", "a\"b\\c\nd");
+    out = mgr_promtext_render(p);
     assert_string_equal(out, "x{src=\"a\\\"b\\\\c\\nd\"} 1\n");
     free(out);
-    gd_promtext_add(p, NULL, 5, NULL, NULL);       /* ignored */
-    gd_promtext_destroy(&p);
+    mgr_promtext_add(p, NULL, 5, NULL, NULL);       /* ignored */
+    mgr_promtext_destroy(&p);
 }
 
 static void test_informer_synced_parse(void **st)
 {
     (void)st;
-    assert_true(gd_stats_text_synced("godis_informer_synced{kind=\"Pod\"} 1\n"));
-    assert_true(gd_stats_text_synced("# TYPE x gauge\ngodis_informer_synced 1\n"));
-    assert_false(gd_stats_text_synced("godis_informer_synced{kind=\"Pod\"} 0\n"));
-    assert_false(gd_stats_text_synced("godis_informer_synced_total 1\n"));    /* another metric */
-    assert_false(gd_stats_text_synced("x godis_informer_synced 1\n"));        /* not at line start */
-    assert_false(gd_stats_text_synced("godis_informer_synced{kind=\"Pod\" 1\n")); /* unclosed */
-    assert_false(gd_stats_text_synced(""));
+    assert_true(mgr_stats_text_synced("godis_informer_synced{kind=\"Pod\"} 1\n"));
+    assert_true(mgr_stats_text_synced("# TYPE x gauge\ngodis_informer_synced 1\n"));
+    assert_false(mgr_stats_text_synced("godis_informer_synced{kind=\"Pod\"} 0\n"));
+    assert_false(mgr_stats_text_synced("godis_informer_synced_total 1\n"));    /* another metric */
+    assert_false(mgr_stats_text_synced("x godis_informer_synced 1\n"));        /* not at line start */
+    assert_false(mgr_stats_text_synced("godis_informer_synced{kind=\"Pod\" 1\n")); /* unclosed */
+    assert_false(mgr_stats_text_synced(""));
 }
 
 int main(void)

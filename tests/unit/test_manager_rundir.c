@@ -49,21 +49,21 @@ static void test_own_dir_created_and_made_private(void **state)
     char dir[128], out[200];
     bool made = false;
     snprintf(dir, sizeof dir, "%s/mine", base);
-    assert_true(gd_rundir_make(dir, out, sizeof out, &made));
+    assert_true(mgr_rundir_make(dir, out, sizeof out, &made));
     assert_true(made);
     assert_string_equal(out, dir);
     assert_int_equal(mode_of(dir), 0700);
-    gd_rundir_remove(out, made);
+    mgr_rundir_remove(out, made);
     assert_int_equal(access(dir, F_OK), -1);
 
     /* an existing directory of ours, too open: used and made 0700, not removed later */
     assert_int_equal(mkdir(dir, 0777), 0);
     assert_int_equal(chmod(dir, 0777), 0);
-    assert_true(gd_rundir_make(dir, out, sizeof out, &made));
+    assert_true(mgr_rundir_make(dir, out, sizeof out, &made));
     assert_false(made);
     assert_string_equal(out, dir);
     assert_int_equal(mode_of(dir), 0700);
-    gd_rundir_remove(out, made);
+    mgr_rundir_remove(out, made);
     assert_int_equal(access(dir, F_OK), 0);
 }
 
@@ -73,7 +73,7 @@ static void test_path_too_long_refused(void **state)
     char dir[200], out[200];
     bool made = false;
     snprintf(dir, sizeof dir, "%s/%0100d", base, 7);
-    assert_false(gd_rundir_make(dir, out, sizeof out, &made));
+    assert_false(mgr_rundir_make(dir, out, sizeof out, &made));
     assert_int_equal(access(dir, F_OK), -1);
 }
 
@@ -91,25 +91,25 @@ static void test_foreign_dir_hosts_private_subdir(void **state)
     assert_int_equal(mkdir(dir, 0777), 0);
     assert_int_equal(chmod(dir, 0777), 0);
     assert_int_equal(chown(dir, 65532, 65532), 0);      /* someone else's (we are root) */
-    assert_true(gd_rundir_make(dir, out, sizeof out, &made));
+    assert_true(mgr_rundir_make(dir, out, sizeof out, &made));
     snprintf(want, sizeof want, "%s/godis-operator-%d", dir, (int)getuid());
     assert_string_equal(out, want);
     assert_true(made);
     assert_int_equal(mode_of(out), 0700);
     assert_int_equal(mode_of(dir), 0777);                /* the volume itself is left alone */
     /* a restarted container finds its subdirectory and reuses it */
-    assert_true(gd_rundir_make(dir, out, sizeof out, &made));
+    assert_true(mgr_rundir_make(dir, out, sizeof out, &made));
     assert_false(made);
     assert_string_equal(out, want);
 
     /* planted by another user: a symlink, or a directory that is not ours */
     assert_int_equal(rmdir(want), 0);
     assert_int_equal(symlink("/tmp", want), 0);
-    assert_false(gd_rundir_make(dir, out, sizeof out, &made));
+    assert_false(mgr_rundir_make(dir, out, sizeof out, &made));
     assert_int_equal(unlink(want), 0);
     assert_int_equal(mkdir(want, 0700), 0);
     assert_int_equal(chown(want, 65532, 65532), 0);
-    assert_false(gd_rundir_make(dir, out, sizeof out, &made));
+    assert_false(mgr_rundir_make(dir, out, sizeof out, &made));
 }
 
 int main(void)

@@ -99,14 +99,14 @@ static void cluster_objects(cache *c, const char *ns, const char *cl)
 /* The manager's side: the worker hands each shard's keys back in one REVOKED of that shard. */
 static void manager_keeps_every_key(void)
 {
-    static gd_shards s;
-    static gd_shards_action a[2 * GD_SHARDS_MAX_WORKERS];
-    gd_shards_init(&s);
-    assert_int_equal(gd_shards_worker_up(&s, 0), GD_OK);
-    gd_shards_actions_free(a, gd_shards_plan(&s, a, 2 * GD_SHARDS_MAX_WORKERS));
-    assert_int_equal(gd_shards_owned_by(&s, 0, NULL), GD_NSHARDS);
-    assert_int_equal(gd_shards_worker_retire(&s, 0), GD_OK);
-    gd_shards_actions_free(a, gd_shards_plan(&s, a, 2 * GD_SHARDS_MAX_WORKERS));
+    static mgr_shards s;
+    static mgr_shards_action a[2 * MGR_SHARDS_MAX_WORKERS];
+    mgr_shards_init(&s);
+    assert_int_equal(mgr_shards_worker_up(&s, 0), GD_OK);
+    mgr_shards_actions_free(a, mgr_shards_plan(&s, a, 2 * MGR_SHARDS_MAX_WORKERS));
+    assert_int_equal(mgr_shards_owned_by(&s, 0, NULL), GD_NSHARDS);
+    assert_int_equal(mgr_shards_worker_retire(&s, 0), GD_OK);
+    mgr_shards_actions_free(a, mgr_shards_plan(&s, a, 2 * MGR_SHARDS_MAX_WORKERS));
     int per_shard[GD_NSHARDS] = {0};
     for (int sh = 0; sh < GD_NSHARDS; sh++) {
         cJSON *pending = cJSON_CreateObject();
@@ -118,7 +118,7 @@ static void manager_keeps_every_key(void)
             per_shard[sh]++;
         }
         char *txt = cJSON_PrintUnformatted(pending);
-        assert_int_equal(gd_shards_revoked(&s, 0, &sh, 1, txt), GD_OK);
+        assert_int_equal(mgr_shards_revoked(&s, 0, &sh, 1, txt), GD_OK);
         free(txt);
         cJSON_Delete(pending);
         int kept = 0;
@@ -136,7 +136,7 @@ static void manager_keeps_every_key(void)
         if (kept != distinct)
             fail_msg("shard %d: the manager kept %d of %d keys", sh, kept, distinct);
     }
-    gd_shards_cleanup(&s);
+    mgr_shards_cleanup(&s);
 }
 
 static void test_informer_worker_manager_agree(void **state)
@@ -168,19 +168,19 @@ static void test_informer_worker_manager_agree(void **state)
 static void test_manager_drops_foreign_key(void **state)
 {
     (void)state;
-    static gd_shards s;
-    static gd_shards_action a[2 * GD_SHARDS_MAX_WORKERS];
-    gd_shards_init(&s);
-    gd_shards_worker_up(&s, 0);
-    gd_shards_actions_free(a, gd_shards_plan(&s, a, 2 * GD_SHARDS_MAX_WORKERS));
-    gd_shards_worker_retire(&s, 0);
-    gd_shards_actions_free(a, gd_shards_plan(&s, a, 2 * GD_SHARDS_MAX_WORKERS));
+    static mgr_shards s;
+    static mgr_shards_action a[2 * MGR_SHARDS_MAX_WORKERS];
+    mgr_shards_init(&s);
+    mgr_shards_worker_up(&s, 0);
+    mgr_shards_actions_free(a, mgr_shards_plan(&s, a, 2 * MGR_SHARDS_MAX_WORKERS));
+    mgr_shards_worker_retire(&s, 0);
+    mgr_shards_actions_free(a, mgr_shards_plan(&s, a, 2 * MGR_SHARDS_MAX_WORKERS));
     int sh = gd_shard_of_key(GD_CTRL_GODIS, "ns/web-3");
     int other = (sh + 1) % GD_NSHARDS;
-    assert_int_equal(gd_shards_revoked(&s, 0, &other, 1, "{\"godis\":[\"ns/web-3\"]}"), GD_OK);
+    assert_int_equal(mgr_shards_revoked(&s, 0, &other, 1, "{\"godis\":[\"ns/web-3\"]}"), GD_OK);
     assert_null(s.slot[other].pending ? cJSON_GetArrayItem(
                     cJSON_GetObjectItem(s.slot[other].pending, "godis"), 0) : NULL);
-    gd_shards_cleanup(&s);
+    mgr_shards_cleanup(&s);
 }
 
 int main(void)

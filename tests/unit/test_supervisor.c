@@ -12,48 +12,48 @@
 #include "../../manager/supervisor.c"
 
 static int exits_seen;
-static gd_proc *last_exited;
-static void on_exit_cb(void *ud, gd_proc *p, int status)
+static mgr_proc *last_exited;
+static void on_exit_cb(void *ud, mgr_proc *p, int status)
 {
     (void)ud; (void)status;
     exits_seen++;
     last_exited = p;
 }
 
-static gd_supervisor *fast_sup(void)
+static mgr_supervisor *fast_sup(void)
 {
-    gd_sup_opts o;
-    gd_sup_opts_default(&o);
+    mgr_sup_opts o;
+    mgr_sup_opts_default(&o);
     o.backoff_initial_ms = 50;
     o.backoff_max_ms = 400;
     o.term_after_ms = 150;
     o.kill_after_ms = 250;
     exits_seen = 0;
     last_exited = NULL;
-    gd_supervisor *s = gd_sup_new(&o, on_exit_cb, NULL);
+    mgr_supervisor *s = mgr_sup_new(&o, on_exit_cb, NULL);
     assert_non_null(s);
     return s;
 }
 
 /* Runs the main-loop steps for ms milliseconds. */
-static void run_for(gd_supervisor *s, int ms)
+static void run_for(mgr_supervisor *s, int ms)
 {
     int64_t end = gd_mono_ms() + ms;
     while (gd_mono_ms() < end) {
-        gd_sup_reap(s);
-        gd_sup_tick(s);
+        mgr_sup_reap(s);
+        mgr_sup_tick(s);
         usleep(2000);
     }
-    gd_sup_reap(s);
+    mgr_sup_reap(s);
 }
 
-static bool run_until_idle(gd_supervisor *s, gd_proc *p, int ms)
+static bool run_until_idle(mgr_supervisor *s, mgr_proc *p, int ms)
 {
     int64_t end = gd_mono_ms() + ms;
     while (gd_mono_ms() < end) {
-        gd_sup_reap(s);
-        gd_sup_tick(s);
-        if (p->pid == 0 && p->state != GD_PROC_STOPPING) return true;
+        mgr_sup_reap(s);
+        mgr_sup_tick(s);
+        if (p->pid == 0 && p->state != MGR_PROC_STOPPING) return true;
         usleep(2000);
     }
     return false;
@@ -64,18 +64,18 @@ static int setup(void **st) { (void)st; gd_log_init("test", GD_LOG_ERROR + 1, 0,
 static void test_restart_with_backoff(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     char *argv[] = {"/bin/sh", "-c", "exit 1", NULL};
-    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 0, "worker/0", argv);
+    mgr_proc *p = mgr_sup_add(s, MGR_ROLE_WORKER, 0, "worker/0", argv);
     assert_non_null(p);
-    assert_int_equal(p->state, GD_PROC_IDLE);
-    gd_sup_want(s, p);
+    assert_int_equal(p->state, MGR_PROC_IDLE);
+    mgr_sup_want(s, p);
     int64_t starts[16];
     int nstarts = 0, last = 0;
     int64_t end = gd_mono_ms() + 900;
     while (gd_mono_ms() < end && nstarts < 16) {
-        gd_sup_reap(s);
-        gd_sup_tick(s);
+        mgr_sup_reap(s);
+        mgr_sup_tick(s);
         if (p->starts != last) { starts[nstarts++] = p->last_start_ms; last = p->starts; }
         usleep(1000);
     }
@@ -86,79 +86,79 @@ static void test_restart_with_backoff(void **st)
     for (int i = 1; i < nstarts; i++)
         assert_true(starts[i] - starts[i - 1] >= (40 << (i - 1 < 3 ? i - 1 : 3)));
     assert_int_equal(p->restarts, nstarts - 1);
-    assert_int_equal(gd_sup_restarts(s, GD_ROLE_WORKER), (uint64_t)(nstarts - 1));
-    assert_int_equal(gd_sup_restarts(s, GD_ROLE_INFORMER), 0);
+    assert_int_equal(mgr_sup_restarts(s, MGR_ROLE_WORKER), (uint64_t)(nstarts - 1));
+    assert_int_equal(mgr_sup_restarts(s, MGR_ROLE_INFORMER), 0);
     assert_true(exits_seen >= nstarts - 1);
     assert_ptr_equal(last_exited, p);
-    assert_false(gd_sup_fatal(s));
-    gd_sup_stop(s, p, false);
+    assert_false(mgr_sup_fatal(s));
+    mgr_sup_stop(s, p, false);
     assert_true(run_until_idle(s, p, 1000));
-    assert_int_equal(p->state, GD_PROC_IDLE);
-    gd_sup_destroy(&s);
+    assert_int_equal(p->state, MGR_PROC_IDLE);
+    mgr_sup_destroy(&s);
     assert_null(s);
 }
 
 static void test_exit_2_is_fatal(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     char *argv[] = {"/bin/sh", "-c", "exit 2", NULL};
-    gd_proc *p = gd_sup_add(s, GD_ROLE_INFORMER, 3, "informer/Pod", argv);
-    gd_sup_want(s, p);
+    mgr_proc *p = mgr_sup_add(s, MGR_ROLE_INFORMER, 3, "informer/Pod", argv);
+    mgr_sup_want(s, p);
     run_for(s, 300);
-    assert_int_equal(p->state, GD_PROC_FATAL);
+    assert_int_equal(p->state, MGR_PROC_FATAL);
     assert_int_equal(p->starts, 1);                   /* never restarted */
-    assert_true(gd_sup_fatal(s));
+    assert_true(mgr_sup_fatal(s));
     assert_true(WIFEXITED(p->last_status) && WEXITSTATUS(p->last_status) == 2);
-    gd_sup_destroy(&s);
+    mgr_sup_destroy(&s);
 }
 
 static void test_missing_program_is_fatal(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     char *argv[] = {"/nonexistent/godis-informer", "--kind", "Pod", NULL};
-    gd_proc *p = gd_sup_add(s, GD_ROLE_INFORMER, 0, "informer/Pod", argv);
-    gd_sup_want(s, p);
+    mgr_proc *p = mgr_sup_add(s, MGR_ROLE_INFORMER, 0, "informer/Pod", argv);
+    mgr_sup_want(s, p);
     run_for(s, 200);
-    assert_int_equal(p->state, GD_PROC_FATAL);
-    assert_true(gd_sup_fatal(s));
-    gd_sup_destroy(&s);
+    assert_int_equal(p->state, MGR_PROC_FATAL);
+    assert_true(mgr_sup_fatal(s));
+    mgr_sup_destroy(&s);
 }
 
 static void test_hard_stop_terms(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     char *argv[] = {"/bin/sleep", "30", NULL};
-    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 1, "worker/1", argv);
-    gd_sup_want(s, p);
-    gd_sup_tick(s);
-    assert_int_equal(p->state, GD_PROC_RUNNING);
+    mgr_proc *p = mgr_sup_add(s, MGR_ROLE_WORKER, 1, "worker/1", argv);
+    mgr_sup_want(s, p);
+    mgr_sup_tick(s);
+    assert_int_equal(p->state, MGR_PROC_RUNNING);
     assert_true(p->pid > 0);
-    assert_int_equal(gd_sup_alive(s, GD_ROLE_WORKER), 1);
-    gd_sup_stop(s, p, false);
+    assert_int_equal(mgr_sup_alive(s, MGR_ROLE_WORKER), 1);
+    mgr_sup_stop(s, p, false);
     assert_true(run_until_idle(s, p, 1000));
     assert_true(WIFSIGNALED(p->last_status) && WTERMSIG(p->last_status) == SIGTERM);
-    assert_int_equal(p->state, GD_PROC_IDLE);
+    assert_int_equal(p->state, MGR_PROC_IDLE);
     run_for(s, 120);
     assert_int_equal(p->starts, 1);                   /* unwanted: not restarted */
-    assert_int_equal(gd_sup_alive(s, GD_ROLE_WORKER), 0);
-    gd_sup_destroy(&s);
+    assert_int_equal(mgr_sup_alive(s, MGR_ROLE_WORKER), 0);
+    mgr_sup_destroy(&s);
 }
 
 static void test_term_then_kill(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     /* ignores TERM (an ignored disposition survives exec) */
     char *argv[] = {"/bin/sh", "-c", "trap '' TERM; exec sleep 30", NULL};
-    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 0, "worker/0", argv);
-    gd_sup_want(s, p);
-    gd_sup_tick(s);
+    mgr_proc *p = mgr_sup_add(s, MGR_ROLE_WORKER, 0, "worker/0", argv);
+    mgr_sup_want(s, p);
+    mgr_sup_tick(s);
     usleep(100000);                                   /* let the trap take effect */
     int64_t t0 = gd_mono_ms();
-    gd_sup_stop(s, p, true);                          /* soft: the caller sent STOP */
+    mgr_sup_stop(s, p, true);                          /* soft: the caller sent STOP */
     run_for(s, 100);
     assert_int_equal(p->stop_signals, 0);             /* nothing before term_after */
     assert_true(run_until_idle(s, p, 2000));
@@ -167,31 +167,31 @@ static void test_term_then_kill(void **st)
     assert_true(WIFSIGNALED(p->last_status) && WTERMSIG(p->last_status) == SIGKILL);
     assert_true(took >= 150 + 250);
     assert_true(took < 1500);
-    gd_sup_destroy(&s);
+    mgr_sup_destroy(&s);
 }
 
 static void test_soft_stop_honoured(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     char *argv[] = {"/bin/true", NULL};          /* exits on its own, well before TERM */
-    gd_proc *p = gd_sup_add(s, GD_ROLE_WORKER, 0, "worker/0", argv);
-    gd_sup_want(s, p);
-    gd_sup_tick(s);
-    gd_sup_stop(s, p, true);
-    assert_int_equal(p->state, GD_PROC_STOPPING);
+    mgr_proc *p = mgr_sup_add(s, MGR_ROLE_WORKER, 0, "worker/0", argv);
+    mgr_sup_want(s, p);
+    mgr_sup_tick(s);
+    mgr_sup_stop(s, p, true);
+    assert_int_equal(p->state, MGR_PROC_STOPPING);
     assert_true(run_until_idle(s, p, 1000));
     assert_int_equal(p->stop_signals, 0);             /* exited on its own */
     assert_true(WIFEXITED(p->last_status) && WEXITSTATUS(p->last_status) == 0);
-    assert_int_equal(p->state, GD_PROC_IDLE);
+    assert_int_equal(p->state, MGR_PROC_IDLE);
     /* wanted again: starts at once */
-    gd_sup_want(s, p);
-    gd_sup_tick(s);
-    assert_int_equal(p->state, GD_PROC_RUNNING);
+    mgr_sup_want(s, p);
+    mgr_sup_tick(s);
+    assert_int_equal(p->state, MGR_PROC_RUNNING);
     assert_int_equal(p->starts, 2);
-    gd_sup_stop(s, p, false);
+    mgr_sup_stop(s, p, false);
     assert_true(run_until_idle(s, p, 1000));
-    gd_sup_destroy(&s);
+    mgr_sup_destroy(&s);
 }
 
 /* Ctrl-C reaches every process of the terminal's group: children exit on their own while
@@ -200,57 +200,57 @@ static void test_soft_stop_honoured(void **st)
 static void test_shutdown_never_respawns(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     char *quick[] = {"/bin/sh", "-c", "exit 1", NULL};
     char *sleeper[] = {"/bin/sh", "-c", "sleep 0.2", NULL};
-    gd_proc *a = gd_sup_add(s, GD_ROLE_INFORMER, 0, "informer/Pod", quick);
-    gd_proc *b = gd_sup_add(s, GD_ROLE_INFORMER, 1, "informer/Node", sleeper);
-    gd_sup_want(s, a);
-    gd_sup_want(s, b);
+    mgr_proc *a = mgr_sup_add(s, MGR_ROLE_INFORMER, 0, "informer/Pod", quick);
+    mgr_proc *b = mgr_sup_add(s, MGR_ROLE_INFORMER, 1, "informer/Node", sleeper);
+    mgr_sup_want(s, a);
+    mgr_sup_want(s, b);
     /* a exits and waits in backoff; b is running */
     int64_t end = gd_mono_ms() + 2000;
-    while (gd_mono_ms() < end && !(a->state == GD_PROC_BACKOFF && b->pid > 0)) {
-        gd_sup_reap(s);
-        gd_sup_tick(s);
+    while (gd_mono_ms() < end && !(a->state == MGR_PROC_BACKOFF && b->pid > 0)) {
+        mgr_sup_reap(s);
+        mgr_sup_tick(s);
         usleep(1000);
     }
-    assert_int_equal(a->state, GD_PROC_BACKOFF);
+    assert_int_equal(a->state, MGR_PROC_BACKOFF);
     assert_true(b->pid > 0);
     int starts_a = a->starts, starts_b = b->starts;
-    gd_sup_shutdown(s);
-    assert_true(gd_sup_shutting_down(s));
-    gd_sup_want(s, a);                         /* a late want changes nothing */
+    mgr_sup_shutdown(s);
+    assert_true(mgr_sup_shutting_down(s));
+    mgr_sup_want(s, a);                         /* a late want changes nothing */
     run_for(s, 700);                           /* past a's backoff and b's exit */
     assert_int_equal(a->starts, starts_a);
     assert_int_equal(b->starts, starts_b);
-    assert_int_equal(a->state, GD_PROC_IDLE);
-    assert_int_equal(b->state, GD_PROC_IDLE);
+    assert_int_equal(a->state, MGR_PROC_IDLE);
+    assert_int_equal(b->state, MGR_PROC_IDLE);
     assert_int_equal(b->pid, 0);
-    assert_int_equal(gd_sup_alive(s, GD_ROLE_INFORMER), 0);
-    assert_int_equal(gd_sup_restarts(s, GD_ROLE_INFORMER), (uint64_t)(starts_a - 1 + starts_b - 1));
-    gd_sup_destroy(&s);
+    assert_int_equal(mgr_sup_alive(s, MGR_ROLE_INFORMER), 0);
+    assert_int_equal(mgr_sup_restarts(s, MGR_ROLE_INFORMER), (uint64_t)(starts_a - 1 + starts_b - 1));
+    mgr_sup_destroy(&s);
 }
 
 static void test_table_lookup_and_bad_args(void **st)
 {
     (void)st;
-    gd_supervisor *s = fast_sup();
+    mgr_supervisor *s = fast_sup();
     char *argv[] = {"/bin/true", NULL};
     char *empty[] = {NULL};
-    assert_null(gd_sup_add(s, GD_ROLE_WORKER, 0, "w", empty));
-    assert_null(gd_sup_add(s, GD_ROLE_WORKER, 0, NULL, argv));
+    assert_null(mgr_sup_add(s, MGR_ROLE_WORKER, 0, "w", empty));
+    assert_null(mgr_sup_add(s, MGR_ROLE_WORKER, 0, NULL, argv));
     for (int i = 0; i < 40; i++) {                    /* grows past the initial capacity */
         char name[32];
         snprintf(name, sizeof name, "worker/%d", i);
-        assert_non_null(gd_sup_add(s, GD_ROLE_WORKER, i, name, argv));
+        assert_non_null(mgr_sup_add(s, MGR_ROLE_WORKER, i, name, argv));
     }
-    assert_int_equal(gd_sup_count(s), 40);
-    assert_string_equal(gd_sup_find(s, GD_ROLE_WORKER, 33)->name, "worker/33");
-    assert_null(gd_sup_find(s, GD_ROLE_INFORMER, 0));
-    assert_null(gd_sup_find_pid(s, 0));
-    assert_null(gd_sup_at(s, 40));
-    assert_string_equal(gd_proc_state_name(GD_PROC_FATAL), "fatal");
-    gd_sup_destroy(&s);
+    assert_int_equal(mgr_sup_count(s), 40);
+    assert_string_equal(mgr_sup_find(s, MGR_ROLE_WORKER, 33)->name, "worker/33");
+    assert_null(mgr_sup_find(s, MGR_ROLE_INFORMER, 0));
+    assert_null(mgr_sup_find_pid(s, 0));
+    assert_null(mgr_sup_at(s, 40));
+    assert_string_equal(mgr_proc_state_name(MGR_PROC_FATAL), "fatal");
+    mgr_sup_destroy(&s);
 }
 
 int main(void)
