@@ -128,6 +128,19 @@ bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integrati
 
 # A unit test that tests parts of the programs through their headers links their objects:
 # <test>_LINK lists them (paths without .c).
+test_worker_control_LINK := worker/control
+test_manager_rundir_LINK := manager/rundir
+test_informer_store_LINK := informer/store
+test_informer_reflector_LINK := informer/store informer/counters informer/reflector
+test_gd_sub_LINK := informer/store informer/counters informer/publisher
+test_cache_LINK := worker/cache
+test_mapping_LINK := worker/cache worker/mapping
+test_workqueue_LINK := worker/workqueue
+test_shards_LINK := manager/shards
+test_supervisor_LINK := manager/supervisor
+test_manager_control_LINK := manager/control manager/shards
+test_manager_promtext_LINK := manager/promtext manager/statsclient
+test_leaderelection_LINK := manager/leaderelection manager/leaselock
 test_shard_agree_LINK := manager/shards worker/cache worker/mapping
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)
 	@mkdir -p $(dir $@)

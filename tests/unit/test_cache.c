@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <cmocka.h>
-#include "../../worker/cache.c"
+#include "gd_json.h"
+#include "../../worker/cache.h"
 
 static cJSON *obj(const char *json)
 {

@@ -15,9 +15,7 @@
 #include "gd_proto.h"
 #include "gd_sub.h"
 #include "gd_time.h"
-#include "../../informer/store.c"
-#include "../../informer/counters.c"
-#include "../../informer/publisher.c"
+#include "../../informer/informer.h"
 
 #define NKEYS 300
 

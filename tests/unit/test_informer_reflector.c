@@ -15,9 +15,7 @@
 #include "gd_time.h"
 #include "httpd_helper.h"
 #include "k8s_client.h"
-#include "../../informer/store.c"
-#include "../../informer/counters.c"
-#include "../../informer/reflector.c"
+#include "../../informer/informer.h"
 
 static const char *CM_LIST_1 =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"10\","

@@ -10,7 +10,7 @@
 #include "gd_json.h"
 #include "gd_map.h"
 #include "gd_proto.h"
-#include "../../informer/store.c"
+#include "../../informer/informer.h"
 
 /* ---- recording change callback */
 typedef struct {

@@ -5,10 +5,14 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_time.h"
 #include <string.h>
 #include <unistd.h>
-#include "../../manager/leaderelection.c"
-#include "../../manager/leaselock.c"
+#include "../../manager/leaderelection.h"
+#include "../../manager/leaselock.h"
 
 /* ---- injected clock ---- */
 static int64_t fake_ns;

@@ -7,10 +7,11 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "gd_log.h"
 #include <string.h>
 #include <zmq.h>
-#include "../../manager/control.c"
-#include "../../manager/shards.c"
+#include "../../manager/control.h"
+#include "../../manager/shards.h"
 
 static void *zctx;
 static char ep[32];

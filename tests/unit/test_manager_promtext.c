@@ -5,9 +5,10 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
-#include "../../manager/promtext.c"
-#include "../../manager/statsclient.c"
+#include "../../manager/promtext.h"
+#include "../../manager/statsclient.h"
 
 static void test_merge_groups_and_labels(void **st)
 {

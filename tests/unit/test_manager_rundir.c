@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "gd_log.h"
-#include "../../manager/rundir.c"
+#include "../../manager/rundir.h"
 
 static char base[64];
 

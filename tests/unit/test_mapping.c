@@ -8,8 +8,9 @@
 #include <string.h>
 #include <stdio.h>
 #include <cmocka.h>
-#include "../../worker/cache.c"
-#include "../../worker/mapping.c"
+#include "gd_json.h"
+#include "../../worker/cache.h"
+#include "../../worker/mapping.h"
 
 typedef struct {
     char got[2048];

@@ -5,7 +5,9 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include "../../manager/shards.c"
+#include <string.h>
+#include "gd_log.h"
+#include "../../manager/shards.h"
 
 #define NW 8
 /* What each simulated worker believes it owns. */

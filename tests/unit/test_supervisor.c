@@ -6,10 +6,12 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include "gd_log.h"
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "../../manager/supervisor.c"
+#include "../../manager/supervisor.h"
 
 static int exits_seen;
 static mgr_proc *last_exited;

@@ -12,7 +12,8 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "../../worker/workqueue.c"
+#include "gd_time.h"
+#include "../../worker/workqueue.h"
 
 #define MS 1000000LL
 static _Atomic int64_t fake_now_ns;
