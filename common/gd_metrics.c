@@ -155,6 +155,19 @@ void gd_prom_sample_int(gd_sbuf *b, const char *name, const char *labels, long l
         gd_sbuf_putf(b, "%s %lld\n", name, v);
 }
 
+void gd_prom_ints(gd_sbuf *b, const gd_prom_int *rows, size_t n)
+{
+    const char *family = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].name) {
+            family = rows[i].name;
+            gd_prom_header(b, family, rows[i].type, rows[i].help);
+        }
+        if (family)
+            gd_prom_sample_int(b, family, rows[i].labels, rows[i].v);
+    }
+}
+
 void gd_prom_hist(gd_sbuf *b, const char *name, const char *labels, const gd_hist *h)
 {
     const char *sep = (labels && *labels) ? "," : "";

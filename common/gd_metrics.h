@@ -42,6 +42,13 @@ void gd_prom_header(gd_sbuf *b, const char *name, const char *type, const char *
 void gd_prom_sample(gd_sbuf *b, const char *name, const char *labels, double v);
 /* The same for an integer counter or gauge, printed exactly (no exponent form). */
 void gd_prom_sample_int(gd_sbuf *b, const char *name, const char *labels, long long v);
+/* A table of integer figures, rendered family by family: a row with a name starts a family
+ * (its # HELP and # TYPE), a row with name NULL is one more sample of the family above. */
+typedef struct {
+    const char *name, *type, *help, *labels;    /* labels may be NULL */
+    long long v;
+} gd_prom_int;
+void gd_prom_ints(gd_sbuf *b, const gd_prom_int *rows, size_t n);
 void gd_prom_hist(gd_sbuf *b, const char *name, const char *labels, const gd_hist *h);
 /* Escapes a label value (backslash, quote, newline) into out; truncates to cap. */
 void gd_prom_escape(const char *in, char *out, size_t cap);

@@ -21,36 +21,30 @@ char *inf_counters_render(const inf_counters *c, const char *kind)
     k[n] = '\0';
     char labels[80];
     snprintf(labels, sizeof labels, "kind=\"%s\"", k);
-    const struct {
-        const char *name, *type, *help;
-        long long v;
-    } f[] = {
-        {"godis_informer_objects", "gauge", "Objects in the informer's cache.", LD(objects)},
+    const gd_prom_int f[] = {
+        {"godis_informer_objects", "gauge", "Objects in the informer's cache.", labels, LD(objects)},
         {"godis_informer_events_published_total", "counter",
-         "ADDED/MODIFIED/DELETED events published.", LD(events_published)},
+         "ADDED/MODIFIED/DELETED events published.", labels, LD(events_published)},
         {"godis_informer_messages_published_total", "counter",
-         "Every PUB message (events, SYNCED, HEARTBEAT).", LD(messages_published)},
+         "Every PUB message (events, SYNCED, HEARTBEAT).", labels, LD(messages_published)},
         {"godis_informer_lists_total", "counter",
-         "Complete (possibly paginated) lists, the initial one included.", LD(lists)},
+         "Complete (possibly paginated) lists, the initial one included.", labels, LD(lists)},
         {"godis_informer_relists_total", "counter",
-         "Lists after the initial one (410 Gone, too large resource version).", LD(relists)},
+         "Lists after the initial one (410 Gone, too large resource version).", labels, LD(relists)},
         {"godis_informer_watch_restarts_total", "counter",
-         "Watches re-established after the first.", LD(watch_restarts)},
+         "Watches re-established after the first.", labels, LD(watch_restarts)},
         {"godis_informer_watch_errors_total", "counter",
-         "Lists or watches that failed (retried with backoff).", LD(watch_errors)},
+         "Lists or watches that failed (retried with backoff).", labels, LD(watch_errors)},
         {"godis_informer_bad_objects_total", "counter",
-         "Objects dropped because they could not be keyed or serialised.", LD(bad_objects)},
-        {"godis_informer_snapshots_total", "counter", "Snapshots served.", LD(snapshots)},
-        {"godis_informer_synced", "gauge", "1 once the initial list was published.", LD(synced)},
+         "Objects dropped because they could not be keyed or serialised.", labels, LD(bad_objects)},
+        {"godis_informer_snapshots_total", "counter", "Snapshots served.", labels, LD(snapshots)},
+        {"godis_informer_synced", "gauge", "1 once the initial list was published.", labels, LD(synced)},
         {"godis_informer_last_resource_version", "gauge",
          "The last resourceVersion seen (list, event or bookmark).",
-         (long long)atomic_load_explicit(&c->last_rv, memory_order_relaxed)},
+         labels, (long long)atomic_load_explicit(&c->last_rv, memory_order_relaxed)},
     };
     gd_sbuf b;
     gd_sbuf_init(&b);
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        gd_prom_header(&b, f[i].name, f[i].type, f[i].help);
-        gd_prom_sample_int(&b, f[i].name, labels, f[i].v);
-    }
+    gd_prom_ints(&b, f, sizeof f / sizeof f[0]);
     return gd_sbuf_detach(&b);
 }

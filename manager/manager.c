@@ -480,42 +480,23 @@ static void publish(mgr_t *m, int64_t now)
     for (int i = 0; i < m->ninf; i++) synced += mgr_stats_synced(m->inf[i].stats);
     char lease_label[300];
     snprintf(lease_label, sizeof lease_label, "name=\"%s\"", lease);
-    const struct {
-        const char *name, *type, *help, *labels;
-        long long v;
-    } f[] = {
-        {"leader_election_master_status", "gauge",
-         "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
-         lease_label, m->leading ? 1 : 0},
-        {"godis_manager_child_restarts_total", "counter", "Children restarted after they exited.",
-         "role=\"informer\"", (long long)mgr_sup_restarts(m->sup, MGR_ROLE_INFORMER)},
-        {NULL, NULL, NULL, "role=\"worker\"", (long long)mgr_sup_restarts(m->sup, MGR_ROLE_WORKER)},
-        {"godis_manager_children_running", "gauge", "Children with a live process.",
-         "role=\"informer\"", mgr_sup_alive(m->sup, MGR_ROLE_INFORMER)},
-        {NULL, NULL, NULL, "role=\"worker\"", mgr_sup_alive(m->sup, MGR_ROLE_WORKER)},
-        {"godis_manager_shard_moves_total", "counter", "Shards that changed owner.", NULL,
-         (long long)m->shards.moves},
-        {"godis_manager_shards_unassigned", "gauge", "Shards without an owner.", NULL,
-         mgr_shards_unowned(&m->shards)},
-        {"godis_manager_fencings_total", "counter",
-         "Times the workers were stopped because the lease was lost or not renewed in time.", NULL,
-         (long long)m->fencings},
-        {"godis_manager_heartbeat_kills_total", "counter", "Workers killed for missing heartbeats.",
-         NULL, (long long)m->heartbeat_kills},
+    const char *inf = "role=\"informer\"", *wrk = "role=\"worker\"";
+    const gd_prom_int f[] = {
+        {"leader_election_master_status", "gauge", "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.", lease_label, m->leading},
+        {"godis_manager_child_restarts_total", "counter", "Children restarted after they exited.", inf, (long long)mgr_sup_restarts(m->sup, MGR_ROLE_INFORMER)},
+        {NULL, NULL, NULL, wrk, (long long)mgr_sup_restarts(m->sup, MGR_ROLE_WORKER)},
+        {"godis_manager_children_running", "gauge", "Children with a live process.", inf, mgr_sup_alive(m->sup, MGR_ROLE_INFORMER)},
+        {NULL, NULL, NULL, wrk, mgr_sup_alive(m->sup, MGR_ROLE_WORKER)},
+        {"godis_manager_shard_moves_total", "counter", "Shards that changed owner.", NULL, (long long)m->shards.moves},
+        {"godis_manager_shards_unassigned", "gauge", "Shards without an owner.", NULL, mgr_shards_unowned(&m->shards)},
+        {"godis_manager_fencings_total", "counter", "Times the workers were stopped because the lease was lost or not renewed in time.", NULL, (long long)m->fencings},
+        {"godis_manager_heartbeat_kills_total", "counter", "Workers killed for missing heartbeats.", NULL, (long long)m->heartbeat_kills},
         {"godis_manager_informers_synced", "gauge", "Informers whose cache is synced.", NULL, synced},
-        {"godis_manager_control_rejected_total", "counter",
-         "Malformed or unexpected control messages.", NULL, (long long)mgr_control_rejected(m->ctl)},
+        {"godis_manager_control_rejected_total", "counter", "Malformed or unexpected control messages.", NULL, (long long)mgr_control_rejected(m->ctl)},
     };
     gd_sbuf ownb;
     gd_sbuf_init(&ownb);
-    const char *family = NULL;
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        if (f[i].name) {           /* NULL: another sample of the family above */
-            family = f[i].name;
-            gd_prom_header(&ownb, family, f[i].type, f[i].help);
-        }
-        gd_prom_sample_int(&ownb, family, f[i].labels, f[i].v);
-    }
+    gd_prom_ints(&ownb, f, sizeof f / sizeof f[0]);
     char *own = gd_sbuf_detach(&ownb);
     mgr_promtext *pt = mgr_promtext_new();
     char *text = NULL;
