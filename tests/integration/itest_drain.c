@@ -107,9 +107,12 @@ static int member_pods(k8s_client *k, const char *cluster, member_pod *out, int 
     return n;
 }
 
+/* Generous timeouts: on a loaded 2-core machine a live member can take a second to answer,
+ * and a sample must not count it as down for that (a member that does not answer within 3 s
+ * is unavailable to clients too). */
 static godis_client *dial(const char *ip)
 {
-    godis_opts o = {.connect_timeout_ms = 300, .reply_timeout_ms = 1000, .loopback_only = 1};
+    godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000, .loopback_only = 1};
     return godis_client_new(ip, 6379, &o);
 }
 
