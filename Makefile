@@ -142,6 +142,8 @@ test_manager_control_LINK := manager/control manager/shards
 test_manager_promtext_LINK := manager/promtext manager/statsclient
 test_leaderelection_LINK := manager/leaderelection manager/leaselock
 test_shard_agree_LINK := manager/shards worker/cache worker/mapping
+test_webhook_LINK := webhook/review webhook/decide webhook/certs webhook/register webhook/server
+test_godis_spread_LINK := worker/godis_children worker/godis_pdb
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka

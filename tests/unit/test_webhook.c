@@ -11,13 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 #include <curl/curl.h>
-#include "../../webhook/review.c"
-#include "../../webhook/decide.c"
-#include "../../webhook/certs.c"
-#include "../../webhook/register.c"
-#include "../../webhook/server.c"
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include "../../webhook/certs.h"
+#include "../../webhook/decide.h"
+#include "../../webhook/register.h"
+#include "../../webhook/review.h"
+#include "../../webhook/server.h"
+#include "gd_json.h"
+#include "gd_log.h"
 #include "httpd_helper.h"
 
 static char *review_json(const char *api, const char *ev_api, const char *name, const char *extra_req,
