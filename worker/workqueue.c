@@ -7,8 +7,7 @@
  *   heap_idx    position in the delay heap, -1 when not waiting
  *   failures    the exponential limiter's count for the key
  * An entry is freed as soon as none of these hold, so memory follows the live key count. */
-#include "workqueue.h"
-#include <errno.h>
+#include "workqueue_internal.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,38 +16,6 @@
 #include <time.h>
 #include "gd_log.h"
 #include "gd_time.h"
-#include "gd_map.h"
-
-typedef struct entry {
-    const char *key;            /* the map's copy */
-    bool dirty, processing, queued, has_add_time;
-    struct entry *qprev, *qnext;
-    int heap_idx;
-    int64_t ready_ns;
-    uint64_t heap_seq;          /* FIFO among equal ready times */
-    int failures;
-    int64_t add_ns;             /* when it became dirty (queue duration metric) */
-    int64_t start_ns;           /* when get handed it out (work duration metric) */
-} entry;
-
-struct wq {
-    pthread_mutex_t mu;
-    pthread_cond_t  cond;       /* a key was queued, the heap head changed, or shutdown */
-    pthread_cond_t  drained;    /* processing became empty */
-    wq_config cfg;
-    gd_bucket bucket;
-    gd_map *entries;            /* key -> entry */
-    entry *head, *tail;         /* FIFO */
-    int nqueued, nprocessing;
-    entry **heap;
-    int nheap, heap_cap;
-    uint64_t heap_seq;
-    bool shutting_down, drain;
-    /* metrics, as client-go's queueMetrics */
-    int64_t depth;
-    uint64_t adds, retries, gets, dones;
-    gd_hist queue_dur, work_dur;
-};
 
 #define MAX_WAIT_NS (10LL * 1000000000LL)   /* re-check at least this often (client-go maxWait) */
 
@@ -579,13 +546,6 @@ bool wq_shutting_down(wq *q)
     return s;
 }
 
-void wq_wake(wq *q)
-{
-    pthread_mutex_lock(&q->mu);
-    pthread_cond_broadcast(&q->cond);
-    pthread_mutex_unlock(&q->mu);
-}
-
 int wq_len(wq *q)
 {
     pthread_mutex_lock(&q->mu);
@@ -714,97 +674,4 @@ int wq_count_processing(wq *q, wq_match_fn match, void *ud)
     gd_map_each(q->entries, count_processing, &c);
     pthread_mutex_unlock(&q->mu);
     return c.n;
-}
-
-/* ---- metrics ---- */
-
-static const struct {
-    const char *name, *type, *help;
-} families[] = {
-    {"workqueue_depth", "gauge", "Current depth of workqueue"},
-    {"workqueue_adds_total", "counter", "Total number of adds handled by workqueue"},
-    {"workqueue_queue_duration_seconds", "histogram",
-     "How long in seconds an item stays in workqueue before being requested"},
-    {"workqueue_work_duration_seconds", "histogram",
-     "How long in seconds processing an item from workqueue takes."},
-    {"workqueue_unfinished_work_seconds", "gauge",
-     "How many seconds of work has been done that is in progress and hasn't been observed by "
-     "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
-     "threads by observing the rate at which this increases."},
-    {"workqueue_longest_running_processor_seconds", "gauge",
-     "How many seconds has the longest running processor for workqueue been running."},
-    {"workqueue_retries_total", "counter", "Total number of retries handled by workqueue"},
-};
-#define NFAMILIES ((int)(sizeof families / sizeof families[0]))
-
-const char *wq_metrics_family(int fam, gd_sbuf *out)
-{
-    if (fam < 0 || fam >= NFAMILIES)
-        return NULL;
-    if (out)
-        gd_prom_header(out, families[fam].name, families[fam].type, families[fam].help);
-    return families[fam].name;
-}
-
-typedef struct {
-    int64_t now;
-    double total, longest;
-} unfinished_ctx;
-
-static int sum_unfinished(void *ud, const char *key, void *val)
-{
-    unfinished_ctx *u = ud;
-    const entry *e = val;
-    if (e->processing) {
-        double s = (double)(u->now - e->start_ns) / 1e9;
-        u->total += s;
-        if (s > u->longest)
-            u->longest = s;
-    }
-    return 0;
-}
-
-void wq_metrics_render_family(wq *q, int fam, gd_sbuf *out)
-{
-    char esc[160], labels[180];
-    gd_prom_escape(q->cfg.name, esc, sizeof esc);
-    snprintf(labels, sizeof labels, "name=\"%s\"", esc);
-    const char *n = wq_metrics_family(fam, NULL);
-    if (!n)
-        return;
-    pthread_mutex_lock(&q->mu);
-    switch (fam) {
-    case 0: gd_prom_sample(out, n, labels, (double)q->depth); break;
-    case 1: gd_prom_sample(out, n, labels, (double)q->adds); break;
-    case 2: gd_prom_hist(out, n, labels, &q->queue_dur); break;
-    case 3: gd_prom_hist(out, n, labels, &q->work_dur); break;
-    case 4:
-    case 5: {
-        unfinished_ctx u = {.now = gd_mono_ns()};
-        gd_map_each(q->entries, sum_unfinished, &u);
-        gd_prom_sample(out, n, labels, fam == 4 ? u.total : u.longest);
-        break;
-    }
-    case 6: gd_prom_sample(out, n, labels, (double)q->retries); break;
-    }
-    pthread_mutex_unlock(&q->mu);
-}
-
-void wq_metrics_render(wq *q, gd_sbuf *out)
-{
-    for (int f = 0; f < NFAMILIES; f++) {
-        wq_metrics_family(f, out);
-        wq_metrics_render_family(q, f, out);
-    }
-}
-
-void wq_get_stats(wq *q, wq_stats *s)
-{
-    pthread_mutex_lock(&q->mu);
-    s->depth = q->depth;
-    s->adds = q->adds;
-    s->retries = q->retries;
-    s->gets = q->gets;
-    s->dones = q->dones;
-    pthread_mutex_unlock(&q->mu);
 }

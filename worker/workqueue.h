@@ -79,8 +79,6 @@ void wq_shutdown(wq *q);
  * GD_OK when drained, GD_ERR_TIMEOUT when keys were abandoned. */
 gd_err wq_shutdown_drain(wq *q, int64_t timeout_ms);
 bool wq_shutting_down(wq *q);
-/* Wakes blocked getters so they re-read the clock (tests with an injected clock). */
-void wq_wake(wq *q);
 
 int  wq_len(wq *q);             /* queued keys (due delayed keys are moved first) */
 int  wq_waiting(wq *q);         /* delayed keys not due yet */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "fuzz_util.h"
 #include "../../worker/workqueue.c"
+#include "../../worker/workqueue_metrics.c"
 #include "../../worker/controller.c"
 #include "../../worker/cache.c"
 #include "../../worker/control.c"

@@ -22,6 +22,7 @@
 #include "fuzz_util.h"
 #include "gd_proto.h"
 #include "../../worker/workqueue.c"
+#include "../../worker/workqueue_metrics.c"
 #include "../../worker/controller.c"
 #include "../../worker/cache.c"
 #include "../../worker/reconciler.c"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "../../worker/workqueue.c"
+#include "../../worker/workqueue_metrics.c"
 #include "../../worker/controller.c"
 #include "../../worker/cache.c"
 #include "../../worker/reconciler.c"

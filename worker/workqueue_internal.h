@@ -1,0 +1,42 @@
+/* workqueue_internal.h — the queue's state, shared by workqueue.c (the queue) and
+ * workqueue_metrics.c (client-go's queue metrics read from it under q->mu). Not for other
+ * files: they use workqueue.h. */
+#ifndef WORKER_WORKQUEUE_INTERNAL_H
+#define WORKER_WORKQUEUE_INTERNAL_H
+#include <pthread.h>
+#include "gd_map.h"
+#include "gd_time.h"
+#include "workqueue.h"
+
+typedef struct entry {
+    const char *key;            /* the map's copy */
+    bool dirty, processing, queued, has_add_time;
+    struct entry *qprev, *qnext;
+    int heap_idx;
+    int64_t ready_ns;
+    uint64_t heap_seq;          /* FIFO among equal ready times */
+    int failures;
+    int64_t add_ns;             /* when it became dirty (queue duration metric) */
+    int64_t start_ns;           /* when get handed it out (work duration metric) */
+} entry;
+
+struct wq {
+    pthread_mutex_t mu;
+    pthread_cond_t  cond;       /* a key was queued, the heap head changed, or shutdown */
+    pthread_cond_t  drained;    /* processing became empty */
+    wq_config cfg;
+    gd_bucket bucket;
+    gd_map *entries;            /* key -> entry */
+    entry *head, *tail;         /* FIFO */
+    int nqueued, nprocessing;
+    entry **heap;
+    int nheap, heap_cap;
+    uint64_t heap_seq;
+    bool shutting_down, drain;
+    /* metrics, as client-go's queueMetrics */
+    int64_t depth;
+    uint64_t adds, retries, gets, dones;
+    gd_hist queue_dur, work_dur;
+};
+
+#endif
