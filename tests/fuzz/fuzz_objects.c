@@ -38,6 +38,7 @@
 /* its set variable is named like godis_client.h's godis_set(), which the reconcilers
  * above bring in: renamed here only */
 #define godis_set fuzz_godis_reconciler_set
+#include "../../worker/godis_pdb.c"
 #include "../../worker/reconcile_godis.c"
 #undef godis_set
 #include "../../manager/leaderelection.c"
