@@ -13,6 +13,7 @@
 # - Closes with one "integration: N passed, N failed, N skipped" line; exit status non-zero
 #   on failure, and on any skipped test when GODIS_FAIL_ON_SKIP=1 (CI: .ci/run).
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/counts.sh"
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 DC="$ROOT/tools/devcluster"
@@ -63,9 +64,9 @@ for t in ${tests[@]+"${tests[@]}"}; do
   out=$(timeout -k 10 "$TIMEOUT" "${cmd[@]}" 2>&1); rc=$?
   printf '%s\n' "$out"
   [ $rc -ne 124 ] || log "$t timed out after ${TIMEOUT}s"
-  p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
-  f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
-  k=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+  p=$(count_of PASSED "$out")
+  f=$(count_of FAILED "$out")
+  k=$(count_of SKIPPED "$out")
   if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$k" -eq 0 ]; then
     if [ $rc -eq 0 ]; then p=1; else f=1; fi
   fi
@@ -76,8 +77,5 @@ for t in ${tests[@]+"${tests[@]}"}; do
 done
 echo "integration: $pass passed, $fail failed, $skipped skipped"
 [ ${#bad[@]} -eq 0 ] || { echo "failing integration tests: ${bad[*]}" >&2; exit 1; }
-if [ "$skipped" -gt 0 ] && [ "${GODIS_FAIL_ON_SKIP:-0}" = 1 ]; then
-  echo "GODIS_FAIL_ON_SKIP=1: tests were skipped in ${skippers[*]}" >&2
-  exit 1
-fi
+fail_on_skip "$skipped" ${skippers[@]+"${skippers[@]}"} || exit 1
 exit 0

@@ -10,11 +10,8 @@
 #     its --help lists only "godis"; bin/tests/godis-worker accepts them.
 # Needs no cluster. Prints one line per check and cmocka-style counts.
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT" || exit 1
-pass=0; fail=0
-ok()  { pass=$((pass+1)); printf '[ OK ] %s\n' "$*"; }
-bad() { fail=$((fail+1)); printf '[FAIL] %s\n' "$*"; }
+source "$(dirname "${BASH_SOURCE[0]}")/../../deploy/verify-lib.sh"   # ok, bad, dv_summary
+cd "$DV_ROOT" || exit 1
 
 SHIPPED=$(sed -n 's/^PROGS *:= *//p' Makefile | tr ' ' '\n' | sed '/^$/d; s|^|bin/godis-|' | tr '\n' ' ')
 [ -n "$SHIPPED" ] || SHIPPED="bin/godis-manager bin/godis-informer bin/godis-worker"
@@ -68,7 +65,5 @@ if [ -x "$TESTW" ]; then
   else bad "$TESTW --help does not list the four sets"; fi
 fi
 
-echo "[  PASSED  ] $pass test(s)."
-[ "$fail" -eq 0 ] || echo "[  FAILED  ] $fail test(s)."
-echo "shipped: $pass passed, $fail failed"
+dv_summary shipped
 [ "$fail" -eq 0 ]
