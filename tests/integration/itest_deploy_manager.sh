@@ -161,6 +161,15 @@ check "on a read-only root filesystem" root_ro
 check "/readyz 200 (the kubelet's readiness probe, on the health port)" wait_for 60 http_ok readyz
 echo "ready $(( $(date +%s) - t0 )) s after start"
 check "it holds the Lease as $POD_NAME" wait_for 60 holder_is "$POD_NAME"
+# The eviction webhook (--webhook-bind-address, no --webhook-url): registered as the deploy/
+# Service, with the caBundle of the CA it made, by the ServiceAccount's own rights.
+vwc_registered() {
+  [ "$(api GET /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/godis-operator-eviction)" = 200 ] &&
+    grep -Eq '"name": *"godis-operator-webhook"' "$DV_TMP/body" && grep -Eq '"namespace": *"godis-system"' "$DV_TMP/body" &&
+    grep -Eq '"path": *"/eviction"' "$DV_TMP/body" && grep -Eq '"caBundle": *"LS0t' "$DV_TMP/body"
+}
+check "its webhook registered godis-operator-eviction: Service godis-system/godis-operator-webhook, path /eviction, caBundle" \
+  wait_for 30 vwc_registered
 # Its view of the emptyDir, through /proc/PID/root: the volume stays root's 0777, the
 # manager's endpoints live in its own 0700 subdirectory.
 VOL=/proc/$MGR/root$RUNDIR

@@ -40,9 +40,18 @@ static int setup(void **state)
     return c && e2e_ns_create(c, "whcerts", ns, sizeof ns) ? 0 : -1;
 }
 
+static void delete_config(const char *name);
+
 static int teardown(void **state)
 {
     (void)state;
+    /* also when a test failed before its own cleanup: a configuration left behind would
+     * send later evictions to a webhook that is gone */
+    char name[64];
+    snprintf(name, sizeof name, "itest-renew-%d", (int)getpid());
+    delete_config(name);
+    snprintf(name, sizeof name, "itest-certdir-%d", (int)getpid());
+    delete_config(name);
     e2e_ns_delete(c, ns);
     e2e_remove_dir(tmp);
     k8s_client_destroy(&c);
