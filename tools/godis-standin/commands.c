@@ -3,7 +3,9 @@
  * What godis does with each kind of bad input is kept (see standin.h): a request that is not
  * RESP closes the connection; a request that is not an array answers `-invalid format`; a
  * short command or a non-string argument kills the process; a malformed `cluster meet` is
- * persisted first and then kills the process. Command names are case-sensitive, as in godis. */
+ * persisted first and then kills the process. Command names are case-sensitive, as in godis.
+ * Writes (set, cluster meet, cluster forget) are proposals: without a leader they wait about
+ * a second and are answered `-propose canceled by context`, unapplied (election.c). */
 #include "standin.h"
 
 #include <errno.h>
@@ -20,12 +22,7 @@
 /* ------------------------------------------------------------------------------------------
  * Reply buffer */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
+void sb_add(sbuf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
         size_t nc = (b->len + n + 1) * 2;
@@ -41,8 +38,7 @@ static void sb_add(sbuf *b, const char *s, size_t n)
     b->len += n;
 }
 
-static void sb_fmt(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_fmt(sbuf *b, const char *fmt, ...)
+void sb_fmt(sbuf *b, const char *fmt, ...)
 {
     char tmp[512];
     va_list ap;
@@ -52,19 +48,14 @@ static void sb_fmt(sbuf *b, const char *fmt, ...)
     sb_add(b, tmp, n < (int)sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-static void sb_str(void *arg, const char *s)
-{
-    sb_add(arg, s, strlen(s));
-}
-
-static void sb_bulk(sbuf *b, const char *s, size_t n)
+void sb_bulk(sbuf *b, const char *s, size_t n)
 {
     sb_fmt(b, "$%zu\r\n", n);
     sb_add(b, s, n);
     sb_add(b, "\r\n", 2);
 }
 
-static void sb_bulkz(sbuf *b, const char *s)
+void sb_bulkz(sbuf *b, const char *s)
 {
     sb_bulk(b, s, strlen(s));
 }
@@ -145,6 +136,10 @@ static void cmd_set(standin *s, godis_reply **a, size_t n, sbuf *out)
             return;
         }
     }
+    if (!standin_wait_leader(s)) {
+        sb_fmt(out, "-propose canceled by context\r\n");
+        return;
+    }
     pthread_mutex_lock(&s->mu);
     size_t ol = 0;
     const char *old = standin_kv_get(s, a[1]->str, a[1]->len, &ol);
@@ -197,6 +192,10 @@ static void cmd_meet(standin *s, godis_reply **a, size_t n, sbuf *out)
         crash("short command", "cluster meet");
     long long id = godis_parse_id(a[2]->str);
     int url_ok = strlen(a[3]->str) == a[3]->len && godis_valid_peer_url(a[3]->str);
+    if (!standin_wait_leader(s)) {
+        sb_fmt(out, "-propose canceled by context\r\n");
+        return;
+    }
     pthread_mutex_lock(&s->mu);
     if (!id || !url_ok || strlen(a[2]->str) != a[2]->len) {
         /* godis commits the conf change first and dies applying it, on every restart. */
@@ -204,18 +203,24 @@ static void cmd_meet(standin *s, godis_reply **a, size_t n, sbuf *out)
         crash("malformed cluster meet committed to the log", a[3]->str);
     }
     int ignored = standin_member_add(s, id, a[3]->str);
-    if (!ignored)
+    if (!ignored) {
         standin_replicate_changed(s);
-    if (ignored)
+        standin_recheck_quorum(s);
+        standin_event(s, "applied-meet %lld", id);
+        GD_INFO("cluster meet applied", "id", a[2]->str, "url", a[3]->str);
+    } else {
         GD_WARN("cluster meet ignored: id was removed before or membership is full",
                 "id", a[2]->str);
-    else
-        GD_INFO("cluster meet applied", "id", a[2]->str, "url", a[3]->str);
+    }
     standin_state_save(s, NULL, NULL);
     pthread_mutex_unlock(&s->mu);
     reply_proposal_ok(s, out);
 }
 
+/* `cluster forget <id>`. The removed member itself learns it only if it leads (the leader
+ * applies the entry): it is told once; a removed follower is not told, as in godis. A member
+ * asked to forget itself applies its own removal: it hands the new membership to the others
+ * and shuts down (exit 0) without saving it, like a removed godis leader. */
 static void cmd_forget(standin *s, godis_reply **a, size_t n, sbuf *out, int *forgotten)
 {
     if (n < 3)
@@ -223,12 +228,27 @@ static void cmd_forget(standin *s, godis_reply **a, size_t n, sbuf *out, int *fo
     long long id = godis_parse_id(a[2]->str);
     if (!id || strlen(a[2]->str) != a[2]->len)
         crash("cluster forget with a non-numeric id", a[2]->str);
-    pthread_mutex_lock(&s->mu);
-    if (standin_member_remove(s, id))
-        standin_replicate_changed(s);
+    if (!standin_wait_leader(s)) {
+        sb_fmt(out, "-propose canceled by context\r\n");
+        return;
+    }
     if (id == s->self_id) {
-        s->self_removed = 1;
+        standin_replicate_final_push(s);
         *forgotten = 1;
+        sb_fmt(out, "+OK\r\n");
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    char url[GODIS_MAX_URL + 1] = "";
+    for (int i = 0; i < s->nmembers; i++)
+        if (s->members[i].id == id)
+            snprintf(url, sizeof(url), "%s", s->members[i].url);
+    if (standin_member_remove(s, id)) {
+        standin_replicate_changed(s);
+        standin_recheck_quorum(s);
+        standin_event(s, "applied-forget %lld", id);
+        if (id == s->leader)
+            standin_replicate_tell_removed(s, id, url);
     }
     standin_state_save(s, NULL, NULL);
     pthread_mutex_unlock(&s->mu);
@@ -246,6 +266,46 @@ static void cmd_members(standin *s, sbuf *out)
         sb_bulkz(out, item);
     }
     pthread_mutex_unlock(&s->mu);
+}
+
+/* `standin fault refuse on|off` / `standin fault delay-ms N`: the fault flags at run time,
+ * so a test can hold one member's answers back in the middle of an operator's step. */
+static void cmd_fault(standin *s, godis_reply **a, size_t n, sbuf *out)
+{
+    if (n == 4 && !strcmp(a[2]->str, "refuse") &&
+        (!strcmp(a[3]->str, "on") || !strcmp(a[3]->str, "off"))) {
+        s->fault_refuse = !strcmp(a[3]->str, "on");
+    } else if (n == 4 && !strcmp(a[2]->str, "delay-ms") && atoi(a[3]->str) >= 0) {
+        s->fault_delay_ms = atoi(a[3]->str);
+    } else {
+        sb_fmt(out, "-ERR usage: standin fault refuse on|off | standin fault delay-ms N\r\n");
+        return;
+    }
+    GD_INFO("fault set", "fault", a[2]->str, "value", a[3]->str);
+    sb_fmt(out, "+OK\r\n");
+}
+
+static void cmd_standin(standin *s, godis_reply **a, size_t n, sbuf *out)
+{
+    const char *verb = a[1]->str;
+    if (!strcmp(verb, "members"))
+        cmd_members(s, out);
+    else if (!strcmp(verb, "sync"))
+        standin_replicate_receive(s, a, n, out);
+    else if (!strcmp(verb, "vote"))
+        standin_peer_vote(s, a, n, out);
+    else if (!strcmp(verb, "heartbeat"))
+        standin_peer_heartbeat(s, a, n, out);
+    else if (!strcmp(verb, "stats"))
+        standin_cmd_stats(s, out);
+    else if (!strcmp(verb, "events"))
+        standin_cmd_events(s, out);
+    else if (!strcmp(verb, "campaign"))
+        standin_cmd_campaign(s, out);
+    else if (!strcmp(verb, "fault"))
+        cmd_fault(s, a, n, out);
+    else
+        sb_fmt(out, "-ERR unknown command\r\n");
 }
 
 /* Answers one request into out. Sets *forgotten when this member was removed. */
@@ -282,10 +342,8 @@ static void handle(standin *s, const godis_reply *req, sbuf *out, int *forgotten
             cmd_forget(s, a, n, out, forgotten);
         else
             sb_fmt(out, "-ERR unknown command\r\n");
-    } else if (!strcmp(name, "standin") && n >= 2 && !strcmp(a[1]->str, "members"))
-        cmd_members(s, out);      /* stand-in extension, see standin.h */
-    else if (!strcmp(name, "standin") && n >= 2 && !strcmp(a[1]->str, "sync"))
-        standin_replicate_receive(s, a, n, sb_str, out);   /* stand-in extension */
+    } else if (!strcmp(name, "standin") && n >= 2)
+        cmd_standin(s, a, n, out);   /* stand-in extensions, see standin.h */
     else
         sb_fmt(out, "-ERR unknown command\r\n");
 }
@@ -317,7 +375,7 @@ static void sleep_ms(int ms)
 void *standin_conn_thread(void *arg)
 {
     standin *s = &g_standin;
-    int fd = *(int *)arg;
+    int fd = ((int *)arg)[0], peer_port = ((int *)arg)[1];
     free(arg);
     size_t cap = 16384, len = 0;
     const size_t maxcap = GODIS_MAX_BULK * 4;
@@ -339,11 +397,11 @@ void *standin_conn_thread(void *arg)
             godis_reply_destroy(&req);
             memmove(buf, buf + used, len - used);
             len -= used;
-            if (s->fault_delay_ms > 0)
+            if (s->fault_delay_ms > 0 && !peer_port)   /* faults are the client port's */
                 sleep_ms(s->fault_delay_ms);
             int wrc = send_all(fd, out.p, out.len);
             if (forgotten) {
-                GD_INFO("this member was forgotten; shutting down as godis does");
+                GD_INFO("I've been removed from the cluster! Shutting down.");
                 standin_request_exit(s, 'F');
             }
             if (wrc != 0)

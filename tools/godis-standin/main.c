@@ -42,7 +42,7 @@ static const char usage[] =
     "  --listen-client URL     client address, http://127.x.y.z:port (default\n"
     "                          http://127.0.0.1:6379); only loopback hosts are accepted\n"
     "  --listen-peer URL       peer address (default http://127.0.0.1:6300); stand-ins\n"
-    "                          replicate membership changes to each other here (no Raft)\n"
+    "                          elect a leader and replicate membership changes here\n"
     "  --initial-cluster LIST  id@http://host:port,... used when the WAL dir is fresh\n"
     "  --join[=BOOL]           join an existing cluster (default false)\n"
     "  --waldir DIR            membership and data are kept here (memory only if unset)\n"
@@ -50,16 +50,23 @@ static const char usage[] =
     "\n"
     "Stand-in extensions (not godis):\n"
     "  --port-file PATH        write \"<client port> <peer port>\" here once listening\n"
-    "  --fault-delay-ms N      delay every reply by N ms   (env GODIS_STANDIN_FAULT_DELAY_MS)\n"
-    "  --fault-refuse          close every client connection at once; SIGUSR1 toggles it\n"
-    "                          (env GODIS_STANDIN_FAULT_REFUSE=1)\n"
+    "  --fault-delay-ms N      delay every client-port reply by N ms\n"
+    "                          (env GODIS_STANDIN_FAULT_DELAY_MS)\n"
+    "  --fault-refuse          close every client-port connection at once; SIGUSR1 toggles\n"
+    "                          it (env GODIS_STANDIN_FAULT_REFUSE=1)\n"
     "  --fault-propose-cancel P  answer meet/forget/set with `-propose canceled by context`\n"
     "                          with probability P, after applying them, as godis sometimes\n"
     "                          does (env GODIS_STANDIN_FAULT_PROPOSE_CANCEL)\n"
-    "  command `standin members`  the membership as an array of \"id@url\"\n"
+    "  commands `standin members|stats|events|campaign`, `standin fault refuse on|off`,\n"
+    "                          `standin fault delay-ms N` (see tools/godis-standin/standin.h)\n"
     "\n"
-    "SIGTERM/SIGINT: clean exit (0). Forgotten itself: exit 0. Malformed or short command:\n"
-    "exit 2, as godis crashes; a malformed meet is persisted first, so it recurs on restart.\n";
+    "Like godis: members elect a leader over the peer port (a write needs one: without it\n"
+    "the answer is `-propose canceled by context` after about 1 s); a forgotten follower\n"
+    "keeps starting elections that disturb the others until it is stopped; a removed leader\n"
+    "exits 0 before saving its removal, so a restart brings it back as a voter.\n"
+    "SIGINT: clean exit (0). SIGTERM: stops at once (killed by the signal), recovering from\n"
+    "the WAL dir on restart. Malformed or short command: exit 2, as godis crashes; a\n"
+    "malformed meet is persisted first, so it recurs on restart.\n";
 
 /* ------------------------------------------------------------------------------------------
  * Configuration */
@@ -232,6 +239,8 @@ void standin_request_exit(standin *s, char why)
     }
 }
 
+/* SIGINT is godis's clean shutdown; SIGTERM is left at its default (the process dies at
+ * once, as godis does), which is why every file it writes is replaced atomically. */
 static void on_signal(int sig)
 {
     int saved = errno;
@@ -257,23 +266,26 @@ static int write_port_file(standin *s)
     return 0;
 }
 
-static void accept_client(standin *s, int lfd)
+/* peer: accepted on the peer port (faults apply to the client port only, so a test can
+ * still reach a refusing member over its peer port). */
+static void accept_client(standin *s, int lfd, int peer)
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;
-    if (s->fault_refuse || __atomic_load_n(&s->nconns, __ATOMIC_SEQ_CST) >= MAX_CONNS) {
+    if ((s->fault_refuse && !peer) || __atomic_load_n(&s->nconns, __ATOMIC_SEQ_CST) >= MAX_CONNS) {
         close(fd);
         return;
     }
-    int *arg = malloc(sizeof(int));
+    int *arg = malloc(2 * sizeof(int));
     pthread_t th;
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 256 * 1024);
     if (arg) {
-        *arg = fd;
+        arg[0] = fd;
+        arg[1] = peer;
         __atomic_add_fetch(&s->nconns, 1, __ATOMIC_SEQ_CST);
         if (pthread_create(&th, &at, standin_conn_thread, arg) == 0)
             arg = NULL;
@@ -298,15 +310,15 @@ static int serve(standin *s, int cfd, int pfd)
             return GD_EXIT_FAILURE;
         }
         if (p[0].revents & POLLIN)
-            accept_client(s, cfd);
+            accept_client(s, cfd, 0);
         if (p[1].revents & POLLIN)
-            accept_client(s, pfd);  /* peers: `standin sync` (replicate.c) */
+            accept_client(s, pfd, 1);  /* peers: sync, vote, heartbeat */
         if (p[2].revents & POLLIN) {
             char why = 0;
             if (read(g_wake[0], &why, 1) == 1) {
                 pthread_mutex_lock(&s->mu);    /* never exit half-way through a save */
                 GD_INFO(why == 'F' ? "removed from the cluster; exiting"
-                                   : "signal received; exiting");
+                                   : "SIGINT received; clean shutdown");
                 return GD_EXIT_OK;
             }
         }
@@ -334,17 +346,13 @@ int main(int argc, char **argv)
         return GD_EXIT_FAILURE;
     s->wake_fd = g_wake[1];
     struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGTERM, SIG_DFL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     if (standin_state_load(s) != 0)
         return GD_EXIT_FAILURE;
-    if (s->self_removed) {
-        GD_INFO("this member was removed from the cluster before; exiting as godis does");
-        return GD_EXIT_OK;
-    }
     int cfd = listen_on(s->client_host, &s->client_port);
     int pfd = cfd < 0 ? -1 : listen_on(s->peer_host, &s->peer_port);
     if (cfd < 0 || pfd < 0) {
@@ -363,7 +371,7 @@ int main(int argc, char **argv)
     snprintf(nm, sizeof(nm), "%d", s->nmembers);
     GD_INFO("start server", "id", id, "client", s->client_host, "client_port", cp,
             "peer_port", pp, "join", s->join ? "true" : "false", "members", nm);
-    if (standin_replicate_start(s) != 0)
+    if (standin_replicate_start(s) != 0 || standin_election_start(s) != 0)
         return GD_EXIT_FAILURE;
     int rc = serve(s, cfd, pfd);
     close(cfd);

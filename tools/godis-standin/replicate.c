@@ -6,9 +6,11 @@
  * membership); a pusher thread sends the whole membership to every *current* member whose
  * last acknowledged index is older, over the peer port, as `standin sync <index>
  * <id@url,...> <removed ids,...>`. A receiver adopts a strictly newer index.
- * As in godis, a member that was forgotten does not learn it: it is no longer a current
- * member, so nobody sends it anything (and a sync that no longer lists the receiver is
- * ignored), so it keeps running with its old membership until its pod is deleted.
+ * As in godis, a forgotten follower does not learn it: it is no longer a current member, so
+ * nobody sends it anything (and a sync that no longer lists the receiver is ignored), so it
+ * keeps running — and campaigning, election.c — with its old membership until its process
+ * is stopped. A removed *leader* does learn it (the leader applies the entry that removes
+ * it): it is told once, and exits 0 before saving anything, as godis's leader does.
  * Concurrent changes sent to two different members can diverge (no consensus here); the
  * operator makes one membership change at a time, which is what godis needs too.
  * Peers are reached by their peer URL; only loopback addresses are ever connected. */
@@ -25,10 +27,18 @@
 #define PUSH_PERIOD_MS 500
 
 static pthread_cond_t g_push_cv = PTHREAD_COND_INITIALIZER;
+static standin_member g_tell;               /* a removed leader to tell once (id 0: none) */
 
 typedef struct {
     long long id, acked;
 } peer_ack;
+
+void standin_replicate_tell_removed(standin *s, long long id, const char *url)
+{
+    (void)s;
+    g_tell.id = id;
+    snprintf(g_tell.url, sizeof(g_tell.url), "%s", url);
+}
 
 /* Caller holds s->mu. Something changed locally: bump the index and wake the pusher. */
 void standin_replicate_changed(standin *s)
@@ -64,14 +74,19 @@ static int split_url(const char *url, char *host, size_t cap, int *port)
     return 0;
 }
 
-static int push_one(const char *url, const char *idx, const char *members, const char *removed)
+godis_client *standin_peer_client(const char *url, int timeout_ms)
 {
     char host[256];
     int port = 0;
     if (!godis_valid_peer_url(url) || split_url(url, host, sizeof(host), &port) != 0)
-        return -1;
-    godis_opts o = {.connect_timeout_ms = 300, .reply_timeout_ms = 1000};
-    godis_client *c = godis_client_new(host, port, &o);
+        return NULL;
+    godis_opts o = {.connect_timeout_ms = timeout_ms, .reply_timeout_ms = timeout_ms};
+    return godis_client_new(host, port, &o);
+}
+
+static int push_one(const char *url, const char *idx, const char *members, const char *removed)
+{
+    godis_client *c = standin_peer_client(url, 1000);
     if (!c)
         return -1;
     const char *argv[] = {"standin", "sync", idx, members, removed};
@@ -103,11 +118,15 @@ static void *pusher(void *arg)
         memcpy(snap, s->members, sizeof(snap[0]) * (size_t)n);
         join_members(s->members, n, members, sizeof(members));
         join_ids(s->removed, s->nremoved, removed, sizeof(removed));
+        standin_member tell = g_tell;
+        g_tell.id = 0;
         pthread_mutex_unlock(&s->mu);
         if (index == 0)
             continue;                /* nothing applied here yet: nothing to tell */
         char idx[24];
         snprintf(idx, sizeof(idx), "%lld", index);
+        if (tell.id)
+            push_one(tell.url, idx, members, removed);   /* once, best effort */
         for (int i = 0; i < n; i++) {
             if (snap[i].id == s->self_id)
                 continue;
@@ -127,6 +146,28 @@ static void *pusher(void *arg)
     return NULL;
 }
 
+void standin_replicate_final_push(standin *s)
+{
+    static standin_member others[STANDIN_MAX_MEMBERS];
+    static char members[STANDIN_MAX_MEMBERS * (GODIS_MAX_URL + 24)];
+    static char removed[STANDIN_MAX_REMOVED * 12 + 24];
+    pthread_mutex_lock(&s->mu);
+    int n = 0;
+    for (int i = 0; i < s->nmembers; i++)
+        if (s->members[i].id != s->self_id)
+            others[n++] = s->members[i];
+    join_members(others, n, members, sizeof(members));
+    join_ids(s->removed, s->nremoved, removed, sizeof(removed));
+    snprintf(removed + strlen(removed), sizeof(removed) - strlen(removed), "%s%lld",
+             s->nremoved ? "," : "", s->self_id);
+    char idx[24];
+    snprintf(idx, sizeof(idx), "%lld", s->index + 1);
+    standin_event(s, "applied-forget %lld", s->self_id);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < n; i++)
+        push_one(others[i].url, idx, members, removed);
+}
+
 int standin_replicate_start(standin *s)
 {
     pthread_t th;
@@ -138,9 +179,28 @@ int standin_replicate_start(standin *s)
     return rc == 0 ? 0 : -1;
 }
 
+/* Records which ids a newer membership adds and drops (caller holds mu). */
+static void note_changes(standin *s, const standin_member *m, int nm)
+{
+    for (int i = 0; i < s->nmembers; i++) {
+        int kept = 0;
+        for (int k = 0; k < nm; k++)
+            kept |= m[k].id == s->members[i].id;
+        if (!kept)
+            standin_event(s, "applied-forget %lld", s->members[i].id);
+    }
+    for (int k = 0; k < nm; k++) {
+        int known = 0;
+        for (int i = 0; i < s->nmembers; i++)
+            known |= m[k].id == s->members[i].id;
+        if (!known)
+            standin_event(s, "applied-meet %lld", m[k].id);
+    }
+}
+
 /* `standin sync <index> <members> <removed>` from a peer. Answers +OK whether or not it
  * adopted the state (an older or equal index is simply not news); -ERR when malformed. */
-void standin_replicate_receive(standin *s, godis_reply **a, size_t n, sbuf_fn reply, void *rarg)
+void standin_replicate_receive(standin *s, godis_reply **a, size_t n, sbuf *out)
 {
     standin_member m[STANDIN_MAX_MEMBERS];
     long long removed[STANDIN_MAX_REMOVED];
@@ -161,23 +221,29 @@ void standin_replicate_receive(standin *s, godis_reply **a, size_t n, sbuf_fn re
         free(copy);
     }
     if (nm < 0) {
-        reply(rarg, "-ERR malformed standin sync\r\n");
+        sb_fmt(out, "-ERR malformed standin sync\r\n");
         return;
     }
     int lists_self = 0;
     for (int i = 0; i < nm; i++)
         lists_self |= m[i].id == s->self_id;
     pthread_mutex_lock(&s->mu);
-    if (index > s->index && lists_self && !s->self_removed) {
+    if (index > s->index && !lists_self && s->role == ROLE_LEADER) {
+        /* The leader applies the entry that removes it, and stops before saving it. */
+        GD_INFO("I've been removed from the cluster! Shutting down.");
+        standin_request_exit(s, 'F');
+    } else if (index > s->index && lists_self) {
+        note_changes(s, m, nm);
         memcpy(s->members, m, sizeof(m[0]) * (size_t)nm);
         s->nmembers = nm;
         memcpy(s->removed, removed, sizeof(removed[0]) * (size_t)nr);
         s->nremoved = nr;
         s->index = index;
+        standin_recheck_quorum(s);
         standin_state_save(s, NULL, NULL);
         pthread_cond_signal(&g_push_cv);
         GD_INFO("membership synced from a peer", "index", a[2]->str, "members", a[3]->str);
     }
     pthread_mutex_unlock(&s->mu);
-    reply(rarg, "+OK\r\n");
+    sb_fmt(out, "+OK\r\n");
 }

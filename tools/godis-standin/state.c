@@ -154,8 +154,8 @@ int standin_state_save(standin *s, const char *poison_id, const char *poison_url
         GD_ERROR("cannot write membership", "path", tmp, "error", strerror(errno));
         return -1;
     }
-    fprintf(f, "godis-standin-membership 1\nself %lld\norigin %s\nself_removed %d\nindex %lld\n",
-            s->self_id, s->origin, s->self_removed, s->index);
+    fprintf(f, "godis-standin-membership 1\nself %lld\norigin %s\nindex %lld\nterm %lld\n"
+            "vote %lld\n", s->self_id, s->origin, s->index, s->term, s->voted_for);
     for (int i = 0; i < s->nmembers; i++)
         fprintf(f, "member %lld %s\n", s->members[i].id, s->members[i].url);
     for (int i = 0; i < s->nremoved; i++)
@@ -208,10 +208,13 @@ static int parse_state_line(standin *s, char *line)
         s->index = strtoll(a, NULL, 10);
         return s->index >= 0 ? 0 : -1;
     }
-    if (!strcmp(kw, "self_removed")) {
-        s->self_removed = !strcmp(a, "1");
-        return 0;
+    if (!strcmp(kw, "term") || !strcmp(kw, "vote")) {    /* raft's HardState */
+        long long v = strtoll(a, NULL, 10);
+        *(!strcmp(kw, "term") ? &s->term : &s->voted_for) = v;
+        return v >= 0 ? 0 : -1;
     }
+    if (!strcmp(kw, "self_removed"))            /* older stand-ins: godis saves no such thing */
+        return 0;
     if (!strcmp(kw, "removed")) {
         long long id = godis_parse_id(a);
         if (!id || s->nremoved >= STANDIN_MAX_REMOVED)
@@ -437,8 +440,13 @@ int standin_state_load(standin *s)
     }
     if (!fresh) {
         GD_INFO("restarting from the WAL dir", "waldir", s->waldir, "origin", s->origin);
+        standin_event(s, "start wal term %lld", s->term);
         return 0;
     }
+    /* An empty WAL dir: a new member — or one whose volume was lost, which comes up as a
+     * fresh voter that remembers no vote (it can vote twice in a term): godis cannot tell. */
+    s->fresh = 1;
+    standin_event(s, "start fresh join %d", s->join);
     /* A fresh WAL: take the membership from --initial-cluster. With join=false godis starts
      * a new Raft log of its own (bootstrap); with join=true it waits to be contacted. */
     int n = standin_parse_members(s->initial_cluster, s->members, STANDIN_MAX_MEMBERS);
