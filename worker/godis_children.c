@@ -249,6 +249,7 @@ cJSON *godis_build_godis(const godis_child_spec *s, const char *cluster_uid)
     cJSON *l = cJSON_AddObjectToObject(m, "labels");
     cJSON_AddStringToObject(l, "cluster-name", s->cluster);
     cJSON_AddItemToObject(m, "ownerReferences", owner_ref("GodisCluster", s->cluster, cluster_uid));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "finalizers"), cJSON_CreateString(GODIS_FINALIZER));
     cJSON *o = new_object(API_GROUP_VERSION, "Godis", m);
     cJSON *spec = cJSON_AddObjectToObject(o, "spec");
     cJSON_AddBoolToObject(spec, "preferred", s->preferred);

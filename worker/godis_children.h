@@ -12,6 +12,21 @@
 #define GODIS_CLIENT_PORT 6379
 #define GODIS_PEER_PORT 6300
 
+/* On every Godis: the operator removes it only after the member was forgotten from Raft and
+ * stopped (or when its GodisCluster is being deleted), so no deletion path — by hand, by a
+ * tool, by garbage collection — can take a member's pod away before its forget. */
+#define GODIS_FINALIZER "godis.kumkeehyun.github.com/forget"
+/* On a GodisCluster with spec.storage.reclaimPolicy Retain: its PVCs are orphaned (kept)
+ * before the garbage collector could delete them with the cluster. */
+#define GODIS_CLUSTER_FINALIZER "godis.kumkeehyun.github.com/retain-volumes"
+/* On the ReplicaSet of a forgotten member scaled to 0: it must never run again. */
+#define GODIS_ANN_RETIRED "godis.kumkeehyun.github.com/retired"
+/* On a GodisCluster whose every member is lost: the user asks for a fresh, empty cluster
+ * with new ids (the old data is gone). Removed by the operator once acted upon. */
+#define GODIS_ANN_BOOTSTRAP_FRESH "godis.kumkeehyun.github.com/bootstrap-fresh"
+/* On a PVC kept by reclaimPolicy Retain: the Godis (name/uid) it belonged to. */
+#define GODIS_ANN_RETAINED_FROM "godis.kumkeehyun.github.com/retained-from"
+
 /* What a Godis needs from its cluster (spec.image / spec.storage, with defaults). */
 typedef struct {
     const char *ns;

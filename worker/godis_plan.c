@@ -1,6 +1,7 @@
 /* godis_plan.c — see godis_plan.h. Read the rules top to bottom: the first that applies
  * wins, and recorded intent always comes before new decisions. */
 #include "godis_plan.h"
+#include "godis_children.h"
 #include <stdio.h>
 #include <string.h>
 #include <cjson/cJSON.h>
@@ -29,18 +30,35 @@ static bool member_ready(const godis_view *v, int64_t id)
 static bool member_bad(const godis_view *v, int64_t id)
 {
     const godis_member *m = observed(v, id);
-    return m && (m->node_bad || m->reschedule);
+    return m && (m->node_bad || m->reschedule || m->volume_lost);
+}
+
+/* Gone for good: its Godis was deleted, or its volume is lost and it no longer serves. */
+static bool member_lost(const godis_view *v, int64_t id)
+{
+    const godis_member *m = observed(v, id);
+    return !m || !m->godis_exists || (m->volume_lost && !m->ready);
 }
 
 static int majority(int n) { return n / 2 + 1; }
+
+/* The ConfigMap still lists the member being removed until its forget got +OK; when the
+ * ConfigMap is missing nobody knows, so the forget counts as not confirmed (it is sent again:
+ * it is idempotent) — never skipped. */
+static bool forget_confirmed(const godis_view *v)
+{
+    return v->scale_in_id > 0 && (v->forget_acked || (v->configmap_exists && v->configmap_parsed &&
+                                                      !has_id(v->cm_ids, v->cm_n, v->scale_in_id)));
+}
 
 /* The ids the ConfigMap must list now: members, plus a member being added (so a pod that
  * restarts mid-scale-out already knows the newcomer), minus a member already forgotten. */
 int godis_plan_configmap_ids(const godis_view *v, int64_t *out)
 {
     int n = 0;
+    bool forgotten = forget_confirmed(v);
     for (int i = 0; i < v->nmembers; i++)
-        if (v->members[i] != v->scale_in_id) out[n++] = v->members[i];
+        if (v->members[i] != v->scale_in_id || !forgotten) out[n++] = v->members[i];
     if (v->scale_out_id > 0 && !has_id(out, n, v->scale_out_id) && n < GODIS_MAX_MEMBERS)
         out[n++] = v->scale_out_id;
     return n;
@@ -97,9 +115,11 @@ static int64_t newest_member(const godis_view *v)
     return max;
 }
 
-/* Removing `victim` keeps quorum: the remaining Ready members are a majority of the smaller
- * cluster, and the newest member (the one a migration just added) is Ready — so a member is
- * never forgotten before its replacement serves. */
+/* Removing `victim` keeps quorum: the forget commits in the current configuration (with
+ * the victim's vote only if it is Ready — a 2-member cluster cannot forget its dead member),
+ * the remaining Ready members are a majority of the smaller cluster, and the newest member
+ * (the one a migration just added) is Ready — so a member is never forgotten before its
+ * replacement serves. */
 static bool scale_in_safe(const godis_view *v, int64_t victim)
 {
     int ready_remaining = 0;
@@ -107,7 +127,8 @@ static bool scale_in_safe(const godis_view *v, int64_t victim)
         if (v->members[i] != victim && member_ready(v, v->members[i])) ready_remaining++;
     int64_t newest = newest_member(v);
     if (newest != victim && !member_ready(v, newest)) return false;
-    return ready_remaining >= majority(v->nmembers - 1);
+    int commit = majority(v->nmembers) - (member_ready(v, victim) ? 1 : 0);
+    return ready_remaining >= majority(v->nmembers - 1) && ready_remaining >= commit;
 }
 
 static int count_ready(const godis_view *v)
@@ -136,29 +157,41 @@ static godis_step plan_scale_out(const godis_view *v)
     return step(GP_FINISH_SCALE_OUT, id, "ScaledOut", "new member created");
 }
 
+/* After the forget: stop the member, wait until its pods are gone, then its Godis goes.
+ * GP_NOTHING when nothing of it is left (the caller finishes). */
+static godis_step plan_retire(const godis_view *v, int64_t id, const char *reason)
+{
+    const godis_member *m = observed(v, id);
+    if (m && m->running)
+        return step(GP_STOP_MEMBER, id, reason, "forgotten member stopped: ReplicaSet to 0, pods deleted");
+    if (m && m->pod_exists)
+        return step(GP_WAIT, id, "StoppingMember", "waiting until the forgotten member's pods are gone");
+    if (m && m->godis_exists && (!m->godis_deleting || m->finalizer))
+        return step(GP_DELETE_GODIS, id, reason, "stopped member's Godis removed");
+    return step(GP_NOTHING, id, reason, "member removed");
+}
+
 static godis_step plan_scale_in(const godis_view *v)
 {
     int64_t id = v->scale_in_id;
     if (!has_id(v->members, v->nmembers, id))
         return step(GP_FINISH_SCALE_IN, id, "ScaledIn", "member already removed from status");
-    /* The ConfigMap still listing the victim means forget has not been confirmed yet
-     * (the ConfigMap is rewritten only after +OK). */
-    if (v->configmap_parsed && has_id(v->cm_ids, v->cm_n, id)) {
+    /* Not confirmed: the ConfigMap (the record of a successful forget, rewritten only after
+     * +OK) still lists the victim, or is missing — then it is rebuilt with the victim first. */
+    if (!forget_confirmed(v)) {
+        if (!cm_matches(v))
+            return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "ConfigMap rebuilt from status.members before the forget");
         int64_t via = pick_via(v, id);
-        if (!via) {
-            if (v->nmembers == 1)   /* the last member: there is nobody left to tell */
-                return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "last member: nothing to forget");
+        if (!via)
             return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster forget to");
-        }
-        godis_step s = step(GP_FORGET, id, "MemberRemoved", "cluster forget, then rewrite the ConfigMap");
+        godis_step s = step(GP_FORGET, id, "MemberRemoved", "cluster forget, stop the member, rewrite the ConfigMap");
         s.via_id = via;
         return s;
     }
     if (!cm_matches(v))
         return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "ConfigMap without the forgotten member");
-    const godis_member *m = observed(v, id);
-    if (m && m->godis_exists && !m->godis_deleting)
-        return step(GP_DELETE_GODIS, id, "MemberRemoved", "forgotten member deleted promptly");
+    godis_step r = plan_retire(v, id, "MemberRemoved");
+    if (r.kind != GP_NOTHING) return r;
     return step(GP_FINISH_SCALE_IN, id, "ScaledIn", "member removed");
 }
 
@@ -177,29 +210,58 @@ static godis_step plan_initializing(const godis_view *v)
     return step(GP_FINISH_INIT, 0, "Initialized", "all initial members created");
 }
 
+static bool all_lost(const godis_view *v)
+{
+    for (int i = 0; i < v->nmembers; i++)
+        if (!member_lost(v, v->members[i])) return false;
+    return true;
+}
+
+/* A Godis deleted by hand (or by a tool, or by the garbage collector) is held by its
+ * finalizer; a Godis that is gone outright was lost. Either way: forget it, a new id
+ * replaces it. */
+static godis_step plan_departed(const godis_view *v)
+{
+    for (int i = 0; i < v->nmembers; i++) {
+        const godis_member *m = observed(v, v->members[i]);
+        bool gone = !m || !m->godis_exists;
+        if (!gone && !m->godis_deleting) continue;
+        if (v->nmembers == 1)       /* nobody to tell, and its data would be gone: refuse */
+            return step(GP_WAIT, v->members[i], "LastMember",
+                        "the only member cannot be forgotten; its Godis stays until the GodisCluster is deleted");
+        if (!scale_in_safe(v, v->members[i]))
+            return step(GP_WAIT, v->members[i], "WaitingForQuorum", "departed member cannot be forgotten safely yet");
+        return step(GP_RECORD_SCALE_IN, v->members[i], gone ? "MemberLost" : "MemberDeleted",
+                    gone ? "Godis gone: forget it, a new id replaces it"
+                         : "Godis deleted: forget it before it goes, a new id replaces it");
+    }
+    return step(GP_NOTHING, 0, "Converged", "");
+}
+
 /* Steady state: heal, migrate, scale — in that order, one change at a time. */
 static godis_step plan_running(const godis_view *v)
 {
     if (!cm_matches(v))
         return step(GP_ENSURE_CONFIGMAP, 0, "ConfigMapRepaired", "ConfigMap rebuilt from status.members");
-    /* A non-member Godis of ours (hand-made, or left by an interrupted adoption) would
-     * campaign like a forgotten follower: remove it. */
+    /* A non-member Godis of ours (hand-made, left by an interrupted adoption, or a member of
+     * a cluster bootstrapped afresh) would campaign like a forgotten follower: stop it,
+     * then remove it. It is no member, so there is nothing to forget. */
     for (int i = 0; i < v->nobserved; i++) {
         const godis_member *m = &v->observed[i];
-        if (m->godis_exists && !m->godis_deleting && !has_id(v->members, v->nmembers, m->id))
-            return step(GP_DELETE_GODIS, m->id, "StrayGodisRemoved", "Godis is not a recorded member");
+        if (has_id(v->members, v->nmembers, m->id)) continue;
+        godis_step r = plan_retire(v, m->id, "StrayGodisRemoved");
+        if (r.kind != GP_NOTHING) return r;
+    }
+    if (v->nmembers == 0 || all_lost(v)) {
+        if (v->bootstrap_fresh)
+            return step(GP_RECORD_INIT, 0, "FreshBootstrap", "every member lost: a fresh empty cluster with new ids, as asked");
+        return step(GP_ALL_LOST, 0, "AllMembersLost",
+                    "every member is lost (Godis or volume gone): nothing is created until the annotation "
+                    GODIS_ANN_BOOTSTRAP_FRESH " asks for a fresh empty cluster");
     }
     if (v->paused) return step(GP_NOTHING, 0, "Paused", "spec.paused: membership changes stopped");
-    for (int i = 0; i < v->nmembers; i++) {
-        const godis_member *m = observed(v, v->members[i]);
-        if (!m || !m->godis_exists) {
-            if (!scale_in_safe(v, v->members[i]))
-                return step(GP_WAIT, v->members[i], "WaitingForQuorum", "lost member cannot be forgotten safely yet");
-            return step(GP_RECORD_SCALE_IN, v->members[i], "MemberLost", "Godis deleted: forget it, a new id replaces it");
-        }
-    }
-    if (v->nmembers == 0)
-        return step(GP_RECORD_INIT, 0, "AllMembersLost", "no member left: bootstrap with new ids");
+    godis_step d = plan_departed(v);
+    if (d.kind != GP_NOTHING) return d;
     if (v->nmembers > v->desired) {
         int64_t victim = godis_plan_victim(v);
         if (!scale_in_safe(v, victim))
@@ -246,8 +308,8 @@ const char *godis_step_name(godis_step_kind k)
 {
     static const char *names[] = {"Nothing", "Wait", "RecordInit", "Adopt", "EnsureConfigMap",
         "CreateGodis", "FinishInit", "RecordScaleOut", "Meet", "FinishScaleOut",
-        "RecordScaleIn", "Forget", "DeleteGodis", "FinishScaleIn"};
-    return (k >= 0 && k <= GP_FINISH_SCALE_IN) ? names[k] : "?";
+        "RecordScaleIn", "Forget", "StopMember", "DeleteGodis", "FinishScaleIn", "AllLost"};
+    return (k >= 0 && k <= GP_ALL_LOST) ? names[k] : "?";
 }
 
 bool godis_spec_validate(const void *cluster_json, godis_spec *out, char *msg, int msgcap)

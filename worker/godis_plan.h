@@ -7,7 +7,19 @@
  * asks for the next step, performs exactly that step, and requeues. A crash between two
  * steps is safe because every multi-step operation is first recorded in status
  * (scaleOutID / scaleInID / nextID) and the planner resumes a recorded step before it
- * considers a new one. */
+ * considers a new one.
+ *
+ * Removing a member, in every case (scale-in, a Godis deleted by hand, a lost member, a
+ * stray): `cluster forget` first, sent to a surviving member, while the victim still runs —
+ * the conf change must commit in the old configuration, and for 2→1 the victim's vote is
+ * needed (stopping it first would leave 1 of 2: no quorum, the forget never commits; for any
+ * even size stopping first costs the only spare vote). Then, in the same step, the operator
+ * stops the forgotten member itself: its ReplicaSet to 0 replicas (so nothing recreates the
+ * pod) and its pods deleted — a forgotten godis follower keeps campaigning and a removed
+ * leader exits 0 and is restarted as a voter, so waiting for garbage collection is not an
+ * option. The ConfigMap rewrite records that the forget was confirmed; the step after it is
+ * the stop again (a worker killed between the two resumes there), then waiting until its
+ * pods are gone (Progressing stays True), then the Godis goes (finalizer last), then status. */
 #ifndef GODIS_PLAN_H
 #define GODIS_PLAN_H
 #include <stdbool.h>
@@ -16,14 +28,18 @@
 #define GODIS_MAX_REPLICAS 9
 #define GODIS_MAX_MEMBERS  32      /* status.members cap (desired ≤ 9, +1 during migration) */
 
-/* What the planner knows about one member id. */
+/* What the planner knows about one member id (a Godis of ours, or a recorded member). */
 typedef struct {
     int64_t id;
     bool godis_exists;     /* the Godis object <cluster>-<id> is in the cache */
     bool godis_deleting;   /* it has a deletionTimestamp */
+    bool finalizer;        /* it carries GODIS_FINALIZER (forget before it goes) */
     bool ready;            /* its pod is Ready */
     bool node_bad;         /* its pod's node is cordoned, or NotReady past the grace period */
     bool reschedule;       /* the pod/Godis asks to be moved (annotation) */
+    bool volume_lost;      /* its PVC is gone (Godis status.volumeLost): never restart it */
+    bool running;          /* its ReplicaSet wants a pod, or one of its pods is not deleting */
+    bool pod_exists;       /* any pod of it exists, even one being deleted */
 } godis_member;
 
 typedef struct {
@@ -44,6 +60,11 @@ typedef struct {
     godis_member observed[GODIS_MAX_MEMBERS]; /* one per member id, plus stray Godis objects */
     int nobserved;
     int64_t max_seen_id;               /* highest id of any Godis object seen (adoption safety) */
+    bool bootstrap_fresh;              /* annotation GODIS_ANN_BOOTSTRAP_FRESH: the user asks
+                                          for a fresh empty cluster once every member is lost */
+    bool writable;                     /* a write through a member succeeded (Ready=True) */
+    bool forget_acked;                 /* set by the executor: the forget of scale_in_id got
+                                          +OK just now (the ConfigMap is to record it) */
 } godis_view;
 
 typedef enum {
@@ -58,9 +79,12 @@ typedef enum {
     GP_MEET,               /* `cluster meet id url` to a Ready member other than id */
     GP_FINISH_SCALE_OUT,   /* status: members += id, scaleOutID = 0, phase Running */
     GP_RECORD_SCALE_IN,    /* status: phase Scaling, scaleInID = victim */
-    GP_FORGET,             /* `cluster forget id` to a Ready member other than id */
-    GP_DELETE_GODIS,       /* delete Godis id */
+    GP_FORGET,             /* `cluster forget id` to a Ready member other than id, then at
+                              once stop it (GP_STOP_MEMBER) and rewrite the ConfigMap */
+    GP_STOP_MEMBER,        /* ReplicaSet of id to 0 replicas (marked retired), its pods deleted */
+    GP_DELETE_GODIS,       /* (Retain: orphan its PVC) drop the finalizer, delete Godis id */
     GP_FINISH_SCALE_IN,    /* status: members -= id, scaleInID = 0, phase Running */
+    GP_ALL_LOST,           /* every member is lost: Degraded/AllMembersLost, create nothing */
 } godis_step_kind;
 
 typedef struct {
@@ -81,7 +105,7 @@ int64_t godis_plan_victim(const godis_view *v);
 const char *godis_step_name(godis_step_kind k);
 
 /* The ids the ConfigMap must list in this state (members + a member being added − a member
- * being removed). out must hold GODIS_MAX_MEMBERS. Returns the count. */
+ * whose forget is confirmed). out must hold GODIS_MAX_MEMBERS. Returns the count. */
 int godis_plan_configmap_ids(const godis_view *v, int64_t *out);
 
 /* Spec validation as the CRD does it, for objects that bypassed it (old CRD, no schema).

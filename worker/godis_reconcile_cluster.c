@@ -10,6 +10,7 @@
 #include "godis_client.h"
 #include "godis_input.h"
 #include "godis_plan.h"
+#include "godis_retire.h"
 #include "godis_status.h"
 #include "godis_status_check.h"
 #include "godis_write.h"
@@ -18,6 +19,8 @@
 #include "gd_time.h"
 
 #define WAIT_RECHECK_MS 2000
+#define PROBE_RECHECK_MS 1000
+#define PROBE_KEY "godis-operator-ready-probe"   /* never starts with * $ + - : (godis dies) */
 
 typedef struct {
     godis_env *e;
@@ -29,6 +32,7 @@ typedef struct {
     godis_view v;
     char phase[32];
     char pod_ip[GODIS_MAX_MEMBERS][64]; /* by observed index */
+    int64_t grace_wait_ms;   /* >0: a member's node turns bad for migration after this long */
 } cluster_ctx;
 
 int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap)
@@ -61,9 +65,12 @@ static bool pod_ready(const cJSON *pod)
 }
 
 /* Cordoned, or NotReady/Unknown for longer than the grace period (judged on our clock
- * from lastTransitionTime — a coarse bound is enough to decide a migration). */
-static bool node_bad(godis_env *e, const char *node_name)
+ * from lastTransitionTime — a coarse bound is enough to decide a migration). A node that is
+ * NotReady but still within its grace sets c->grace_wait_ms, so the reconcile looks again
+ * when the grace ends even if nothing else happens (no event marks that moment). */
+static bool node_bad(cluster_ctx *cx, const char *node_name)
 {
+    godis_env *e = cx->e;
     if (!node_name || !*node_name) return false;
     cJSON *node = e->get(e, "Node", "", node_name);
     if (!node) return false;
@@ -77,14 +84,37 @@ static bool node_bad(godis_env *e, const char *node_name)
         struct tm tm = {0};
         const char *ts = gd_json_str_or(c, "lastTransitionTime", "");
         if (strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)) {
-            int64_t since_ms = gd_wall_ms() - (int64_t)timegm(&tm) * 1000;
-            if (since_ms >= e->node_notready_grace_ms) bad = true;
+            int64_t left = e->node_notready_grace_ms - (gd_wall_ms() - (int64_t)timegm(&tm) * 1000);
+            if (left <= 0) bad = true;
+            else if (cx->grace_wait_ms == 0 || left < cx->grace_wait_ms) cx->grace_wait_ms = left + 100;
         } else {
             bad = true;
         }
     }
     cJSON_Delete(node);
     return bad;
+}
+
+/* Its pods and ReplicaSet: Ready, on a bad node, running, gone. */
+static void observe_runtime(cluster_ctx *c, int idx, const char *godis_name)
+{
+    godis_member *m = &c->v.observed[idx];
+    cJSON *pods = c->e->list(c->e, "Pod", c->ns, "node-name", godis_name);
+    const cJSON *pod;
+    cJSON_ArrayForEach(pod, pods) {
+        m->pod_exists = true;
+        if (gd_meta_deleting(pod)) continue;
+        m->running = true;
+        if (m->ready) continue;
+        m->ready = pod_ready(pod);
+        m->node_bad = node_bad(c, gd_json_str_or(pod, "spec.nodeName", NULL));
+        m->reschedule |= gd_meta_annotation(pod, "godis.kumkeehyun.github.com/reschedule") != NULL;
+        snprintf(c->pod_ip[idx], sizeof c->pod_ip[idx], "%s", gd_json_str_or(pod, "status.podIP", ""));
+    }
+    cJSON_Delete(pods);
+    cJSON *rs = c->e->get(c->e, "ReplicaSet", c->ns, godis_name);
+    if (rs && gd_json_int_or(rs, "spec.replicas", 1) != 0) m->running = true;
+    cJSON_Delete(rs);
 }
 
 static void observe_godis(cluster_ctx *c, const cJSON *g)
@@ -99,19 +129,27 @@ static void observe_godis(cluster_ctx *c, const cJSON *g)
     m->id = id;
     m->godis_exists = true;
     m->godis_deleting = gd_meta_deleting(g);
+    m->finalizer = gd_meta_has_finalizer(g, GODIS_FINALIZER);
     m->reschedule = gd_meta_annotation(g, "godis.kumkeehyun.github.com/reschedule") != NULL;
+    gd_json_bool(g, "status.volumeLost", &m->volume_lost);
     if (id > v->max_seen_id) v->max_seen_id = id;
-    cJSON *pods = c->e->list(c->e, "Pod", c->ns, "node-name", gd_meta_name(g));
-    const cJSON *pod;
-    cJSON_ArrayForEach(pod, pods) {
-        if (gd_meta_deleting(pod)) continue;
-        m->ready = pod_ready(pod);
-        m->node_bad = node_bad(c->e, gd_json_str_or(pod, "spec.nodeName", NULL));
-        m->reschedule |= gd_meta_annotation(pod, "godis.kumkeehyun.github.com/reschedule") != NULL;
-        snprintf(c->pod_ip[idx], sizeof c->pod_ip[idx], "%s", gd_json_str_or(pod, "status.podIP", ""));
-        if (m->ready) break;
-    }
-    cJSON_Delete(pods);
+    observe_runtime(c, idx, gd_meta_name(g));
+}
+
+/* A recorded member whose Godis is gone may still have a ReplicaSet and pods (the garbage
+ * collector has not got to them): they are stopped like any forgotten member's. */
+static void observe_departed(cluster_ctx *c, int64_t id)
+{
+    godis_view *v = &c->v;
+    for (int i = 0; i < v->nobserved; i++)
+        if (v->observed[i].id == id) return;
+    if (id <= 0 || v->nobserved >= GODIS_MAX_MEMBERS) return;
+    int idx = v->nobserved++;
+    memset(&v->observed[idx], 0, sizeof v->observed[idx]);
+    v->observed[idx].id = id;
+    char name[300];
+    snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
+    observe_runtime(c, idx, name);
 }
 
 static bool listed(const cluster_ctx *c, const char *name)
@@ -196,6 +234,9 @@ static void observe(cluster_ctx *c)
     add_unlabelled_godises(c);
     const cJSON *g;
     cJSON_ArrayForEach(g, c->godises) observe_godis(c, g);
+    for (int i = 0; i < v->nmembers; i++) observe_departed(c, v->members[i]);
+    observe_departed(c, v->scale_in_id);
+    v->bootstrap_fresh = gd_meta_annotation(c->cluster, GODIS_ANN_BOOTSTRAP_FRESH) != NULL;
 }
 
 static int observed_index(const cluster_ctx *c, int64_t id)
@@ -265,16 +306,19 @@ static godis_result create_initial_godises(cluster_ctx *c, const godis_step *s)
     return r;
 }
 
-/* Runs meet/forget against member via_id where a real cluster puts it: the pod IP from the
- * Pod cache first, then the member's Service name through the cluster's DNS
- * (godis_member_hosts). A failure is a Warning Event (logged too) naming the member,
- * every address tried and the cause; the step is retried with backoff. */
-static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
+/* One RESP call on member via_id where a real cluster puts it: the pod IP from the Pod
+ * cache first, then the member's Service name through the cluster's DNS
+ * (godis_member_hosts). A failure is logged, and with event_reason also reported as a
+ * Warning Event naming the member, every address tried and the cause; the step is retried
+ * with backoff. */
+typedef gd_err (*member_fn)(godis_client *gc, const void *arg, int timeout_ms);
+
+static gd_err call_member(cluster_ctx *c, int64_t via_id, const char *what,
+                          const char *event_reason, member_fn fn, const void *arg)
 {
     gd_err err = c->e->may_write ? c->e->may_write(c->e) : GD_OK;
     if (err) return err;
-    char url[300], godis[300], hosts[2][GODIS_HOST_MAX], why[2][400] = {"", ""};
-    godis_peer_url(url, sizeof url, c->ns, c->name, id);
+    char godis[300], hosts[2][GODIS_HOST_MAX], why[2][400] = {"", ""};
     snprintf(godis, sizeof godis, "%s-%lld", c->name, (long long)via_id);
     int idx = observed_index(c, via_id);
     int n = godis_member_hosts(idx >= 0 ? c->pod_ip[idx] : NULL, godis, c->ns,
@@ -283,19 +327,56 @@ static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int6
     for (int i = 0; i < n && err != GD_OK; i++) {
         godis_client *gc = godis_client_new(hosts[i], c->e->godis_port, NULL);
         if (!gc) { snprintf(why[i], sizeof why[i], "%s: no memory", hosts[i]); continue; }
-        err = meet ? godis_meet(gc, id, url, c->e->godis_timeout_ms)
-                   : godis_forget(gc, id, c->e->godis_timeout_ms);
+        err = fn(gc, arg, c->e->godis_timeout_ms);
         if (err) snprintf(why[i], sizeof why[i], "%s", godis_last_error(gc));
         godis_client_destroy(&gc);
     }
     if (err && err != GD_ERR_FENCED) {
         char msg[1000];
-        snprintf(msg, sizeof msg, "cluster %s %lld through member %lld failed: %s%s%s",
-                 meet ? "meet" : "forget", (long long)id, (long long)via_id,
+        snprintf(msg, sizeof msg, "%s through member %lld failed: %s%s%s", what, (long long)via_id,
                  n < 0 ? "member name too long" : why[0], why[1][0] ? "; then " : "", why[1]);
-        godis_emit_event(c->e, c->cluster, "Warning", meet ? "MeetFailed" : "ForgetFailed", msg);
+        if (event_reason) godis_emit_event(c->e, c->cluster, "Warning", event_reason, msg);
+        else gd_log(GD_LOG_WARN, msg, "cluster", c->name, "namespace", c->ns, "error",
+                    gd_strerror(err), NULL);
     }
     return err;
+}
+
+typedef struct {
+    int64_t id;
+    const char *url;
+} member_arg;
+
+static gd_err meet_fn(godis_client *gc, const void *arg, int timeout_ms)
+{
+    const member_arg *a = arg;
+    return godis_meet(gc, a->id, a->url, timeout_ms);
+}
+
+static gd_err forget_fn(godis_client *gc, const void *arg, int timeout_ms)
+{
+    return godis_forget(gc, ((const member_arg *)arg)->id, timeout_ms);
+}
+
+/* A write (`set`) through a member: the cluster takes writes only once it has a leader
+ * that hears a majority, which pods being Ready does not say. */
+static gd_err probe_fn(godis_client *gc, const void *arg, int timeout_ms)
+{
+    (void)arg;
+    (void)timeout_ms;
+    char value[32];
+    snprintf(value, sizeof value, "%lld", (long long)gd_wall_ms());
+    return godis_set(gc, PROBE_KEY, value);
+}
+
+static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
+{
+    char url[300], what[80];
+    godis_peer_url(url, sizeof url, c->ns, c->name, id);
+    snprintf(what, sizeof what, "cluster %s %lld", meet ? "meet" : "forget", (long long)id);
+    member_arg a = {.id = id, .url = url};
+    return call_member(c, via_id, what, meet ? "MeetFailed" : "ForgetFailed",
+                       meet ? meet_fn : forget_fn, &a);
 }
 
 static godis_result do_meet(cluster_ctx *c, const godis_step *s)
@@ -310,26 +391,100 @@ static godis_result do_meet(cluster_ctx *c, const godis_step *s)
     return create_godis(c, s->id, false);
 }
 
+static gd_err stop_member(cluster_ctx *c, int64_t id)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
+    return godis_stop_member(c->e, c->ns, name);
+}
+
+/* The forget, then at once the stop (nothing in between: a forgotten follower starts
+ * campaigning after one election timeout, a removed leader has exited 0 and its kubelet
+ * restarts it), then the ConfigMap that records the forget as confirmed. */
 static godis_result do_forget(cluster_ctx *c, const godis_step *s)
 {
     gd_err err = membership_command(c, s->via_id, false, s->id);
     if (err) return gw_result(err == GD_ERR_FENCED ? err : GD_ERR_TRANSPORT);
-    char msg[200];
-    snprintf(msg, sizeof msg, "member %lld forgotten through member %lld (cluster forget)",
+    int64_t t0 = gd_mono_ms();
+    err = stop_member(c, s->id);
+    char msg[200], ms[24], ids[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)(gd_mono_ms() - t0));
+    snprintf(ids, sizeof ids, "%lld", (long long)s->id);
+    gd_log(err ? GD_LOG_WARN : GD_LOG_INFO, "forgotten member stopped", "cluster", c->name,
+           "namespace", c->ns, "id", ids, "stop-ms", ms, "error", err ? gd_strerror(err) : "", NULL);
+    if (err) return gw_result(err);
+    snprintf(msg, sizeof msg, "member %lld forgotten through member %lld (cluster forget) and stopped",
              (long long)s->id, (long long)s->via_id);
     godis_emit_event(c->e, c->cluster, "Normal", "MemberRemoved", msg);
+    c->v.forget_acked = true;
     return ensure_configmap(c);   /* the ConfigMap records that the forget succeeded */
+}
+
+static godis_result do_stop(cluster_ctx *c, const godis_step *s)
+{
+    gd_err err = stop_member(c, s->id);
+    if (!err) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "member %lld stopped (%s)", (long long)s->id, s->reason);
+        godis_emit_event(c->e, c->cluster, "Normal", "MemberStopped", msg);
+    }
+    return gw_result(err);
 }
 
 static godis_result do_delete_godis(cluster_ctx *c, int64_t id)
 {
     char name[300];
     snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
-    const char *uid = NULL;
     const cJSON *g;
     cJSON_ArrayForEach(g, c->godises)
-        if (strcmp(gd_meta_name(g), name) == 0) uid = gd_meta_uid(g);
-    return gw_result(gw_delete(c->e, &K8S_RES_GODISES, c->ns, name, uid));
+        if (strcmp(gd_meta_name(g), name) == 0)
+            return gw_result(godis_remove_godis(c->e, g, godis_retain_volumes(c->cluster)));
+    return gw_result(GD_OK);
+}
+
+/* The one annotation a user sets to ask for a fresh bootstrap is removed once served (or
+ * when it is moot: the cluster is not lost), so it can never act twice by accident. */
+static godis_result drop_bootstrap_annotation(cluster_ctx *c, const cJSON *cluster)
+{
+    if (!gd_meta_annotation(cluster, GODIS_ANN_BOOTSTRAP_FRESH)) return gw_result(GD_OK);
+    cJSON *copy = cJSON_Duplicate(cluster, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(gd_json_path(copy, "metadata.annotations"),
+                                            GODIS_ANN_BOOTSTRAP_FRESH);
+    gd_err err = gw_update(c->e, &K8S_RES_GODISCLUSTERS, copy);
+    cJSON_Delete(copy);
+    return gw_result(err);
+}
+
+static bool ready_condition_true(const cJSON *cluster)
+{
+    const cJSON *cond;
+    cJSON_ArrayForEach(cond, gd_json_path(cluster, "status.conditions"))
+        if (strcmp(gd_json_str_or(cond, "type", ""), "Ready") == 0)
+            return strcmp(gd_json_str_or(cond, "status", ""), "True") == 0;
+    return false;
+}
+
+/* Converged: Ready=True only once a write through a member succeeded. Probed while the
+ * condition is not True yet (a converged cluster that is already Ready costs nothing). */
+static godis_result settle(cluster_ctx *c, const godis_step *s)
+{
+    godis_view *v = &c->v;
+    bool all_ready = v->nmembers > 0;
+    int64_t via = 0;
+    for (int i = 0; i < v->nmembers; i++) {
+        int idx = observed_index(c, v->members[i]);
+        all_ready &= idx >= 0 && v->observed[idx].ready;
+        if (idx >= 0 && v->observed[idx].ready && (!via || v->members[i] < via)) via = v->members[i];
+    }
+    bool probe = all_ready && v->nmembers == v->desired && strcmp(c->phase, "Running") == 0;
+    v->writable = ready_condition_true(c->cluster) ||
+                  (probe && call_member(c, via, "write probe", NULL, probe_fn, NULL) == GD_OK);
+    godis_result r = godis_status_step(c->e, c->cluster, v, s, &c->written);
+    if (r.kind == GODIS_DONE && probe && !v->writable)
+        r = (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = PROBE_RECHECK_MS};
+    if (r.kind == GODIS_DONE && v->bootstrap_fresh)
+        r = drop_bootstrap_annotation(c, c->written ? c->written : c->cluster);
+    return r;
 }
 
 static godis_result execute(cluster_ctx *c, const godis_step *s)
@@ -341,7 +496,17 @@ static godis_result execute(cluster_ctx *c, const godis_step *s)
         return create_godis(c, s->id, s->preferred);
     case GP_MEET:             return do_meet(c, s);
     case GP_FORGET:           return do_forget(c, s);
+    case GP_STOP_MEMBER:      return do_stop(c, s);
     case GP_DELETE_GODIS:     return do_delete_godis(c, s->id);
+    case GP_NOTHING:          return settle(c, s);
+    case GP_RECORD_INIT:
+        if (strcmp(s->reason, "FreshBootstrap") == 0) {
+            godis_result r = godis_status_step(c->e, c->cluster, &c->v, s, &c->written);
+            if (r.err || !c->written) return r;
+            godis_result a = drop_bootstrap_annotation(c, c->written);
+            return a.err ? a : r;
+        }
+        return godis_status_step(c->e, c->cluster, &c->v, s, &c->written);
     default:                  return godis_status_step(c->e, c->cluster, &c->v, s, &c->written);
     }
 }
@@ -408,7 +573,26 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
         r.kind = GODIS_REQUEUE_AFTER;
         r.after_ms = WAIT_RECHECK_MS;
     }
+    /* A NotReady node's grace ends without any event: look again then. */
+    if (c->grace_wait_ms > 0 && r.err == GD_OK &&
+        (r.kind == GODIS_DONE || (r.kind == GODIS_REQUEUE_AFTER && r.after_ms > c->grace_wait_ms))) {
+        r.kind = GODIS_REQUEUE_AFTER;
+        r.after_ms = c->grace_wait_ms;
+    }
     return r;
+}
+
+/* The cluster finalizer exists for Retain only (its PVCs must be orphaned before the
+ * garbage collector could take them with the cluster); with Delete there is nothing the
+ * garbage collector should not do, and a finalizer would only add a write per cluster. */
+static godis_result ensure_cluster_finalizer(godis_env *e, const cJSON *cluster, bool *wrote)
+{
+    bool want = godis_retain_volumes(cluster);
+    *wrote = want != gd_meta_has_finalizer(cluster, GODIS_CLUSTER_FINALIZER);
+    if (!*wrote) return (godis_result){.kind = GODIS_DONE};
+    gd_err err = want ? godis_add_finalizer(e, &K8S_RES_GODISCLUSTERS, cluster, GODIS_CLUSTER_FINALIZER)
+                      : godis_drop_finalizer(e, &K8S_RES_GODISCLUSTERS, cluster, GODIS_CLUSTER_FINALIZER);
+    return gw_result(err);
 }
 
 godis_result godis_reconcile_cluster(godis_env *e, const char *key)
@@ -423,12 +607,20 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     snprintf(name, sizeof name, "%s", slash + 1);
     cluster_ctx c = {.e = e, .ns = ns, .name = name};
     c.cluster = e->get(e, "GodisCluster", ns, name);
-    if (!c.cluster || gd_meta_deleting(c.cluster)) {   /* children go with it (GC) */
+    if (!c.cluster) return (godis_result){.kind = GODIS_DONE};   /* children go with it (GC) */
+    if (gd_meta_deleting(c.cluster)) {
+        godis_result r = godis_release_cluster(e, c.cluster);
         cJSON_Delete(c.cluster);
-        return (godis_result){.kind = GODIS_DONE};
+        return r;
+    }
+    bool wrote = false;
+    godis_result r = ensure_cluster_finalizer(e, c.cluster, &wrote);
+    if (wrote) {
+        cJSON_Delete(c.cluster);
+        return r;
     }
     c.uid = gd_meta_uid(c.cluster);
-    godis_result r = reconcile_cluster_ctx(&c);
+    r = reconcile_cluster_ctx(&c);
     cJSON_Delete(c.cluster);
     cJSON_Delete(c.written);
     cJSON_Delete(c.godises);

@@ -1,10 +1,21 @@
 /* godis_reconcile_godis.c — the Godis controller: keeps a Godis's Service, PVC and
  * ReplicaSet present and as specified (DESIGN.md §1), and reports status.state from its pod.
- * It never touches membership: that is the GodisCluster controller's job. */
+ * It never touches membership: that is the GodisCluster controller's job. So it leaves
+ * alone what membership decisions depend on:
+ *  - a member being removed (the cluster's scaleInID, or no longer a recorded member) and a
+ *    ReplicaSet marked retired: never recreated nor scaled up again;
+ *  - a lost volume (the PVC deleted, being deleted, or Lost, after the member had one): the
+ *    PVC is not recreated — the same id on an empty disk could vote twice — and the loss is
+ *    reported in status.volumeLost for the GodisCluster controller to replace the member;
+ *  - a PVC by the member's name that is not the member's own (one kept by Retain from an
+ *    earlier cluster of the same name): never mounted, the pod is not created.
+ * It keeps GODIS_FINALIZER on the Godis, and drops it itself only when the GodisCluster is
+ * gone or being deleted (otherwise the GodisCluster controller drops it after the forget). */
 #include "godis_reconcile.h"
 #include <stdio.h>
 #include <string.h>
 #include "godis_children.h"
+#include "godis_retire.h"
 #include "godis_write.h"
 #include "gd_json.h"
 #include "gd_log.h"
@@ -13,6 +24,8 @@ typedef struct {
     godis_env *e;
     cJSON *godis, *cluster;
     godis_child_spec spec;
+    bool volume_lost;
+    char pvc_uid[64];        /* the member's PVC now ("" when there is none) */
 } godis_ctx;
 
 /* Creates a missing child, repairs a drifted one. Returns GD_OK when nothing was written
@@ -44,19 +57,63 @@ static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, boo
             snprintf(msg, sizeof msg, "%s %s drifted from its spec: repaired", r->kind, gd_meta_name(want));
             godis_emit_event(g->e, g->godis, "Warning", "ChildRepaired", msg);
         }
-    } else if (gd_meta_deleting(have) && strcmp(r->kind, "PersistentVolumeClaim") == 0) {
-        /* A deleted PVC is held by pvc-protection while a pod uses it: delete the member's
-         * pod so the claim can go and be recreated (the ReplicaSet brings the pod back). */
-        cJSON *pods = g->e->list(g->e, "Pod", g->spec.ns, "node-name", g->spec.godis);
-        const cJSON *p;
-        cJSON_ArrayForEach(p, pods)
-            if (!gd_meta_deleting(p))
-                err = gw_delete(g->e, &K8S_RES_PODS, g->spec.ns, gd_meta_name(p), gd_meta_uid(p));
-        cJSON_Delete(pods);
-        *wrote = true;
     }
     cJSON_Delete(have);
     return err;
+}
+
+/* The member's PVC as the API server has it now (the cache may lag between kinds). */
+static cJSON *pvc_from_api(godis_ctx *g, const char *claim)
+{
+    cJSON *pvc = NULL;
+    if (k8s_get(g->e->client, &K8S_RES_PVCS, g->spec.ns, claim, &pvc, NULL) != GD_OK) return NULL;
+    return pvc;
+}
+
+typedef enum { VOL_OK, VOL_MISSING_NEW, VOL_LOST, VOL_NOT_OURS } vol_state;
+
+/* The member had its volume once it ran on it: status.volumeClaimUID records the PVC then.
+ * From there on, that PVC missing (as the API server says, not just the cache, which may lag
+ * between kinds), replaced by another, being deleted or Lost means the member's data is
+ * gone. Before, a missing PVC is simply created. */
+static vol_state volume_state(godis_ctx *g, char *uid, size_t cap)
+{
+    char claim[300];
+    snprintf(claim, sizeof claim, "data-%s", g->spec.godis);
+    const char *had = gd_json_str_or(g->godis, "status.volumeClaimUID", "");
+    cJSON *pvc = g->e->get(g->e, "PersistentVolumeClaim", g->spec.ns, claim);
+    if (!pvc && *had) pvc = pvc_from_api(g, claim);
+    snprintf(uid, cap, "%s", pvc ? gd_meta_uid(pvc) : "");
+    vol_state st = VOL_OK;
+    if (!pvc)
+        st = *had ? VOL_LOST : VOL_MISSING_NEW;
+    else if (gd_meta_deleting(pvc) || strcmp(gd_json_str_or(pvc, "status.phase", ""), "Lost") == 0 ||
+             (*had && strcmp(had, uid) != 0))
+        st = VOL_LOST;
+    else if (!gd_meta_owned_by(pvc, "Godis", g->spec.godis_uid))
+        st = VOL_NOT_OURS;
+    cJSON_Delete(pvc);
+    return st;
+}
+
+/* Whether this member is on its way out: being scaled in, or no longer recorded. */
+static bool retiring(godis_ctx *g)
+{
+    if (gd_json_int_or(g->cluster, "status.scaleInID", 0) == g->spec.id) return true;
+    cJSON *members = NULL;
+    if (gd_json_arr(g->cluster, "status.members", &members) != GD_OK) return false;  /* adopting */
+    const cJSON *m;
+    cJSON_ArrayForEach(m, members)
+        if (cJSON_IsNumber(m) && (int64_t)m->valuedouble == g->spec.id) return false;
+    return gd_json_int_or(g->cluster, "status.scaleOutID", 0) != g->spec.id;
+}
+
+static bool rs_retired(godis_ctx *g)
+{
+    cJSON *rs = g->e->get(g->e, "ReplicaSet", g->spec.ns, g->spec.godis);
+    bool retired = rs && gd_meta_annotation(rs, GODIS_ANN_RETIRED) != NULL;
+    cJSON_Delete(rs);
+    return retired;
 }
 
 static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_name, cJSON **pods)
@@ -89,10 +146,19 @@ static godis_result update_state(godis_ctx *g)
      * each of those cost ~0.7 extra status writes per Godis (100 x 3 converge: 2.67 -> 2),
      * all landing while the API server is busiest. The next state change carries them. */
     bool running = strcmp(state, "Running") == 0;
+    bool was_lost = false;
+    gd_json_bool(g->godis, "status.volumeLost", &was_lost);
+    /* The volume is recorded with the write that says Running (it ran on it), or once for a
+     * member that ran before this field existed. */
+    bool record_volume = running && *g->pvc_uid && !g->volume_lost &&
+                         !*gd_json_str_or(g->godis, "status.volumeClaimUID", "");
     if (strcmp(gd_json_str_or(g->godis, "status.state", ""), state) != 0 ||
-        (running && strcmp(gd_json_str_or(g->godis, "status.podIP", ""), ip) != 0)) {
+        (running && strcmp(gd_json_str_or(g->godis, "status.podIP", ""), ip) != 0) ||
+        (g->volume_lost && !was_lost) || record_volume) {
         cJSON *obj = cJSON_Duplicate(g->godis, 1);
         gd_json_set(obj, "status.state", cJSON_CreateString(state));
+        if (g->volume_lost) gd_json_set(obj, "status.volumeLost", cJSON_CreateBool(1));
+        if (record_volume) gd_json_set(obj, "status.volumeClaimUID", cJSON_CreateString(g->pvc_uid));
         /* Empty strings are left out: the API server built here (Go 1.19, Debian's
          * reflect2) decodes "" in a custom resource as null and then fails the schema. */
         cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
@@ -104,6 +170,10 @@ static godis_result update_state(godis_ctx *g)
         gd_err err = gw_update_status(g->e, &K8S_RES_GODISES, obj);
         cJSON_Delete(obj);
         if (err) r = gw_result(err);
+        else if (g->volume_lost && !was_lost)
+            godis_emit_event(g->e, g->godis, "Warning", "VolumeLost",
+                             "the member's PersistentVolumeClaim is gone: the member is lost and "
+                             "will be replaced by a new id (never restarted on an empty volume)");
     }
     cJSON_Delete(pods);
     return r;
@@ -135,8 +205,27 @@ static godis_result reconcile_godis_ctx(godis_ctx *g)
     cJSON *(*build[3])(const godis_child_spec *) = {godis_build_service, godis_build_pvc,
                                                     godis_build_replicaset};
     const k8s_resource *res[3] = {&K8S_RES_SERVICES, &K8S_RES_PVCS, &K8S_RES_REPLICASETS};
+    if (!gd_meta_has_finalizer(g->godis, GODIS_FINALIZER)) {   /* made before finalizers */
+        gd_err err = godis_add_finalizer(g->e, &K8S_RES_GODISES, g->godis, GODIS_FINALIZER);
+        return err ? gw_result(err) : (godis_result){.kind = GODIS_REQUEUE};
+    }
+    if (retiring(g)) return update_state(g);
+    vol_state vol = volume_state(g, g->pvc_uid, sizeof g->pvc_uid);
+    g->volume_lost = vol == VOL_LOST;
+    if (vol == VOL_NOT_OURS) {
+        g->pvc_uid[0] = '\0';
+        char msg[400];
+        snprintf(msg, sizeof msg, "PersistentVolumeClaim data-%s exists but is not this member's "
+                 "(kept by reclaimPolicy Retain from an earlier cluster?): not mounted; delete it "
+                 "to let the member start", g->spec.godis);
+        godis_emit_event(g->e, g->godis, "Warning", "VolumeNotOwned", msg);
+        return update_state(g);
+    }
+    bool retired = rs_retired(g);
     bool any = false;
     for (int i = 0; i < 3; i++) {
+        if (i == 1 && vol != VOL_MISSING_NEW && vol != VOL_OK) continue;  /* never re-created */
+        if (i == 2 && (retired || g->volume_lost)) continue;
         cJSON *want = build[i](&g->spec);
         bool wrote = false;
         gd_err err = ensure_child(g, res[i], want, &wrote);
@@ -159,15 +248,23 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
     godis_ctx g = {.e = e};
     g.godis = e->get(e, "Godis", ns, name);
     godis_result r = {.kind = GODIS_DONE};
-    if (!g.godis || gd_meta_deleting(g.godis)) goto out;
+    if (!g.godis) goto out;
     const cJSON *owner = gd_meta_controller_owner(g.godis);
     if (!owner || strcmp(gd_json_str_or(owner, "kind", ""), "GodisCluster") != 0)
         goto out;                                  /* not one of ours: leave it alone */
     const char *cluster = gd_json_str_or(owner, "name", "");
     g.cluster = e->get(e, "GodisCluster", ns, cluster);
-    if (!g.cluster || gd_meta_deleting(g.cluster)) goto out;   /* GC removes us */
-    if (strcmp(gd_meta_uid(g.cluster), gd_json_str_or(owner, "uid", "")) != 0)
-        goto out;             /* owned by an earlier cluster of that name: GC removes it */
+    bool cluster_gone = !g.cluster || gd_meta_deleting(g.cluster) ||
+                        strcmp(gd_meta_uid(g.cluster), gd_json_str_or(owner, "uid", "")) != 0;
+    if (cluster_gone) {
+        /* Its whole cluster goes (or went, or this is an earlier cluster's of that name):
+         * nothing to forget from; let the deletion finish (GC removes the rest). */
+        gd_err err = gd_meta_deleting(g.godis) ? godis_drop_finalizer(e, &K8S_RES_GODISES, g.godis, GODIS_FINALIZER)
+                                                : GD_OK;
+        if (err) r = gw_result(err);
+        goto out;
+    }
+    if (gd_meta_deleting(g.godis)) goto out;       /* the GodisCluster controller forgets it */
     const char *label = gd_meta_label(g.godis, "cluster-name");
     if (!label || strcmp(label, cluster) != 0) {
         r = label_godis(&g, cluster);              /* adopted: the Go controller's, or edited */

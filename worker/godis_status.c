@@ -43,6 +43,16 @@ void godis_set_condition(cJSON *status, const char *type, bool value, const char
     else cJSON_AddItemToArray(conds, n);
 }
 
+/* Whether status has condition `type` with the given reason. */
+static bool condition_is(const cJSON *status, const char *type, const char *reason)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
+        if (strcmp(gd_json_str_or(c, "type", ""), type) == 0)
+            return strcmp(gd_json_str_or(c, "reason", ""), reason) == 0;
+    return false;
+}
+
 static void set_int(cJSON *status, const char *key, int64_t v)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(status, key);
@@ -146,20 +156,28 @@ static const char *apply_step(cJSON *st, const godis_view *v, const godis_step *
     return reason;
 }
 
+/* Ready=True means the cluster takes writes: every member Ready and a write through a
+ * member succeeded (v->writable) — pods turn Ready seconds before godis has a leader. */
 static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
                            const int64_t *members, int n, int ready, int64_t gen)
 {
     const char *phase = gd_json_str_or(st, "status", "");
+    bool lost = s->kind == GP_ALL_LOST;
     bool busy = strcmp(phase, "Running") != 0 || n != v->desired;
     char m[200];
     snprintf(m, sizeof m, "%d/%d members Ready, %d desired", ready, n, v->desired);
-    bool ready_ok = !busy && ready == n && n > 0;
-    godis_set_condition(st, "Ready", ready_ok, ready_ok ? "AllMembersReady" : s->reason, m, gen);
-    godis_set_condition(st, "Progressing", busy || s->kind == GP_WAIT, busy || s->kind == GP_WAIT ? s->reason : "Converged",
+    bool serving = !busy && !lost && ready == n && n > 0;
+    bool ready_ok = serving && v->writable;
+    if (serving && !v->writable)
+        snprintf(m, sizeof m, "%d/%d members Ready, but a write through a member did not succeed yet", ready, n);
+    godis_set_condition(st, "Ready", ready_ok,
+                        ready_ok ? "AllMembersReady" : serving ? "NotWritable" : s->reason, m, gen);
+    bool progressing = !lost && (busy || s->kind == GP_WAIT);
+    godis_set_condition(st, "Progressing", progressing, progressing ? s->reason : lost ? s->reason : "Converged",
                         s->why, gen);
-    bool degraded = ready < n || (v->paused && n != v->desired);
-    godis_set_condition(st, "Degraded", degraded,
-                        degraded ? (v->paused ? "Paused" : "MembersNotReady") : "AsExpected", m, gen);
+    bool degraded = lost || ready < n || (v->paused && n != v->desired);
+    const char *why = lost ? "AllMembersLost" : v->paused && ready == n ? "Paused" : "MembersNotReady";
+    godis_set_condition(st, "Degraded", degraded, degraded ? why : "AsExpected", lost ? s->why : m, gen);
     (void)members;
 }
 
@@ -183,11 +201,17 @@ godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_v
     int64_t gen = gd_meta_generation(cluster);
     set_int(st, "observedGeneration", gen);
     set_conditions(st, v, s, members, n, ready, gen);
-    godis_result r = {.kind = (s->kind == GP_NOTHING || s->kind == GP_WAIT) ? GODIS_DONE : GODIS_REQUEUE};
+    bool settled = s->kind == GP_NOTHING || s->kind == GP_WAIT || s->kind == GP_ALL_LOST;
+    godis_result r = {.kind = settled ? GODIS_DONE : GODIS_REQUEUE};
+    if (s->kind == GP_ALL_LOST && !condition_is(before, "Degraded", "AllMembersLost")) {
+        reason = s->reason;                  /* once, when the condition appears */
+        snprintf(msg, sizeof msg, "%s", s->why);
+    }
     if (!cJSON_Compare(before, st, 1)) {
         gd_err err = gw_update_status_out(e, &K8S_RES_GODISCLUSTERS, obj, written);
         if (err) r = gw_result(err);
-        else if (reason) godis_emit_event(e, cluster, "Normal", reason, msg);
+        else if (reason)
+            godis_emit_event(e, cluster, s->kind == GP_ALL_LOST ? "Warning" : "Normal", reason, msg);
     }
     cJSON_Delete(before);
     cJSON_Delete(obj);

@@ -145,10 +145,17 @@ gd_err gw_update_status_out(godis_env *e, const k8s_resource *r, const cJSON *ob
 gd_err gw_delete(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
                  const char *uid)
 {
+    return gw_delete_grace(e, r, ns, name, uid, -1);
+}
+
+gd_err gw_delete_grace(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
+                       const char *uid, long grace_seconds)
+{
     gd_err err = fence(e);
     if (err) return err;
     k8s_delete_opts o;
     k8s_delete_opts_default(&o);
+    o.grace_period_seconds = grace_seconds;
     o.propagation_policy = "Background";
     o.precondition_uid = (uid && *uid) ? uid : NULL;
     k8s_status st = {0};

@@ -27,6 +27,9 @@ gd_err gw_update_status_out(godis_env *e, const k8s_resource *r, const cJSON *ob
 /* Background propagation with a uid precondition; GD_OK also for NotFound. */
 gd_err gw_delete(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
                  const char *uid);
+/* The same with gracePeriodSeconds (-1: the object's own). */
+gd_err gw_delete_grace(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
+                       const char *uid, long grace_seconds);
 /* Maps an error of a write to a reconcile result (Conflict/NotFound: requeue at once). */
 godis_result gw_result(gd_err err);
 

@@ -159,6 +159,15 @@ int e2e_status_members(const cJSON *cluster, int64_t *ids, int cap)
     return n;
 }
 
+bool e2e_condition_is(const cJSON *obj, const char *type, const char *status)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, gd_json_path(obj, "status.conditions"))
+        if (strcmp(gd_json_str_or(c, "type", ""), type) == 0)
+            return strcmp(gd_json_str_or(c, "status", ""), status) == 0;
+    return false;
+}
+
 bool e2e_wait_converged(k8s_client *c, const char *ns, const char *name, int replicas,
                         int timeout_ms)
 {
@@ -169,6 +178,7 @@ bool e2e_wait_converged(k8s_client *c, const char *ns, const char *name, int rep
         gc = e2e_cluster_get(c, ns, name);
         int64_t ids[64];
         if (gc && strcmp(gd_json_str_or(gc, "status.status", ""), "Running") == 0 &&
+            e2e_condition_is(gc, "Ready", "True") &&
             e2e_status_members(gc, ids, 64) == replicas &&
             gd_json_int_or(gc, "status.readyReplicas", -1) == replicas &&
             gd_json_int_or(gc, "status.scaleOutID", 0) == 0 &&
@@ -292,6 +302,41 @@ bool e2e_wait_consistent(k8s_client *c, const char *ns, const char *name, int ti
         gd_sleep_ms(250);
     }
     return e2e_check_consistent_v(c, ns, name, true);
+}
+
+/* ---- waiting on a watch ---- */
+
+typedef struct {
+    e2e_watch_pred pred;
+    void *arg;
+    bool done;
+} watch_wait;
+
+static int watch_wait_event(void *ud, const char *type, cJSON *obj)
+{
+    watch_wait *w = ud;
+    if (strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0 && w->pred(type, obj, w->arg))
+        w->done = true;
+    return w->done;
+}
+
+bool e2e_watch_until(k8s_client *c, const k8s_resource *r, const char *ns, const char *label_sel,
+                     const char *field_sel, e2e_watch_pred pred, void *arg, int timeout_ms)
+{
+    watch_wait w = {.pred = pred, .arg = arg};
+    int64_t deadline = gd_mono_ms() + timeout_ms;
+    while (!w.done) {
+        int64_t left = deadline - gd_mono_ms();
+        if (left <= 0) break;
+        k8s_watch_opts o = {0};
+        o.list.label_selector = label_sel;
+        o.list.field_selector = field_sel;
+        o.list.timeout_seconds = (int)(left + 999) / 1000;
+        /* Without a resourceVersion the watch starts with every current object as ADDED,
+         * so a state reached before the call counts too. */
+        k8s_watch(c, r, ns, &o, watch_wait_event, &w, NULL);
+    }
+    return w.done;
 }
 
 /* ---- history watch ---- */

@@ -22,8 +22,11 @@ bool e2e_cluster_create(k8s_client *c, const char *ns, const char *name, int rep
 bool e2e_cluster_scale(k8s_client *c, const char *ns, const char *name, int replicas);
 cJSON *e2e_cluster_get(k8s_client *c, const char *ns, const char *name);
 
-/* Waits until status says Running with `replicas` members all Ready, no pending step and
- * observedGeneration == generation. Returns false on timeout (and prints the last status). */
+/* Whether obj has condition `type` with status "True"/"False". */
+bool e2e_condition_is(const cJSON *obj, const char *type, const char *status);
+/* Waits until status says Running with `replicas` members all Ready, condition Ready=True (a
+ * write through a member succeeded), no pending step and observedGeneration == generation.
+ * Returns false on timeout (and prints the last status). */
 bool e2e_wait_converged(k8s_client *c, const char *ns, const char *name, int replicas,
                         int timeout_ms);
 /* Members from status (sorted), the ConfigMap's ids (sorted) and every member stand-in's
@@ -67,6 +70,13 @@ bool e2e_history_start(e2e_history *h, k8s_client *c, const char *ns, const char
 int64_t e2e_history_wait_scale_out(e2e_history *h, int n, int timeout_ms);
 /* Stops the watch; returns true when no violation was seen and no state was missed. */
 bool e2e_history_stop(e2e_history *h);
+
+/* Watches objects of r in ns (label/field selectors may be NULL) until pred returns true for
+ * an event (type "ADDED", "MODIFIED" or "DELETED"; the current objects come first as ADDED);
+ * false when timeout_ms passes first. */
+typedef bool (*e2e_watch_pred)(const char *type, const cJSON *obj, void *arg);
+bool e2e_watch_until(k8s_client *c, const k8s_resource *r, const char *ns, const char *label_sel,
+                     const char *field_sel, e2e_watch_pred pred, void *arg, int timeout_ms);
 
 /* Label selector helpers */
 int  e2e_count(k8s_client *c, const k8s_resource *r, const char *ns, const char *selector);

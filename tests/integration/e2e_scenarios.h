@@ -11,7 +11,7 @@ extern int e2e_timeout_ms;          /* per convergence wait */
 void e2e_scenario_create_scale(void **state);   /* 3 -> 6 -> 2, checked after every step */
 void e2e_scenario_heal_godis(void **state);     /* Godis deleted by hand -> new id */
 void e2e_scenario_heal_configmap(void **state); /* ConfigMap deleted -> rebuilt, no re-init */
-void e2e_scenario_heal_children(void **state);  /* ReplicaSet, Service, PVC deleted -> restored */
+void e2e_scenario_heal_children(void **state);  /* ReplicaSet, Service deleted -> restored; PVC -> member replaced */
 void e2e_scenario_cordon(void **state);         /* member's node cordoned -> member moves */
 void e2e_scenario_invalid(void **state);        /* invalid specs refused */
 void e2e_scenario_many(void **state);           /* many clusters at once converge */

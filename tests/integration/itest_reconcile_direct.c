@@ -24,6 +24,7 @@
 #include "../../worker/godis_input.c"
 #include "../../worker/godis_reconcile_cluster.c"
 #include "../../worker/godis_reconcile_godis.c"
+#include "../../worker/godis_retire.c"
 #include "../support/godis_env_api.c"
 
 static volatile int loop_stop;

@@ -1,8 +1,8 @@
 /* Tests of the GodisCluster membership planner, step by step and by simulation: a model of
  * the API objects and of the godis Raft membership applies each planned step, and
  * invariants are checked after every one (ids never reused, one membership change at a
- * time, forget before delete, quorum kept, ConfigMap == status.members == Raft members at
- * rest). */
+ * time, forget before stop before delete, a forgotten member never running into the next
+ * step, quorum kept, ConfigMap == status.members == Raft members at rest). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -19,10 +19,15 @@ typedef struct {
     const char *phase_buf;
     bool raft[128];          /* godis membership as the members themselves know it */
     bool godis[128];         /* Godis objects */
+    bool deleting[128];      /* the Godis has a deletionTimestamp (held by its finalizer) */
+    bool finalizer[128];
+    bool running[128];       /* its ReplicaSet wants a pod / a pod of it runs */
+    int pod_gone_in[128];    /* steps until a stopped member's pod object is gone */
     int ready_in[128];       /* steps until a created Godis's pod is Ready (0 = Ready) */
     bool bad[128];
+    bool lost_volume[128];
     bool ever_used[128];     /* ids handed out so far */
-    int raft_changes_in_flight;
+    bool ever_member[128];   /* ids that were Raft members once */
     int steps;
 } world;
 
@@ -31,15 +36,21 @@ static void sync_view(world *w)
     godis_view *v = &w->v;
     v->nobserved = 0;
     for (int id = 1; id < 128; id++) {
-        if (!w->godis[id]) continue;
+        bool member = false;
+        for (int i = 0; i < v->nmembers; i++) member |= v->members[i] == id;
+        if (!w->godis[id] && !member) continue;
         godis_member *m = &v->observed[v->nobserved++];
         memset(m, 0, sizeof *m);
         m->id = id;
-        m->godis_exists = true;
-        m->ready = w->ready_in[id] == 0;
+        m->godis_exists = w->godis[id];
+        m->godis_deleting = w->deleting[id];
+        m->finalizer = w->finalizer[id];
+        m->running = w->running[id];
+        m->pod_exists = w->running[id] || w->pod_gone_in[id] > 0;
+        m->ready = w->running[id] && w->ready_in[id] == 0;
         m->node_bad = w->bad[id];
+        m->volume_lost = w->lost_volume[id];
     }
-    /* members whose Godis vanished still need an entry? no: absence means !godis_exists */
 }
 
 static int raft_size(world *w)
@@ -52,7 +63,7 @@ static int raft_size(world *w)
 static int raft_ready(world *w)
 {
     int n = 0;
-    for (int i = 0; i < 128; i++) n += w->raft[i] && w->godis[i] && w->ready_in[i] == 0;
+    for (int i = 0; i < 128; i++) n += w->raft[i] && w->running[i] && w->ready_in[i] == 0;
     return n;
 }
 
@@ -78,6 +89,26 @@ static void remove_member(world *w, int64_t id)
     w->v.nmembers = j;
 }
 
+static void stop(world *w, int64_t id)
+{
+    if (w->running[id]) w->pod_gone_in[id] = 2;
+    w->running[id] = false;
+}
+
+static void start(world *w, int64_t id, int ready_in)
+{
+    w->godis[id] = true;
+    w->finalizer[id] = true;
+    w->running[id] = true;
+    w->ready_in[id] = ready_in;
+}
+
+/* A Godis deleted by hand: held by its finalizer, its pod still runs. */
+static void delete_by_hand(world *w, int64_t id)
+{
+    w->deleting[id] = true;
+}
+
 /* Applies one step to the model; asserts the safety invariants. Returns the step kind. */
 static godis_step_kind apply(world *w)
 {
@@ -98,26 +129,22 @@ static godis_step_kind apply(world *w)
         v->members_recorded = true;
         v->next_id = base + v->desired;
         v->phase = "Initializing";
+        v->bootstrap_fresh = false;
         break;
     }
     case GP_ENSURE_CONFIGMAP: {
         int64_t ids[GODIS_MAX_MEMBERS];
-        int n = 0;
-        for (int i = 0; i < v->nmembers; i++)
-            if (v->members[i] != v->scale_in_id) ids[n++] = v->members[i];
-        if (v->scale_out_id > 0) {
-            bool in = false;
-            for (int i = 0; i < n; i++) in |= ids[i] == v->scale_out_id;
-            if (!in) ids[n++] = v->scale_out_id;
-        }
+        int n = godis_plan_configmap_ids(v, ids);
         cm_from(w, ids, n);
         break;
     }
     case GP_CREATE_GODIS:
         assert_false(w->godis[s.id]);
-        w->godis[s.id] = true;
-        w->ready_in[s.id] = 2;
-        if (s.preferred) w->raft[s.id] = true;   /* initial members form the cluster */
+        start(w, s.id, 2);
+        if (s.preferred) {
+            w->raft[s.id] = true;   /* initial members form the cluster */
+            w->ever_member[s.id] = true;
+        }
         break;
     case GP_FINISH_INIT:
         v->phase = "Running";
@@ -134,8 +161,8 @@ static godis_step_kind apply(world *w)
         /* meet needs quorum of the current Raft membership */
         assert_true(raft_ready(w) >= raft_size(w) / 2 + 1);
         w->raft[s.id] = true;
-        w->godis[s.id] = true;     /* the executor creates the Godis right after +OK */
-        w->ready_in[s.id] = 3;
+        w->ever_member[s.id] = true;
+        start(w, s.id, 3);         /* the executor creates the Godis right after +OK */
         break;
     case GP_FINISH_SCALE_OUT:
         v->members[v->nmembers++] = v->scale_out_id;
@@ -148,18 +175,29 @@ static godis_step_kind apply(world *w)
         break;
     case GP_FORGET: {
         assert_int_not_equal(s.via_id, s.id);
+        /* the forget commits in the current configuration, the victim voting if it runs */
         assert_true(raft_ready(w) >= raft_size(w) / 2 + 1);
         w->raft[s.id] = false;
+        stop(w, s.id);             /* the executor stops it right after +OK */
+        v->forget_acked = true;    /* ...then rewrites the ConfigMap, as the executor does */
         int64_t ids[GODIS_MAX_MEMBERS];
-        int n = 0;
-        for (int i = 0; i < v->nmembers; i++)
-            if (v->members[i] != s.id) ids[n++] = v->members[i];
-        cm_from(w, ids, n);        /* the executor rewrites the ConfigMap after +OK */
+        int n = godis_plan_configmap_ids(v, ids);
+        v->forget_acked = false;
+        cm_from(w, ids, n);
+        for (int i = 0; i < n; i++) assert_int_not_equal(ids[i], s.id);
         break;
     }
+    case GP_STOP_MEMBER:
+        assert_false(w->raft[s.id]);   /* never stopped while still a member */
+        stop(w, s.id);
+        break;
     case GP_DELETE_GODIS:
         assert_false(w->raft[s.id]);   /* forget before delete */
+        assert_false(w->running[s.id]);
+        assert_int_equal(w->pod_gone_in[s.id], 0);
         w->godis[s.id] = false;
+        w->finalizer[s.id] = false;
+        w->deleting[s.id] = false;
         break;
     case GP_FINISH_SCALE_IN:
         remove_member(w, v->scale_in_id);
@@ -169,12 +207,17 @@ static godis_step_kind apply(world *w)
     case GP_ADOPT:
     case GP_NOTHING:
     case GP_WAIT:
+    case GP_ALL_LOST:
         break;
     }
     int after = raft_size(w);
     assert_true(after - before <= 1 && before - after <= 1);   /* one change at a time */
-    for (int i = 1; i < 128; i++)
+    for (int i = 1; i < 128; i++) {
+        /* a forgotten member never runs into the next step */
+        if (w->ever_member[i] && !w->raft[i]) assert_false(w->running[i]);
         if (w->godis[i] && w->ready_in[i] > 0) w->ready_in[i]--;
+        if (w->pod_gone_in[i] > 0) w->pod_gone_in[i]--;
+    }
     w->steps++;
     return s.kind;
 }
@@ -203,9 +246,13 @@ static void assert_consistent(world *w, int want)
         for (int j = 0; j < v->cm_n; j++) in_cm |= v->cm_ids[j] == id;
         assert_true(in_cm);
     }
-    int godis_count = 0;
-    for (int i = 0; i < 128; i++) godis_count += w->godis[i];
+    int godis_count = 0, running = 0;
+    for (int i = 0; i < 128; i++) {
+        godis_count += w->godis[i];
+        running += w->running[i] || w->pod_gone_in[i] > 0;
+    }
     assert_int_equal(godis_count, want);
+    assert_int_equal(running, want);
 }
 
 static void world_new(world *w, int desired)
@@ -276,12 +323,154 @@ static void test_heal_deleted_godis(void **state)
     world w;
     world_new(&w, 3);
     run_until_converged(&w);
-    w.godis[2] = false;          /* deleted by hand; its pod is gone */
-    w.ready_in[2] = 0;
+    w.godis[2] = false;          /* gone outright (finalizer stripped); its pod too */
+    w.running[2] = false;
     run_until_converged(&w);
     assert_consistent(&w, 3);
     assert_false(w.raft[2]);
     assert_true(w.raft[4]);      /* replaced by a new id */
+}
+
+/* Deleted by hand: the finalizer holds the Godis; forgotten while it still runs, stopped
+ * in the same step, its Godis released only once its pod is gone; a new id replaces it. */
+static void test_hand_deleted_godis_forgotten_then_stopped(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    delete_by_hand(&w, 2);
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_RECORD_SCALE_IN);
+    assert_string_equal(s.reason, "MemberDeleted");
+    apply(&w);
+    assert_true(w.running[2]);
+    assert_int_equal(apply(&w), GP_FORGET);
+    assert_false(w.running[2]);
+    assert_true(w.godis[2]);                         /* the finalizer still holds it */
+    assert_int_equal(apply(&w), GP_WAIT);            /* its pod is still going */
+    assert_true(w.godis[2]);
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_true(w.raft[4]);
+}
+
+/* 2 -> 1: the victim must vote for its own removal, so it is forgotten while it runs and
+ * stopped right after (stopping it first would leave 1 of 2 members: no quorum). */
+static void test_two_to_one(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 2);
+    run_until_converged(&w);
+    w.v.desired = 1;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+    assert_true(w.running[2] && w.raft[2]);
+    assert_int_equal(apply(&w), GP_FORGET);
+    assert_false(w.running[2] || w.raft[2]);
+    run_until_converged(&w);
+    assert_consistent(&w, 1);
+}
+
+/* A ConfigMap deleted while a scale-in is in flight is rebuilt with the victim still
+ * listed: the forget is sent, never skipped. */
+static void test_configmap_missing_mid_scale_in(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.desired = 2;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+    w.v.configmap_exists = w.v.configmap_parsed = false;
+    w.v.cm_n = 0;
+    assert_int_equal(apply(&w), GP_ENSURE_CONFIGMAP);
+    assert_int_equal(w.v.cm_n, 3);
+    assert_int_equal(apply(&w), GP_FORGET);
+    run_until_converged(&w);
+    assert_consistent(&w, 2);
+}
+
+/* A worker killed between the forget and the stop: the next one (the ConfigMap still lists
+ * the victim) forgets again — idempotent — and stops; one killed after the ConfigMap record
+ * but before the stop took effect stops first. */
+static void test_crash_between_forget_and_stop(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.desired = 2;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+    w.raft[3] = false;                               /* forget applied, nothing after it */
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_FORGET);
+    assert_int_equal(s.id, 3);
+    w.raft[3] = true;
+    world w2 = w;
+    w2.raft[3] = false;                              /* forgotten and recorded, not stopped */
+    int64_t ids[] = {1, 2};
+    cm_from(&w2, ids, 2);
+    sync_view(&w2);
+    s = godis_plan_next(&w2.v);
+    assert_int_equal(s.kind, GP_STOP_MEMBER);
+    assert_int_equal(s.id, 3);
+    run_until_converged(&w);
+    assert_consistent(&w, 2);
+}
+
+/* Every member lost: nothing is created until the user asks for a fresh cluster; then new
+ * ids, never the old ones. */
+static void test_all_members_lost(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    for (int id = 1; id <= 3; id++) {
+        w.lost_volume[id] = true;
+        w.running[id] = false;
+        w.raft[id] = false;
+    }
+    for (int i = 0; i < 5; i++) assert_int_equal(apply(&w), GP_ALL_LOST);
+    w.v.bootstrap_fresh = true;
+    assert_int_equal(apply(&w), GP_RECORD_INIT);
+    assert_int_equal(w.v.members[0], 4);
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.godis[1] || w.godis[2] || w.godis[3]);
+}
+
+/* A member whose volume is gone but that still serves (its pod holds the old claim) is
+ * replaced like a member on a bad node: a new id first, then it is removed. */
+static void test_lost_volume_replaced_add_first(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.lost_volume[2] = true;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT);
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[2]);
+    assert_true(w.raft[4]);
+}
+
+/* The only member cannot be forgotten: deleting its Godis by hand waits. */
+static void test_last_member_kept(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 1);
+    run_until_converged(&w);
+    delete_by_hand(&w, 1);
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_WAIT);
+    assert_string_equal(s.reason, "LastMember");
 }
 
 static void test_configmap_deleted_is_rebuilt_not_reinitialised(void **state)
@@ -388,12 +577,17 @@ static void test_scale_in_needs_a_ready_peer(void **state)
     world_new(&w, 2);
     run_until_converged(&w);
     w.v.desired = 1;
-    w.ready_in[1] = 1000;        /* the only survivor is down: cannot forget safely */
+    w.ready_in[1] = 1000;        /* member 1 is down */
     sync_view(&w);
     godis_step s = godis_plan_next(&w.v);
-    /* victim is the not-Ready member 1; remaining {2} Ready ≥ majority(1) */
-    assert_int_equal(s.kind, GP_RECORD_SCALE_IN);
+    /* the victim is the not-Ready member 1, but forgetting it needs 2 of 2 votes: the
+     * forget could never commit, so it is not started */
+    assert_int_equal(s.kind, GP_WAIT);
     assert_int_equal(s.id, 1);
+    w.ready_in[1] = 0;
+    sync_view(&w);
+    s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_RECORD_SCALE_IN);
 }
 
 static void test_stray_godis_removed(void **state)
@@ -402,9 +596,9 @@ static void test_stray_godis_removed(void **state)
     world w;
     world_new(&w, 3);
     run_until_converged(&w);
-    w.godis[9] = true;
+    start(&w, 9, 0);                 /* not a member: stopped, then removed */
     run_until_converged(&w);
-    assert_false(w.godis[9]);
+    assert_false(w.godis[9] || w.running[9]);
     assert_consistent(&w, 3);
 }
 
@@ -472,6 +666,13 @@ int main(void)
         cmocka_unit_test(test_scale_3_6_2),
         cmocka_unit_test(test_scale_out_waits_for_ready),
         cmocka_unit_test(test_heal_deleted_godis),
+        cmocka_unit_test(test_hand_deleted_godis_forgotten_then_stopped),
+        cmocka_unit_test(test_two_to_one),
+        cmocka_unit_test(test_configmap_missing_mid_scale_in),
+        cmocka_unit_test(test_crash_between_forget_and_stop),
+        cmocka_unit_test(test_all_members_lost),
+        cmocka_unit_test(test_lost_volume_replaced_add_first),
+        cmocka_unit_test(test_last_member_kept),
         cmocka_unit_test(test_configmap_deleted_is_rebuilt_not_reinitialised),
         cmocka_unit_test(test_migrate_cordoned_adds_first),
         cmocka_unit_test(test_migrate_dead_member_removes_first),

@@ -14,11 +14,13 @@
 #include "../../worker/godis_children.c"
 #include "../../worker/godis_write.c"
 #include "../../worker/godis_reconcile_godis.c"
+#include "../../worker/godis_retire.c"
 #include "gd_json.h"
 
 typedef struct {
     const char *godis_status;    /* JSON of the Godis's status, "{}" for none */
     const char *pod;             /* JSON of its one pod, or NULL */
+    bool pvc_deleting;           /* its PVC has a deletionTimestamp */
 } world;
 
 #define CLUSTER                                                                             \
@@ -35,7 +37,8 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
         snprintf(buf, sizeof buf,
                  "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"Godis\",\"metadata\":{"
                  "\"name\":\"c-1\",\"namespace\":\"ns\",\"uid\":\"gu\",\"resourceVersion\":\"7\","
-                 "\"generation\":1,\"labels\":{\"cluster-name\":\"c\"},\"ownerReferences\":[{"
+                 "\"generation\":1,\"labels\":{\"cluster-name\":\"c\"},"
+                 "\"finalizers\":[\"" GODIS_FINALIZER "\"],\"ownerReferences\":[{"
                  "\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\","
                  "\"name\":\"c\",\"uid\":\"cu\",\"controller\":true}]},"
                  "\"spec\":{\"preferred\":true},\"status\":%s}", w->godis_status);
@@ -51,6 +54,11 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     if (child && strcmp(gd_meta_name(child), name) != 0) {
         cJSON_Delete(child);
         child = NULL;
+    }
+    if (child && strcmp(kind, "PersistentVolumeClaim") == 0) {
+        gd_json_set(child, "metadata.uid", cJSON_CreateString("pvc-uid-1"));
+        if (w->pvc_deleting)
+            gd_json_set(child, "metadata.deletionTimestamp", cJSON_CreateString("2026-01-01T00:00:00Z"));
     }
     return child;
 }
@@ -73,7 +81,7 @@ static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const ch
     "\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
 
 /* Runs one reconcile of ns/c-1 against w; returns the status writes it made (PUTs to
- * .../godises/c-1/status) and asserts it made no other request. */
+ * .../godises/c-1/status) and asserts it made no other request (Events aside). */
 static int status_writes(client_fixture *f, const world *w, const char **body_out)
 {
     godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .ud = (void *)w,
@@ -85,6 +93,7 @@ static int status_writes(client_fixture *f, const world *w, const char **body_ou
     int n = 0;
     for (int i = before; i < httpd_request_count(f->h); i++) {
         const httpd_req *q = httpd_request(f->h, i);
+        if (strcmp(q->method, "POST") == 0 && strstr(q->uri, "/events")) continue;
         assert_string_equal(q->method, "PUT");
         assert_non_null(strstr(q->uri, "/namespaces/ns/godises/c-1/status"));
         n++;
@@ -97,15 +106,15 @@ static void test_pending_written_once(void **state)
 {
     client_fixture *f = *state;
     const char *body = NULL;
-    world fresh = {"{}", NULL};
+    world fresh = {"{}", NULL, false};
     assert_int_equal(status_writes(f, &fresh, &body), 1);   /* no state yet: Pending */
     cJSON *b = cJSON_Parse(body);
     assert_string_equal(gd_json_str_or(b, "status.state", ""), "Pending");
     cJSON_Delete(b);
     /* Pending already recorded: the pod appearing, then getting an IP, writes nothing */
-    world named = {"{\"state\":\"Pending\"}", POD_PENDING_NO_IP};
+    world named = {"{\"state\":\"Pending\"}", POD_PENDING_NO_IP, false};
     assert_int_equal(status_writes(f, &named, NULL), 0);
-    world with_ip = {"{\"state\":\"Pending\"}", POD_PENDING_IP};
+    world with_ip = {"{\"state\":\"Pending\"}", POD_PENDING_IP, false};
     assert_int_equal(status_writes(f, &with_ip, NULL), 0);
 }
 
@@ -113,27 +122,48 @@ static void test_running_carries_pod_ip(void **state)
 {
     client_fixture *f = *state;
     const char *body = NULL;
-    world ready = {"{\"state\":\"Pending\"}", POD_READY("127.0.1.5")};
+    world ready = {"{\"state\":\"Pending\"}", POD_READY("127.0.1.5"), false};
     assert_int_equal(status_writes(f, &ready, &body), 1);
     cJSON *b = cJSON_Parse(body);
     assert_string_equal(gd_json_str_or(b, "status.state", ""), "Running");
     assert_string_equal(gd_json_str_or(b, "status.podIP", ""), "127.0.1.5");
     assert_string_equal(gd_json_str_or(b, "status.podName", ""), "c-1-abc");
+    /* the same write records the volume it ran on */
+    assert_string_equal(gd_json_str_or(b, "status.volumeClaimUID", ""), "pvc-uid-1");
     cJSON_Delete(b);
     /* Running with the same IP: nothing; a new IP while Running: written */
-    world same = {"{\"state\":\"Running\",\"podIP\":\"127.0.1.5\"}", POD_READY("127.0.1.5")};
+#define RUNNING_ON(ip) "{\"state\":\"Running\",\"volumeClaimUID\":\"pvc-uid-1\",\"podIP\":\"" ip "\"}"
+    world same = {RUNNING_ON("127.0.1.5"), POD_READY("127.0.1.5"), false};
     assert_int_equal(status_writes(f, &same, NULL), 0);
-    world moved = {"{\"state\":\"Running\",\"podIP\":\"127.0.1.5\"}", POD_READY("127.0.2.9")};
+    world moved = {RUNNING_ON("127.0.1.5"), POD_READY("127.0.2.9"), false};
     assert_int_equal(status_writes(f, &moved, &body), 1);
     b = cJSON_Parse(body);
     assert_string_equal(gd_json_str_or(b, "status.podIP", ""), "127.0.2.9");
     cJSON_Delete(b);
     /* Running -> not Ready: back to Pending, written */
-    world lost = {"{\"state\":\"Running\",\"podIP\":\"127.0.2.9\"}", POD_PENDING_IP};
+    world lost = {RUNNING_ON("127.0.2.9"), POD_PENDING_IP, false};
     assert_int_equal(status_writes(f, &lost, &body), 1);
     b = cJSON_Parse(body);
     assert_string_equal(gd_json_str_or(b, "status.state", ""), "Pending");
     cJSON_Delete(b);
+}
+
+/* The PVC it ran on is being deleted: the member is lost. Reported once in status (the
+ * GodisCluster controller replaces it); the pod is not deleted, the claim not re-created. */
+static void test_volume_lost_reported(void **state)
+{
+    client_fixture *f = *state;
+    const char *body = NULL;
+    world gone = {RUNNING_ON("127.0.1.5"), POD_READY("127.0.1.5"), true};
+    assert_int_equal(status_writes(f, &gone, &body), 1);   /* only the status: no DELETE */
+    cJSON *b = cJSON_Parse(body);
+    bool lost = false;
+    assert_int_equal(gd_json_bool(b, "status.volumeLost", &lost), GD_OK);
+    assert_true(lost);
+    cJSON_Delete(b);
+    world told = {"{\"state\":\"Running\",\"volumeClaimUID\":\"pvc-uid-1\",\"volumeLost\":true,"
+                  "\"podIP\":\"127.0.1.5\"}", POD_READY("127.0.1.5"), true};
+    assert_int_equal(status_writes(f, &told, NULL), 0);
 }
 
 int main(void)
@@ -141,6 +171,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_pending_written_once, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_running_carries_pod_ip, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_volume_lost_reported, client_setup, client_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,158 @@
+/* godis_retire.c — see godis_retire.h. */
+#include "godis_retire.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "godis_children.h"
+#include "godis_write.h"
+#include "gd_json.h"
+#include "gd_log.h"
+
+static bool node_ready(godis_env *e, const char *node_name)
+{
+    if (!node_name || !*node_name) return true;        /* not scheduled: nothing runs */
+    cJSON *node = e->get(e, "Node", "", node_name);
+    bool ready = node == NULL;                          /* unknown node: treat as ours to wait for */
+    const cJSON *c;
+    cJSON_ArrayForEach(c, gd_json_path(node, "status.conditions"))
+        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0)
+            ready = strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
+    cJSON_Delete(node);
+    return ready;
+}
+
+static gd_err scale_to_zero(godis_env *e, const char *ns, const char *godis)
+{
+    cJSON *rs = e->get(e, "ReplicaSet", ns, godis);
+    if (!rs) return GD_OK;
+    gd_err err = GD_OK;
+    bool retired = gd_meta_annotation(rs, GODIS_ANN_RETIRED) != NULL;
+    if (gd_json_int_or(rs, "spec.replicas", 1) != 0 || !retired) {
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(rs, "metadata");
+        cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+        if (!cJSON_IsObject(ann)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
+            ann = cJSON_AddObjectToObject(meta, "annotations");
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(ann, GODIS_ANN_RETIRED);
+        cJSON_AddStringToObject(ann, GODIS_ANN_RETIRED, "true");
+        gd_json_set(rs, "spec.replicas", cJSON_CreateNumber(0));
+        err = gw_update(e, &K8S_RES_REPLICASETS, rs);
+    }
+    cJSON_Delete(rs);
+    return err;
+}
+
+gd_err godis_stop_member(godis_env *e, const char *ns, const char *godis)
+{
+    gd_err err = scale_to_zero(e, ns, godis);
+    if (err) return err;
+    cJSON *pods = e->list(e, "Pod", ns, "node-name", godis);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pods) {
+        if (gd_meta_deleting(p) && node_ready(e, gd_json_str_or(p, "spec.nodeName", NULL)))
+            continue;
+        long grace = node_ready(e, gd_json_str_or(p, "spec.nodeName", NULL)) ? -1 : 0;
+        gd_err e2 = gw_delete_grace(e, &K8S_RES_PODS, ns, gd_meta_name(p), gd_meta_uid(p), grace);
+        if (e2 && !err) err = e2;
+    }
+    cJSON_Delete(pods);
+    return err;
+}
+
+static gd_err edit_finalizer(godis_env *e, const k8s_resource *r, const cJSON *obj,
+                             const char *finalizer, bool add)
+{
+    if (gd_meta_has_finalizer(obj, finalizer) == add) return GD_OK;
+    cJSON *copy = cJSON_Duplicate(obj, 1);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(copy, "metadata");
+    cJSON *fins = cJSON_GetObjectItemCaseSensitive(meta, "finalizers");
+    if (!cJSON_IsArray(fins)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "finalizers");
+        fins = cJSON_AddArrayToObject(meta, "finalizers");
+    }
+    if (add) {
+        cJSON_AddItemToArray(fins, cJSON_CreateString(finalizer));
+    } else {
+        for (int i = cJSON_GetArraySize(fins) - 1; i >= 0; i--) {
+            const cJSON *f = cJSON_GetArrayItem(fins, i);
+            if (cJSON_IsString(f) && strcmp(f->valuestring, finalizer) == 0)
+                cJSON_DeleteItemFromArray(fins, i);
+        }
+    }
+    gd_err err = gw_update(e, r, copy);
+    cJSON_Delete(copy);
+    return err;
+}
+
+gd_err godis_drop_finalizer(godis_env *e, const k8s_resource *r, const cJSON *obj,
+                            const char *finalizer)
+{
+    return edit_finalizer(e, r, obj, finalizer, false);
+}
+
+gd_err godis_add_finalizer(godis_env *e, const k8s_resource *r, const cJSON *obj,
+                           const char *finalizer)
+{
+    return edit_finalizer(e, r, obj, finalizer, true);
+}
+
+bool godis_retain_volumes(const cJSON *cluster)
+{
+    return strcmp(gd_json_str_or(cluster, "spec.storage.reclaimPolicy", "Delete"), "Retain") == 0;
+}
+
+/* The PVC of godis keeps its data: no owner reference any more (the garbage collector
+ * leaves it), and a note of whose it was. */
+static gd_err retain_volume(godis_env *e, const cJSON *godis)
+{
+    const char *ns = gd_meta_namespace(godis), *name = gd_meta_name(godis);
+    char claim[300];
+    snprintf(claim, sizeof claim, "data-%s", name);
+    cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
+    if (!pvc || gd_meta_deleting(pvc) || !gd_json_path(pvc, "metadata.ownerReferences")) {
+        cJSON_Delete(pvc);
+        return GD_OK;
+    }
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(pvc, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    if (!cJSON_IsObject(ann)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
+        ann = cJSON_AddObjectToObject(meta, "annotations");
+    }
+    char from[400];
+    snprintf(from, sizeof from, "%s/%s", name, gd_meta_uid(godis));
+    cJSON_DeleteItemFromObjectCaseSensitive(ann, GODIS_ANN_RETAINED_FROM);
+    cJSON_AddStringToObject(ann, GODIS_ANN_RETAINED_FROM, from);
+    gd_err err = gw_update(e, &K8S_RES_PVCS, pvc);
+    cJSON_Delete(pvc);
+    return err;
+}
+
+gd_err godis_remove_godis(godis_env *e, const cJSON *godis, bool retain)
+{
+    gd_err err = retain ? retain_volume(e, godis) : GD_OK;
+    if (!err) err = godis_drop_finalizer(e, &K8S_RES_GODISES, godis, GODIS_FINALIZER);
+    if (!err && !gd_meta_deleting(godis))
+        err = gw_delete(e, &K8S_RES_GODISES, gd_meta_namespace(godis), gd_meta_name(godis),
+                        gd_meta_uid(godis));
+    return err;
+}
+
+godis_result godis_release_cluster(godis_env *e, const cJSON *cluster)
+{
+    bool retain = godis_retain_volumes(cluster);
+    const char *ns = gd_meta_namespace(cluster);
+    cJSON *godises = e->list(e, "Godis", ns, "cluster-name", gd_meta_name(cluster));
+    gd_err err = GD_OK;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, godises) {
+        if (!gd_meta_owned_by(g, "GodisCluster", gd_meta_uid(cluster))) continue;
+        if (retain && !err) err = retain_volume(e, g);
+        if (!err) err = godis_drop_finalizer(e, &K8S_RES_GODISES, g, GODIS_FINALIZER);
+    }
+    cJSON_Delete(godises);
+    if (!err) err = godis_drop_finalizer(e, &K8S_RES_GODISCLUSTERS, cluster, GODIS_CLUSTER_FINALIZER);
+    return err ? gw_result(err) : (godis_result){.kind = GODIS_DONE};
+}

@@ -1,0 +1,39 @@
+/* godis_retire.h — taking a member away for good, in the order that keeps a Raft cluster
+ * safe (see godis_plan.h): stopping a forgotten member, removing its Godis (finalizer last,
+ * Retain'd volume orphaned first), and letting go of everything when the GodisCluster
+ * itself is deleted. Each call is idempotent: a retry after a crash or a Conflict repeats
+ * only what is still to do. */
+#ifndef GODIS_RETIRE_H
+#define GODIS_RETIRE_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "godis_reconcile.h"
+
+/* Stops member `godis` (a Godis name) of namespace ns: its ReplicaSet to 0 replicas,
+ * annotated GODIS_ANN_RETIRED so nothing scales it up again, then every pod of it deleted
+ * (gracePeriodSeconds 0 for a pod whose node is NotReady: no kubelet will confirm). The
+ * ReplicaSet first: a pod deleted while its ReplicaSet still wants one is recreated, with
+ * the same id and volume — a forgotten member back as a voter. */
+gd_err godis_stop_member(godis_env *e, const char *ns, const char *godis);
+
+/* Removes a stopped member's Godis: with retain, its PVC is orphaned first (owner reference
+ * dropped, annotated GODIS_ANN_RETAINED_FROM) so the garbage collector keeps it; then
+ * GODIS_FINALIZER is dropped and the Godis deleted (background propagation). */
+gd_err godis_remove_godis(godis_env *e, const cJSON *godis, bool retain);
+
+/* Drops `finalizer` from obj (an update with obj's resourceVersion); GD_OK when absent. */
+gd_err godis_drop_finalizer(godis_env *e, const k8s_resource *r, const cJSON *obj,
+                            const char *finalizer);
+/* Adds it; GD_OK when present. */
+gd_err godis_add_finalizer(godis_env *e, const k8s_resource *r, const cJSON *obj,
+                           const char *finalizer);
+
+/* True for spec.storage.reclaimPolicy Retain (default Delete). */
+bool godis_retain_volumes(const cJSON *cluster);
+
+/* The GodisCluster is being deleted: nothing is forgotten (the whole cluster goes), but
+ * with Retain every member's PVC is orphaned first; then the Godis finalizers and the
+ * cluster's own are dropped, so the deletion finishes with nothing left Terminating. */
+godis_result godis_release_cluster(godis_env *e, const cJSON *cluster);
+
+#endif
