@@ -117,8 +117,12 @@ static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool st
     k8s_status st = {0};
     err = status ? k8s_update_status(e->client, r, obj, &out, &st)
                  : k8s_update(e->client, r, obj, &out, &st);
+    /* The last finalizer dropped from an object being deleted deletes it: the cache will
+     * show it gone, never at this resourceVersion. */
+    bool gone = err == GD_OK && gd_meta_deleting(out) &&
+                cJSON_GetArraySize(gd_json_path(out, "metadata.finalizers")) == 0;
     if (err == GD_OK && e->wrote)
-        e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gd_meta_rv(out), false);
+        e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gone ? "" : gd_meta_rv(out), gone);
     if (written && err == GD_OK) {
         *written = out;
         out = NULL;
