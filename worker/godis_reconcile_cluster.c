@@ -398,26 +398,28 @@ static gd_err stop_member(cluster_ctx *c, int64_t id)
     return godis_stop_member(c->e, c->ns, name);
 }
 
-/* The forget, then at once the stop (nothing in between: a forgotten follower starts
- * campaigning after one election timeout, a removed leader has exited 0 and its kubelet
- * restarts it), then the ConfigMap that records the forget as confirmed. */
+/* The forget; then, at once, the ConfigMap that records it as confirmed (one write, so a
+ * worker killed after it resumes with the stop, not another forget) and the stop — a
+ * forgotten follower starts campaigning after one election timeout, and a removed leader
+ * has exited 0 and its kubelet restarts it. The stop is attempted even if the record
+ * failed: the forget is done either way. */
 static godis_result do_forget(cluster_ctx *c, const godis_step *s)
 {
     gd_err err = membership_command(c, s->via_id, false, s->id);
     if (err) return gw_result(err == GD_ERR_FENCED ? err : GD_ERR_TRANSPORT);
     int64_t t0 = gd_mono_ms();
+    c->v.forget_acked = true;
+    godis_result rec = ensure_configmap(c);
     err = stop_member(c, s->id);
     char msg[200], ms[24], ids[24];
     snprintf(ms, sizeof ms, "%lld", (long long)(gd_mono_ms() - t0));
     snprintf(ids, sizeof ids, "%lld", (long long)s->id);
     gd_log(err ? GD_LOG_WARN : GD_LOG_INFO, "forgotten member stopped", "cluster", c->name,
            "namespace", c->ns, "id", ids, "stop-ms", ms, "error", err ? gd_strerror(err) : "", NULL);
-    if (err) return gw_result(err);
-    snprintf(msg, sizeof msg, "member %lld forgotten through member %lld (cluster forget) and stopped",
-             (long long)s->id, (long long)s->via_id);
+    snprintf(msg, sizeof msg, "member %lld forgotten through member %lld (cluster forget)%s",
+             (long long)s->id, (long long)s->via_id, err ? "" : " and stopped");
     godis_emit_event(c->e, c->cluster, "Normal", "MemberRemoved", msg);
-    c->v.forget_acked = true;
-    return ensure_configmap(c);   /* the ConfigMap records that the forget succeeded */
+    return err ? gw_result(err) : rec;
 }
 
 static godis_result do_stop(cluster_ctx *c, const godis_step *s)

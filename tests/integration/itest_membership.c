@@ -1,0 +1,429 @@
+/* Membership safety (issue 16) with the whole operator on the local control plane and the
+ * unkind godis stand-in (elections, a forgotten follower that campaigns until stopped, a
+ * removed leader that exits 0 and would come back as a voter):
+ *  - scale-in 5 -> 2: every forgotten member stopped right after its forget (the figures:
+ *    how long each ran after it, and the elections the survivors saw), none restarted;
+ *  - a removed *leader* is never restarted as a voter;
+ *  - a Godis deleted by hand is forgotten before its ReplicaSet and pod are touched (the
+ *    audit log's order against the stand-ins' own forget times), its finalizer last;
+ *  - a ConfigMap deleted while a scale-in waits for its forget is rebuilt with the victim
+ *    still listed, and the forget is sent (never skipped);
+ *  - a manager killed between the forget and the stop: the next one stops the member first;
+ *  - reclaimPolicy Retain keeps the PVCs of removed members and of a deleted cluster;
+ *  - deleting a GodisCluster, or its whole namespace, finishes with nothing Terminating. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "e2e_lib.h"
+#include "e2e_operator.h"
+#include "e2e_standin.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_time.h"
+
+static k8s_client *c;
+static e2e_operator op;
+static const int T = 120000;                 /* per wait */
+
+#define NS_START(ns) char ns[64]; assert_true(e2e_ns_create(c, "ms", ns, sizeof ns))
+
+static void converge(const char *ns, const char *name, int n)
+{
+    assert_true(e2e_wait_converged(c, ns, name, n, T));
+    assert_true(e2e_wait_consistent(c, ns, name, T));
+}
+
+/* Pod IPs of members ids[0..n) of cluster name. */
+static void member_ips(const char *ns, const char *name, const int64_t *ids, int n, char ips[][64])
+{
+    for (int i = 0; i < n; i++) {
+        char g[128];
+        snprintf(g, sizeof g, "%s-%lld", name, (long long)ids[i]);
+        assert_true(e2e_member_ip(c, ns, g, ips[i], 64));
+    }
+}
+
+typedef struct {
+    int64_t want[8];
+    int n;
+} members_q;
+
+static bool members_are(const char *type, const cJSON *gc, void *arg)
+{
+    members_q *q = arg;
+    int64_t ids[16];
+    int n = e2e_status_members(gc, ids, 16);
+    if (strcmp(type, "DELETED") == 0 || n != q->n) return false;
+    for (int i = 0; i < n; i++)
+        if (ids[i] != q->want[i]) return false;
+    return true;
+}
+
+/* Watches the cluster until status.members is exactly want (sorted), then waits until it
+ * has converged there. */
+static void wait_members(const char *ns, const char *name, const int64_t *want, int n)
+{
+    members_q q = {.n = n};
+    memcpy(q.want, want, sizeof *want * n);
+    char fs[160];
+    snprintf(fs, sizeof fs, "metadata.name=%s", name);
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, fs, members_are, &q, T));
+    converge(ns, name, n);
+}
+
+/* The forget time of each watched victim (from the survivors) and the end of its process:
+ * both must exist, and the process must have ended within 3 s of the forget. */
+static void check_stopped_after_forget(e2e_member_watch *w, int nw, char surv[][64], int ns)
+{
+    for (int i = 0; i < nw; i++) {
+        int64_t forget = e2e_forget_time_us(surv, ns, w[i].id);
+        int64_t end = e2e_member_watch_end(&w[i], T);
+        if (!forget || !end)
+            fail_msg("member %lld: forget at %lld, process end at %lld", (long long)w[i].id,
+                     (long long)forget, (long long)end);
+        e2e_note_forgotten_runtime(w[i].id, forget, end);
+        assert_true(end - forget < 3000000);
+        /* nothing it did after its forget disturbed the survivors */
+        assert_int_equal(e2e_vote_requests_from(surv, ns, w[i].id, forget), 0);
+    }
+}
+
+/* ---- scale-in ---- */
+
+static void test_scale_in_5_to_2(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    assert_true(e2e_cluster_create(c, ns, "ms-scale", 5));
+    converge(ns, "ms-scale", 5);
+    int64_t ids[] = {1, 2, 3, 4, 5};
+    char ips[5][64];
+    member_ips(ns, "ms-scale", ids, 5, ips);
+    e2e_member_watch w[3];
+    for (int i = 0; i < 3; i++) assert_true(e2e_member_watch_start(&w[i], ids[2 + i], ips[2 + i]));
+    e2e_pod_recorder rec;
+    assert_true(e2e_pod_recorder_start(&rec, ns, "ms-scale"));
+    int64_t t0 = e2e_wall_us();
+    assert_true(e2e_cluster_scale(c, ns, "ms-scale", 2));
+    int64_t want[] = {1, 2};
+    wait_members(ns, "ms-scale", want, 2);
+    int64_t t1 = e2e_wall_us();
+    check_stopped_after_forget(w, 3, ips, 2);
+    fprintf(stderr, "figure: elections the survivors saw during the 5->2 scale-in: %d\n",
+            e2e_elections_seen(ips, 2, t0, t1));
+    e2e_pod_recorder_stop(&rec);
+    for (int i = 3; i <= 5; i++) {
+        char g[64];
+        snprintf(g, sizeof g, "ms-scale-%d", i);
+        assert_int_equal(e2e_pod_recorder_restarts(&rec, g), 0);   /* never back as a voter */
+    }
+    e2e_ns_delete(c, ns);
+}
+
+/* The member being removed is the Raft leader: it exits 0 as it applies its removal; the
+ * operator's stop must come before its kubelet restarts it (as a voter, from its WAL). */
+static void test_removed_leader_never_restarts(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    assert_true(e2e_cluster_create(c, ns, "ms-leader", 3));
+    converge(ns, "ms-leader", 3);
+    int64_t ids[] = {1, 2, 3};
+    char ips[3][64];
+    member_ips(ns, "ms-leader", ids, 3, ips);
+    const char *campaign[] = {"campaign"};
+    assert_true(e2e_standin_cmd(ips[2], 6379, 1, campaign));
+    int64_t deadline = gd_mono_ms() + T;
+    while (e2e_standin_stat(ips[0], "leader") != 3 && gd_mono_ms() < deadline) gd_sleep_ms(50);
+    assert_int_equal(e2e_standin_stat(ips[0], "leader"), 3);
+    e2e_member_watch w;
+    assert_true(e2e_member_watch_start(&w, 3, ips[2]));
+    e2e_pod_recorder rec;
+    assert_true(e2e_pod_recorder_start(&rec, ns, "ms-leader"));
+    assert_true(e2e_cluster_scale(c, ns, "ms-leader", 2));
+    int64_t want[] = {1, 2};
+    wait_members(ns, "ms-leader", want, 2);
+    check_stopped_after_forget(&w, 1, ips, 2);
+    e2e_pod_recorder_stop(&rec);
+    assert_int_equal(e2e_pod_recorder_restarts(&rec, "ms-leader-3"), 0);
+    assert_true(e2e_standin_stat(ips[0], "leader") == 1 || e2e_standin_stat(ips[0], "leader") == 2);
+    e2e_ns_delete(c, ns);
+}
+
+/* ---- deletion ---- */
+
+/* A Godis deleted by hand: forgotten (the stand-ins' own clock) before the operator touches
+ * its ReplicaSet or pod (the API server's audit log, same machine clock), and the finalizer
+ * dropped only after that. */
+static void test_hand_deleted_godis_forgotten_first(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    assert_true(e2e_cluster_create(c, ns, "ms-hand", 3));
+    converge(ns, "ms-hand", 3);
+    int64_t ids[] = {1, 2, 3};
+    char ips[3][64], surv[2][64];
+    member_ips(ns, "ms-hand", ids, 3, ips);
+    memcpy(surv[0], ips[0], 64);
+    memcpy(surv[1], ips[2], 64);
+    e2e_member_watch w;
+    assert_true(e2e_member_watch_start(&w, 2, ips[1]));
+    e2e_pod_recorder rec;
+    assert_true(e2e_pod_recorder_start(&rec, ns, "ms-hand"));
+    int64_t t0 = e2e_wall_us();
+    assert_true(e2e_delete(c, &K8S_RES_GODISES, ns, "ms-hand-2", -1));
+    int64_t want[] = {1, 3, 4};
+    wait_members(ns, "ms-hand", want, 3);
+    int64_t forget = e2e_forget_time_us(surv, 2, 2);
+    check_stopped_after_forget(&w, 1, surv, 2);
+    e2e_pod_recorder_stop(&rec);
+    assert_int_equal(e2e_pod_recorder_restarts(&rec, "ms-hand-2"), 0);
+    audit_event *evs = NULL;
+    int n = e2e_operator_writes(t0, &evs);
+    assert_true(n > 0);
+    const audit_event *cm = e2e_first_write(evs, n, "update", "configmaps", "ms-hand-config");
+    const audit_event *rs = e2e_first_write(evs, n, "", "replicasets", "ms-hand-2");
+    const audit_event *pod = e2e_first_write(evs, n, "delete", "pods", "ms-hand-2-");
+    const audit_event *fin = e2e_first_write(evs, n, "update", "godises", "ms-hand-2");
+    assert_non_null(cm);
+    assert_non_null(rs);
+    assert_non_null(pod);
+    assert_non_null(fin);
+    fprintf(stderr, "ms-hand: forget +%.3f s, ConfigMap +%.3f s, ReplicaSet %s +%.3f s, pod "
+            "delete +%.3f s, finalizer dropped +%.3f s\n", (forget - t0) / 1e6,
+            (cm->recv_us - t0) / 1e6, rs->verb, (rs->recv_us - t0) / 1e6,
+            (pod->recv_us - t0) / 1e6, (fin->recv_us - t0) / 1e6);
+    assert_true(forget < rs->recv_us);      /* forgotten before its ReplicaSet/pod are touched */
+    assert_true(cm->recv_us < rs->recv_us); /* and the forget recorded */
+    assert_true(rs->recv_us <= pod->recv_us);
+    assert_true(pod->recv_us < fin->recv_us);
+    free(evs);
+    e2e_ns_delete(c, ns);
+}
+
+static bool scaling_in(const char *type, const cJSON *gc, void *arg)
+{
+    return strcmp(type, "DELETED") != 0 && gd_json_int_or(gc, "status.scaleInID", 0) == *(int64_t *)arg;
+}
+
+typedef struct {
+    int64_t id;
+    char old_uid[64];
+} rebuilt_q;
+
+/* A ConfigMap other than the one deleted, listing member q->id. */
+static bool rebuilt_listing(const char *type, const cJSON *cm, void *arg)
+{
+    const rebuilt_q *q = arg;
+    if (strcmp(type, "DELETED") == 0 || strcmp(gd_meta_uid(cm), q->old_uid) == 0) return false;
+    char v[1024], want[32];
+    snprintf(v, sizeof v, ",%s", gd_json_str_or(cm, "data.initial-cluster", ""));
+    snprintf(want, sizeof want, ",%lld@", (long long)q->id);
+    return strstr(v, want) != NULL;
+}
+
+/* The ConfigMap (the record of a confirmed forget) vanishes while a scale-in is waiting to
+ * send its forget: rebuilt from status.members with the victim, then the forget goes out. */
+static void test_configmap_missing_mid_scale_in(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    assert_true(e2e_cluster_create(c, ns, "ms-cm", 3));
+    converge(ns, "ms-cm", 3);
+    int64_t ids[] = {1, 2, 3};
+    char ips[3][64];
+    member_ips(ns, "ms-cm", ids, 3, ips);
+    const char *refuse[] = {"fault", "refuse", "on"}, *accept[] = {"fault", "refuse", "off"};
+    assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, refuse));   /* the forget's via */
+    e2e_member_watch w;
+    assert_true(e2e_member_watch_start(&w, 3, ips[2]));
+    e2e_pod_recorder rec;
+    assert_true(e2e_pod_recorder_start(&rec, ns, "ms-cm"));
+    assert_true(e2e_cluster_scale(c, ns, "ms-cm", 2));
+    int64_t victim = 3;
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=ms-cm",
+                                scaling_in, &victim, T));
+    rebuilt_q q = {.id = 3};
+    cJSON *cm = NULL;
+    assert_int_equal(k8s_get(c, &K8S_RES_CONFIGMAPS, ns, "ms-cm-config", &cm, NULL), GD_OK);
+    snprintf(q.old_uid, sizeof q.old_uid, "%s", gd_meta_uid(cm));
+    cJSON_Delete(cm);
+    assert_true(e2e_delete(c, &K8S_RES_CONFIGMAPS, ns, "ms-cm-config", -1));
+    assert_true(e2e_watch_until(c, &K8S_RES_CONFIGMAPS, ns, NULL, "metadata.name=ms-cm-config",
+                                rebuilt_listing, &q, T));         /* rebuilt, member 3 in it */
+    assert_int_equal(e2e_forget_time_us(ips, 2, 3), 0);           /* not forgotten yet */
+    assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, accept));
+    int64_t want[] = {1, 2};
+    wait_members(ns, "ms-cm", want, 2);
+    check_stopped_after_forget(&w, 1, ips, 2);                     /* the forget was sent */
+    e2e_pod_recorder_stop(&rec);
+    assert_int_equal(e2e_pod_recorder_restarts(&rec, "ms-cm-3"), 0);
+    e2e_ns_delete(c, ns);
+}
+
+static bool forgotten_by(char ips[][64], int n, int64_t id, int timeout_ms)
+{
+    int64_t deadline = gd_mono_ms() + timeout_ms;
+    while (!e2e_forget_time_us(ips, n, id) && gd_mono_ms() < deadline) gd_sleep_ms(20);
+    return e2e_forget_time_us(ips, n, id) != 0;
+}
+
+/* The leading manager (workers and all) is killed after the forget was applied and before
+ * the operator heard +OK (the via member holds its answer back): the manager that takes over
+ * stops the forgotten member before it writes anything else about this cluster. */
+static void test_manager_killed_between_forget_and_stop(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    assert_true(e2e_cluster_create(c, ns, "ms-crash", 3));
+    converge(ns, "ms-crash", 3);
+    int64_t ids[] = {1, 2, 3};
+    char ips[3][64];
+    member_ips(ns, "ms-crash", ids, 3, ips);
+    int leader = e2e_operator_leader(&op, c);
+    assert_true(leader >= 0);
+    const char *slow[] = {"fault", "delay-ms", "6000"}, *fast[] = {"fault", "delay-ms", "0"};
+    assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, slow));
+    e2e_member_watch w;
+    assert_true(e2e_member_watch_start(&w, 3, ips[2]));
+    assert_true(e2e_cluster_scale(c, ns, "ms-crash", 2));
+    assert_true(forgotten_by(ips, 2, 3, T));
+    int64_t forget = e2e_forget_time_us(ips, 2, 3);
+    e2e_operator_kill(&op, leader);
+    int64_t killed = e2e_wall_us();
+    assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, fast));
+    int64_t want[] = {1, 2};
+    wait_members(ns, "ms-crash", want, 2);
+    int64_t end = e2e_member_watch_end(&w, T);
+    assert_true(end > 0);
+    fprintf(stderr, "figure: with the leading manager killed between forget and stop, member 3 "
+            "ran %.3f s after its forget (the Lease takeover included)\n", (end - forget) / 1e6);
+    /* the new leader's writes about this cluster: the stop first */
+    audit_event *evs = NULL;
+    int n = e2e_operator_writes(killed, &evs);
+    char who[128];
+    snprintf(who, sizeof who, "manager=%s", op.ident[1 - leader]);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (strstr(evs[i].user_agent, who) && !strncmp(evs[i].name, "ms-crash", 8)) evs[k++] = evs[i];
+    const audit_event *rs = e2e_first_write(evs, k, "update", "replicasets", "ms-crash-3");
+    assert_non_null(rs);
+    for (int i = 0; i < k && &evs[i] != rs; i++) {
+        fprintf(stderr, "ms-crash: before the stop: %s %s %s\n", evs[i].verb, evs[i].resource, evs[i].name);
+        assert_true(strcmp(evs[i].resource, "godisclusters/status") != 0);
+        assert_true(strcmp(evs[i].resource, "godises") != 0 || strcmp(evs[i].name, "ms-crash-3") != 0);
+        assert_true(strcmp(evs[i].resource, "pods") != 0);
+    }
+    free(evs);
+    e2e_operator_spawn(&op, leader);                  /* a standby again for what follows */
+    e2e_ns_delete(c, ns);
+}
+
+/* ---- Retain, and deletions that finish ---- */
+
+static bool retained(const cJSON *pvc)
+{
+    return pvc && !gd_meta_deleting(pvc) && !gd_json_path(pvc, "metadata.ownerReferences") &&
+           gd_meta_annotation(pvc, "godis.kumkeehyun.github.com/retained-from");
+}
+
+static void assert_retained(const char *ns, const char *claim)
+{
+    cJSON *pvc = NULL;
+    assert_int_equal(k8s_get(c, &K8S_RES_PVCS, ns, claim, &pvc, NULL), GD_OK);
+    if (!retained(pvc)) fail_msg("PVC %s/%s was not retained", ns, claim);
+    cJSON_Delete(pvc);
+}
+
+static bool gone(const char *type, const cJSON *obj, void *arg)
+{
+    (void)obj;
+    (void)arg;
+    return strcmp(type, "DELETED") == 0;
+}
+
+static void test_retain_keeps_pvcs(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    assert_true(e2e_cluster_create_spec(c, ns, "ms-keep",
+                                        "{\"replicas\":3,\"storage\":{\"reclaimPolicy\":\"Retain\"}}"));
+    converge(ns, "ms-keep", 3);
+    assert_true(e2e_cluster_scale(c, ns, "ms-keep", 2));
+    int64_t want[] = {1, 2};
+    wait_members(ns, "ms-keep", want, 2);
+    assert_int_equal(e2e_count_all(c, &K8S_RES_GODISES, ns, "cluster-name=ms-keep"), 2);
+    assert_retained(ns, "data-ms-keep-3");            /* the removed member's volume */
+    assert_true(e2e_delete(c, &K8S_RES_GODISCLUSTERS, ns, "ms-keep", -1));
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=ms-keep", gone, NULL, T));
+    assert_true(e2e_wait_count(c, &K8S_RES_GODISES, ns, "cluster-name=ms-keep", 0, T));
+    assert_true(e2e_wait_count(c, &K8S_RES_PODS, ns, "cluster-name=ms-keep", 0, T));
+    for (int i = 1; i <= 3; i++) {
+        char claim[64];
+        snprintf(claim, sizeof claim, "data-ms-keep-%d", i);
+        assert_retained(ns, claim);
+    }
+    e2e_ns_delete(c, ns);
+}
+
+static void test_cluster_and_namespace_deletion_finish(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    assert_true(e2e_cluster_create(c, ns, "ms-del", 3));
+    converge(ns, "ms-del", 3);
+    assert_true(e2e_delete(c, &K8S_RES_GODISCLUSTERS, ns, "ms-del", -1));
+    const k8s_resource *kinds[] = {&K8S_RES_GODISES, &K8S_RES_REPLICASETS, &K8S_RES_PODS,
+                                   &K8S_RES_PVCS, &K8S_RES_SERVICES, &K8S_RES_CONFIGMAPS};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        int64_t deadline = gd_mono_ms() + T;
+        int n = -1;
+        while ((n = e2e_count_all(c, kinds[i], ns, "cluster-name=ms-del")) != 0 && gd_mono_ms() < deadline)
+            gd_sleep_ms(200);
+        if (n != 0) fail_msg("%d %s of ms-del left (Terminating included)", n, kinds[i]->resource);
+    }
+    /* the whole namespace, with a running cluster in it */
+    assert_true(e2e_cluster_create(c, ns, "ms-ns", 3));
+    converge(ns, "ms-ns", 3);
+    char fs[128];
+    snprintf(fs, sizeof fs, "metadata.name=%s", ns);
+    e2e_ns_delete(c, ns);
+    assert_true(e2e_watch_until(c, &K8S_RES_NAMESPACES, NULL, NULL, fs, gone, NULL, T));
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    gd_log_init("itest", GD_LOG_WARN, 0, 2);
+    c = e2e_client();
+    if (!c || !e2e_install_crds(c)) return -1;
+    return e2e_operator_start(&op, "membership", NULL) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    e2e_print_forgotten_runtimes("scale-in and heal (itest_membership)");
+    e2e_operator_stop(&op, c);
+    k8s_client_destroy(&c);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scale_in_5_to_2),
+        cmocka_unit_test(test_removed_leader_never_restarts),
+        cmocka_unit_test(test_hand_deleted_godis_forgotten_first),
+        cmocka_unit_test(test_configmap_missing_mid_scale_in),
+        cmocka_unit_test(test_manager_killed_between_forget_and_stop),
+        cmocka_unit_test(test_retain_keeps_pvcs),
+        cmocka_unit_test(test_cluster_and_namespace_deletion_finish),
+    };
+    return cmocka_run_group_tests_name("membership", tests, setup, teardown);
+}
