@@ -197,8 +197,14 @@ static void test_crash_loop_and_deleted(void **state)
 {
     fixture *f = *state;
     apply(f, "ADDED", pod("crash", "exit 3", NULL, NULL));
-    const httpd_req *r = tick_until(f, 0, "PATCH", "/pods/crash/status", "\"restartCount\":2", 5000);
+    /* restartCount counts restarts done (as kubelet's): 2 once it was started a third time;
+     * then it exits again and waits in CrashLoopBackOff */
+    tick_until(f, 0, "PATCH", "/pods/crash/status", "\"restartCount\":2", 6000);
+    const httpd_req *r = tick_until(f, httpd_request_count(f->h) - 1, "PATCH", "/pods/crash/status",
+                                    "CrashLoopBackOff", 6000);
     cJSON *body = cJSON_Parse(r->body);
+    assert_int_equal(gd_json_int_or(cJSON_GetArrayItem(gd_json_path(body, "status.containerStatuses"), 0),
+                                    "restartCount", -1), 2);
     const cJSON *cs = cJSON_GetArrayItem(gd_json_path(body, "status.containerStatuses"), 0);
     assert_int_equal(gd_json_int_or(cs, "lastState.terminated.exitCode", -1), 3);
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cs, "ready")));

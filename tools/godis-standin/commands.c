@@ -296,6 +296,8 @@ static void cmd_standin(standin *s, godis_reply **a, size_t n, sbuf *out)
         standin_peer_vote(s, a, n, out);
     else if (!strcmp(verb, "heartbeat"))
         standin_peer_heartbeat(s, a, n, out);
+    else if (!strcmp(verb, "leading"))
+        standin_peer_leading(s, a, n, out);
     else if (!strcmp(verb, "stats"))
         standin_cmd_stats(s, out);
     else if (!strcmp(verb, "events"))

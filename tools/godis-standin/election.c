@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,21 +132,54 @@ static void adopt_term(standin *s, long long term)
     standin_state_save(s, NULL, NULL);
 }
 
+/* Whether the leader at url still leads `term` with a majority behind it (a follower
+ * forwards its proposals there; a leader that died or was removed takes them with it). */
+static int leader_confirms(const char *url, long long term)
+{
+    godis_client *c = standin_peer_client(url, PEER_TIMEOUT_MS);
+    if (!c)
+        return 0;
+    char t[24];
+    snprintf(t, sizeof(t), "%lld", term);
+    const char *argv[] = {"standin", "leading", t};
+    godis_reply *r = NULL;
+    int ok = godis_command(c, &r, 3, argv) == GD_OK && r->type == GODIS_REPLY_STATUS;
+    godis_reply_destroy(&r);
+    godis_client_destroy(&c);
+    return ok;
+}
+
+/* A proposal commits only through a leader that hears a majority: on the leader itself, or
+ * forwarded by a follower to its leader. Waits up to about a second for one. */
 int standin_wait_leader(standin *s)
 {
     int64_t until = mono_ms() + LEADER_WAIT_MS;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        int ok = (s->role == ROLE_LEADER || (s->role == ROLE_FOLLOWER && s->leader != 0)) &&
-                 s->quorum;
+        int ok = s->role == ROLE_LEADER && s->quorum;
+        char url[GODIS_MAX_URL + 1] = "";
+        long long term = s->term;
+        for (int i = 0; !ok && s->role == ROLE_FOLLOWER && s->leader && i < s->nmembers; i++)
+            if (s->members[i].id == s->leader)
+                snprintf(url, sizeof(url), "%s", s->members[i].url);
         pthread_mutex_unlock(&s->mu);
-        if (ok)
+        if (ok || (url[0] && leader_confirms(url, term)))
             return 1;
         if (mono_ms() >= until)
             return 0;
         struct timespec ts = {.tv_nsec = 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
+}
+
+/* `standin leading <term>` from a follower forwarding a proposal. */
+void standin_peer_leading(standin *s, godis_reply **a, size_t n, sbuf *out)
+{
+    long long term = n == 3 ? strtoll(a[2]->str, NULL, 10) : -1;
+    pthread_mutex_lock(&s->mu);
+    int ok = s->role == ROLE_LEADER && s->quorum && s->term == term;
+    pthread_mutex_unlock(&s->mu);
+    sb_fmt(out, ok ? "+OK\r\n" : "-ERR not leading\r\n");
 }
 
 /* ------------------------------------------------------------------------------------------

@@ -25,7 +25,8 @@
  * "id@url"), `standin stats` and `standin events` (what this member saw of elections and
  * membership, with wall-clock times), `standin campaign` (start an election now, as a leader
  * transfer would), `standin fault refuse|delay-ms V`; on the peer port `standin sync`
- * (membership replication, replicate.c), `standin vote` and `standin heartbeat`. */
+ * (membership replication, replicate.c), `standin vote`, `standin heartbeat` and `standin leading`
+ * (a follower forwarding a proposal asks its leader). */
 #ifndef STANDIN_H
 #define STANDIN_H
 #include <pthread.h>
@@ -118,6 +119,7 @@ int  standin_election_start(standin *s);
 int  standin_wait_leader(standin *s);
 void standin_peer_vote(standin *s, godis_reply **a, size_t n, sbuf *out);
 void standin_peer_heartbeat(standin *s, godis_reply **a, size_t n, sbuf *out);
+void standin_peer_leading(standin *s, godis_reply **a, size_t n, sbuf *out);
 void standin_cmd_stats(standin *s, sbuf *out);
 void standin_cmd_events(standin *s, sbuf *out);
 void standin_cmd_campaign(standin *s, sbuf *out);

@@ -53,6 +53,9 @@ static bool container_command(na_agent *a, na_pod *p, na_ctr *c, const cJSON *ct
 static void mark_started(na_pod *p, na_ctr *c, pid_t pid, const char *path, int64_t now)
 {
     c->pid = pid;
+    /* restartCount counts restarts that happened, as kubelet's does: a container that
+     * exited and was stopped before its back-off ran out was never restarted. */
+    if (c->started_once) c->restart_count++;
     c->started_once = true;
     c->started_wall_ms = gd_wall_ms();
     c->started_mono_ms = now;
@@ -143,7 +146,6 @@ void na_ctr_exited(na_pod *p, na_ctr *c, int wstatus)
     bool restart = strcmp(p->restart_policy, "Never") != 0 &&
                    (strcmp(p->restart_policy, "OnFailure") != 0 || code != 0);
     if (!restart) { c->finished = true; return; }
-    c->restart_count++;
     if (gd_mono_ms() - c->started_mono_ms > 600000) gd_backoff_reset(&c->backoff);
     c->next_start_ms = gd_mono_ms() + gd_backoff_next(&c->backoff);
     na_ctr_set_waiting(p, c, "CrashLoopBackOff", "back-off restarting failed container");
