@@ -210,11 +210,11 @@ static godis_step plan_initializing(const godis_view *v)
     return step(GP_FINISH_INIT, 0, "Initialized", "all initial members created");
 }
 
-static bool all_lost(const godis_view *v)
+static int count_lost(const godis_view *v)
 {
-    for (int i = 0; i < v->nmembers; i++)
-        if (!member_lost(v, v->members[i])) return false;
-    return true;
+    int n = 0;
+    for (int i = 0; i < v->nmembers; i++) n += member_lost(v, v->members[i]);
+    return n;
 }
 
 /* A Godis deleted by hand (or by a tool, or by the garbage collector) is held by its
@@ -252,9 +252,18 @@ static godis_step plan_running(const godis_view *v)
         godis_step r = plan_retire(v, m->id, "StrayGodisRemoved");
         if (r.kind != GP_NOTHING) return r;
     }
-    if (v->nmembers == 0 || all_lost(v)) {
+    /* Lost members never come back (their data is gone): with all of them lost, or a
+     * majority, the cluster can never commit again. Nothing is created (a member added now
+     * could not even join) until the user asks for a fresh, empty cluster. */
+    int lost = count_lost(v);
+    if (v->nmembers == 0 || lost >= majority(v->nmembers)) {
         if (v->bootstrap_fresh)
-            return step(GP_RECORD_INIT, 0, "FreshBootstrap", "every member lost: a fresh empty cluster with new ids, as asked");
+            return step(GP_RECORD_INIT, 0, "FreshBootstrap", "members lost for good: a fresh empty cluster with new ids, as asked");
+        if (lost < v->nmembers)
+            return step(GP_ALL_LOST, 0, "QuorumLost",
+                        "a majority of the members is lost (Godis or volume gone): the cluster cannot "
+                        "commit again; nothing is created until the annotation " GODIS_ANN_BOOTSTRAP_FRESH
+                        " asks for a fresh empty cluster (the remaining members' data is dropped)");
         return step(GP_ALL_LOST, 0, "AllMembersLost",
                     "every member is lost (Godis or volume gone): nothing is created until the annotation "
                     GODIS_ANN_BOOTSTRAP_FRESH " asks for a fresh empty cluster");

@@ -84,7 +84,8 @@ typedef enum {
     GP_STOP_MEMBER,        /* ReplicaSet of id to 0 replicas (marked retired), its pods deleted */
     GP_DELETE_GODIS,       /* (Retain: orphan its PVC) drop the finalizer, delete Godis id */
     GP_FINISH_SCALE_IN,    /* status: members -= id, scaleInID = 0, phase Running */
-    GP_ALL_LOST,           /* every member is lost: Degraded/AllMembersLost, create nothing */
+    GP_ALL_LOST,           /* every member (AllMembersLost) or a majority (QuorumLost) is lost:
+                              Degraded, an Event, nothing created until bootstrap-fresh */
 } godis_step_kind;
 
 typedef struct {

@@ -176,7 +176,7 @@ static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
     godis_set_condition(st, "Progressing", progressing, progressing ? s->reason : lost ? s->reason : "Converged",
                         s->why, gen);
     bool degraded = lost || ready < n || (v->paused && n != v->desired);
-    const char *why = lost ? "AllMembersLost" : v->paused && ready == n ? "Paused" : "MembersNotReady";
+    const char *why = lost ? s->reason : v->paused && ready == n ? "Paused" : "MembersNotReady";
     godis_set_condition(st, "Degraded", degraded, degraded ? why : "AsExpected", lost ? s->why : m, gen);
     (void)members;
 }
@@ -203,7 +203,7 @@ godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_v
     set_conditions(st, v, s, members, n, ready, gen);
     bool settled = s->kind == GP_NOTHING || s->kind == GP_WAIT || s->kind == GP_ALL_LOST;
     godis_result r = {.kind = settled ? GODIS_DONE : GODIS_REQUEUE};
-    if (s->kind == GP_ALL_LOST && !condition_is(before, "Degraded", "AllMembersLost")) {
+    if (s->kind == GP_ALL_LOST && !condition_is(before, "Degraded", s->reason)) {
         reason = s->reason;                  /* once, when the condition appears */
         snprintf(msg, sizeof msg, "%s", s->why);
     }

@@ -443,6 +443,24 @@ static void test_all_members_lost(void **state)
     assert_false(w.godis[1] || w.godis[2] || w.godis[3]);
 }
 
+/* A majority lost for good (the rest can never commit again): the same wait, reason
+ * QuorumLost. */
+static void test_quorum_lost(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    for (int id = 1; id <= 2; id++) {
+        w.lost_volume[id] = true;
+        w.running[id] = false;
+    }
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_ALL_LOST);
+    assert_string_equal(s.reason, "QuorumLost");
+}
+
 /* A member whose volume is gone but that still serves (its pod holds the old claim) is
  * replaced like a member on a bad node: a new id first, then it is removed. */
 static void test_lost_volume_replaced_add_first(void **state)
@@ -671,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_configmap_missing_mid_scale_in),
         cmocka_unit_test(test_crash_between_forget_and_stop),
         cmocka_unit_test(test_all_members_lost),
+        cmocka_unit_test(test_quorum_lost),
         cmocka_unit_test(test_lost_volume_replaced_add_first),
         cmocka_unit_test(test_last_member_kept),
         cmocka_unit_test(test_configmap_deleted_is_rebuilt_not_reinitialised),
