@@ -161,6 +161,7 @@ G=kumkeehyun.github.com
 for v in "get godisclusters.$G" "list godisclusters.$G" "watch godisclusters.$G" \
          "update godisclusters.$G/status" "create godises.$G" "delete godises.$G" \
          "watch godises.$G" "update godises.$G/status" "update godisclusters.$G/finalizers" \
+         "update godises.$G" "update godisclusters.$G" \
          "create configmaps" "update configmaps" "create services" "update services" \
          "create persistentvolumeclaims" "update persistentvolumeclaims" "create replicasets.apps" \
          "update replicasets.apps" "watch pods" "delete pods" "list nodes" "watch nodes" "create events" \
@@ -171,8 +172,8 @@ done
 check "SA may create Leases in godis-system" can godis-system create leases.coordination.k8s.io
 lease_lock() { local v; for v in get update watch; do can_named godis-system $v godis-operator-leader || return 1; done; }
 check "SA may get, update, watch Lease godis-operator-leader" lease_lock
-for v in "create godisclusters.$G" "update godisclusters.$G" "patch godisclusters.$G" "delete godisclusters.$G" \
-         "patch godisclusters.$G/status" "update godises.$G" "patch godises.$G" \
+for v in "create godisclusters.$G" "patch godisclusters.$G" "delete godisclusters.$G" \
+         "patch godisclusters.$G/status" "patch godises.$G" \
          "delete configmaps" "delete services" "delete persistentvolumeclaims" "delete replicasets.apps" \
          "patch events" "get secrets" "list secrets" "create pods" "update pods" "create pods/exec" \
          "create pods/eviction" "update nodes" "patch nodes" "delete nodes" "create deployments.apps" \

@@ -190,6 +190,8 @@ if "$CTL" -n "$NS" follow "$GC" 1 "$WAIT" >"$DV_TMP/follow" 2>&1; then
 else
   bad "Running with 1 Ready member: $(tail -3 "$DV_TMP/follow" | tr '\n' ' ')"
 fi
+delete_ns "$NS"
+check "namespace $NS deleted while it runs: gone, its Godis finalizers dropped" wait_ns_gone "$NS" 90
 refused "its log has no refused request (403 / forbidden)" grep -Eiw '403|forbidden' "$DV_TMP/manager.log"
 
 kill -TERM "$MGR"

@@ -11,8 +11,9 @@
 #     one as standby, which takes over half way, as the Deployment's 2 replicas do) and, while
 #     the admin creates a GodisCluster (3 replicas), scales it to 4, deletes a member's PVC,
 #     scales back to 3 and deletes the cluster, brings it to Running with 3, then 4 Ready
-#     members (again after the PVC, whose pod it deletes), then 3, and lets its Godis
-#     objects go; its log shows no request refused for lack of a permission; it wrote Events.
+#     members (again after the PVC: that member is replaced and stopped), then 3, and lets
+#     its Godis objects go; its log shows no request refused for lack of a permission; it
+#     wrote Events.
 # The node agent of tools/devcluster runs the pods (godis stand-ins). No kubectl: bin/godisctl
 # and curl (deploy/verify-lib.sh). Prints one line per check, cmocka-style counts and
 # "deploy-rbac: N passed, N failed". Cleans up: the managers (by pid, their process groups),
@@ -38,9 +39,9 @@ stop_manager() {  # stop_manager ID
   MGR_PID[$1]=""
 }
 cleanup() {
-  stop_manager a; stop_manager b
-  delete_ns "$NS"
+  delete_ns "$NS"               # while a manager runs: it drops its Godis finalizers
   wait_ns_gone "$NS" 90 || echo "deploy-rbac: namespace $NS still Terminating"
+  stop_manager a; stop_manager b
   dv_restore_install_state
   [ -z "${DEPLOY_RBAC_LOG:-}" ] || cat "$DV_TMP"/manager-*.log >"$DEPLOY_RBAC_LOG" 2>/dev/null
   rm -rf "$DV_TMP"
@@ -156,16 +157,14 @@ if "$CTL" -n "$NS" follow "$GC" 4 "$WAIT" >"$DV_TMP/follow4" 2>&1; then
 else
   bad "Running with 4 Ready members: $(tail -3 "$DV_TMP/follow4" | tr '\n' ' ')"
 fi
-# A member's deleted PVC is held by pvc-protection while its pod runs: the Godis reconciler
-# deletes that pod so the claim can go, then recreates the claim (pods: delete is granted
-# for this alone).
+# A member's deleted PVC (held by pvc-protection while its pod runs) makes it a lost member:
+# a new member is added, then the lost one is forgotten and stopped (its ReplicaSet scaled to
+# 0, its pod deleted), and its claim goes for good — never recreated under the old id.
 PVC=/api/v1/namespaces/$NS/persistentvolumeclaims/data-$GC-4
-pvc_uid() { expect_code 200 GET "$PVC" >/dev/null && ! jlines | grep -q '^"deletionTimestamp"' && body_field uid; }
-old_uid=$(pvc_uid)
-pvc_recreated() { local u; u=$(pvc_uid) && [ -n "$u" ] && [ "$u" != "$old_uid" ]; }
+pvc_gone() { expect_code 404 GET "$PVC" >/dev/null; }
 t0=$(date +%s)
 check "admin deletes PVC data-$GC-4 (in use by its pod)" expect_code 200 DELETE "$PVC"
-if wait_for "$WAIT" pvc_recreated; then ok "the manager freed and recreated the PVC in $(since "$t0")"; else bad "PVC data-$GC-4 not recreated"; fi
+if wait_for "$WAIT" pvc_gone; then ok "member 4 replaced, stopped, its PVC gone in $(since "$t0")"; else bad "PVC data-$GC-4 still there"; fi
 if "$CTL" -n "$NS" follow "$GC" 4 "$WAIT" >"$DV_TMP/follow4b" 2>&1; then
   ok "Running with 4 Ready members again $(since "$t0") after the PVC deletion"
 else
