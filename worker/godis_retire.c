@@ -8,6 +8,23 @@
 #include "gd_json.h"
 #include "gd_log.h"
 
+/* metadata.<name> of obj as an object (or array), made so when absent or of another type. */
+static cJSON *meta_member(cJSON *obj, const char *name, bool array)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(meta, name);
+    if (array ? cJSON_IsArray(m) : cJSON_IsObject(m)) return m;
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, name);
+    return array ? cJSON_AddArrayToObject(meta, name) : cJSON_AddObjectToObject(meta, name);
+}
+
+static void set_annotation(cJSON *obj, const char *key, const char *value)
+{
+    cJSON *ann = meta_member(obj, "annotations", false);
+    cJSON_DeleteItemFromObjectCaseSensitive(ann, key);
+    cJSON_AddStringToObject(ann, key, value);
+}
+
 static bool node_ready(godis_env *e, const char *node_name)
 {
     if (!node_name || !*node_name) return true;        /* not scheduled: nothing runs */
@@ -28,14 +45,7 @@ static gd_err scale_to_zero(godis_env *e, const char *ns, const char *godis)
     gd_err err = GD_OK;
     bool retired = gd_meta_annotation(rs, GODIS_ANN_RETIRED) != NULL;
     if (gd_json_int_or(rs, "spec.replicas", 1) != 0 || !retired) {
-        cJSON *meta = cJSON_GetObjectItemCaseSensitive(rs, "metadata");
-        cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
-        if (!cJSON_IsObject(ann)) {
-            cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
-            ann = cJSON_AddObjectToObject(meta, "annotations");
-        }
-        cJSON_DeleteItemFromObjectCaseSensitive(ann, GODIS_ANN_RETIRED);
-        cJSON_AddStringToObject(ann, GODIS_ANN_RETIRED, "true");
+        set_annotation(rs, GODIS_ANN_RETIRED, "true");
         gd_json_set(rs, "spec.replicas", cJSON_CreateNumber(0));
         err = gw_update(e, &K8S_RES_REPLICASETS, rs);
     }
@@ -65,12 +75,7 @@ static gd_err edit_finalizer(godis_env *e, const k8s_resource *r, const cJSON *o
 {
     if (gd_meta_has_finalizer(obj, finalizer) == add) return GD_OK;
     cJSON *copy = cJSON_Duplicate(obj, 1);
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(copy, "metadata");
-    cJSON *fins = cJSON_GetObjectItemCaseSensitive(meta, "finalizers");
-    if (!cJSON_IsArray(fins)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(meta, "finalizers");
-        fins = cJSON_AddArrayToObject(meta, "finalizers");
-    }
+    cJSON *fins = meta_member(copy, "finalizers", true);
     if (add) {
         cJSON_AddItemToArray(fins, cJSON_CreateString(finalizer));
     } else {
@@ -114,17 +119,11 @@ static gd_err retain_volume(godis_env *e, const cJSON *godis)
         cJSON_Delete(pvc);
         return GD_OK;
     }
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(pvc, "metadata");
-    cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
-    cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
-    if (!cJSON_IsObject(ann)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
-        ann = cJSON_AddObjectToObject(meta, "annotations");
-    }
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc, "metadata"),
+                                            "ownerReferences");
     char from[400];
     snprintf(from, sizeof from, "%s/%s", name, gd_meta_uid(godis));
-    cJSON_DeleteItemFromObjectCaseSensitive(ann, GODIS_ANN_RETAINED_FROM);
-    cJSON_AddStringToObject(ann, GODIS_ANN_RETAINED_FROM, from);
+    set_annotation(pvc, GODIS_ANN_RETAINED_FROM, from);
     gd_err err = gw_update(e, &K8S_RES_PVCS, pvc);
     cJSON_Delete(pvc);
     return err;

@@ -24,6 +24,7 @@
 #include "../../worker/godis_status_check.c"
 #include "../../worker/godis_input.c"
 #include "../../worker/godis_reconcile_cluster.c"
+#include "../../worker/godis_retire.c"
 #include "../../worker/godis_reconcile_godis.c"
 
 static cJSON *env_get(godis_env *e, const char *kind, const char *ns, const char *name)

@@ -34,6 +34,7 @@
 #include "../../worker/godis_status_check.c"
 #include "../../worker/godis_input.c"
 #include "../../worker/godis_reconcile_cluster.c"
+#include "../../worker/godis_retire.c"
 #include "../../worker/godis_reconcile_godis.c"
 /* its set variable is named like godis_client.h's godis_set(), which the reconcilers
  * above bring in: renamed here only */

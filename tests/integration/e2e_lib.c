@@ -113,11 +113,17 @@ void e2e_ns_delete(k8s_client *c, const char *ns)
 
 bool e2e_cluster_create(k8s_client *c, const char *ns, const char *name, int replicas)
 {
-    char body[400];
+    char spec[64];
+    snprintf(spec, sizeof spec, "{\"replicas\":%d}", replicas);
+    return e2e_cluster_create_spec(c, ns, name, spec);
+}
+
+bool e2e_cluster_create_spec(k8s_client *c, const char *ns, const char *name, const char *spec_json)
+{
+    char body[1024];
     snprintf(body, sizeof body,
              "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\","
-             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"replicas\":%d}}",
-             name, ns, replicas);
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":%s}", name, ns, spec_json);
     cJSON *obj = cJSON_Parse(body);
     k8s_status st = {0};
     gd_err e = k8s_create(c, &K8S_RES_GODISCLUSTERS, ns, obj, NULL, &st);

@@ -19,6 +19,8 @@ bool e2e_ns_create(k8s_client *c, const char *prefix, char *ns, size_t cap);
 void e2e_ns_delete(k8s_client *c, const char *ns);
 
 bool e2e_cluster_create(k8s_client *c, const char *ns, const char *name, int replicas);
+/* Creates GodisCluster ns/name with spec `spec_json` (an object). */
+bool e2e_cluster_create_spec(k8s_client *c, const char *ns, const char *name, const char *spec_json);
 bool e2e_cluster_scale(k8s_client *c, const char *ns, const char *name, int replicas);
 cJSON *e2e_cluster_get(k8s_client *c, const char *ns, const char *name);
 

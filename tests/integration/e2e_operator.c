@@ -96,20 +96,6 @@ void e2e_operator_kill(e2e_operator *op, int i)
 
 /* ---- objects ---- */
 
-bool e2e_cluster_create_spec(k8s_client *c, const char *ns, const char *name, const char *spec_json)
-{
-    char body[1024];
-    snprintf(body, sizeof body,
-             "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\","
-             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":%s}", name, ns, spec_json);
-    cJSON *obj = cJSON_Parse(body);
-    k8s_status st = {0};
-    gd_err e = k8s_create(c, &K8S_RES_GODISCLUSTERS, ns, obj, NULL, &st);
-    cJSON_Delete(obj);
-    if (e) fprintf(stderr, "create GodisCluster %s/%s: %s %s\n", ns, name, gd_strerror(e), st.message);
-    return e == GD_OK;
-}
-
 int e2e_count_all(k8s_client *c, const k8s_resource *r, const char *ns, const char *sel)
 {
     k8s_list_opts lo = {.label_selector = sel};

@@ -31,8 +31,6 @@ int e2e_operator_leader(e2e_operator *op, k8s_client *c);
 /* SIGKILL replica i with its workers and informers, as a node crash would. */
 void e2e_operator_kill(e2e_operator *op, int i);
 
-/* Creates GodisCluster ns/name with spec `spec_json` (an object). */
-bool e2e_cluster_create_spec(k8s_client *c, const char *ns, const char *name, const char *spec_json);
 /* Objects of r in ns with the label selector, counting those being deleted too. */
 int e2e_count_all(k8s_client *c, const k8s_resource *r, const char *ns, const char *sel);
 bool e2e_delete(k8s_client *c, const k8s_resource *r, const char *ns, const char *name, long grace);

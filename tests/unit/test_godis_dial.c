@@ -24,6 +24,7 @@
 #include "../../worker/godis_status_check.c"
 #include "../../worker/godis_input.c"
 #include "../../worker/godis_reconcile_cluster.c"
+#include "../../worker/godis_retire.c"
 #include "gd_json.h"
 
 #define OWNER "\"ownerReferences\":[{\"apiVersion\":\"kumkeehyun.github.com/v1\","      \

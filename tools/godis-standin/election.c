@@ -420,13 +420,7 @@ int standin_election_start(standin *s)
     s->leader = 0;
     s->election_due_ms = mono_ms() + election_timeout_ms();
     pthread_mutex_unlock(&s->mu);
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &at, ticker, s);
-    pthread_attr_destroy(&at);
-    return rc == 0 ? 0 : -1;
+    return standin_spawn(ticker, s);
 }
 
 /* ------------------------------------------------------------------------------------------

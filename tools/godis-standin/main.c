@@ -278,16 +278,11 @@ static void accept_client(standin *s, int lfd, int peer)
         return;
     }
     int *arg = malloc(2 * sizeof(int));
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 256 * 1024);
     if (arg) {
         arg[0] = fd;
         arg[1] = peer;
         __atomic_add_fetch(&s->nconns, 1, __ATOMIC_SEQ_CST);
-        if (pthread_create(&th, &at, standin_conn_thread, arg) == 0)
+        if (standin_spawn(standin_conn_thread, arg) == 0)
             arg = NULL;
         else
             __atomic_sub_fetch(&s->nconns, 1, __ATOMIC_SEQ_CST);
@@ -296,7 +291,18 @@ static void accept_client(standin *s, int lfd, int peer)
         free(arg);
         close(fd);
     }
+}
+
+int standin_spawn(void *(*fn)(void *), void *arg)
+{
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    int rc = pthread_create(&th, &at, fn, arg);
     pthread_attr_destroy(&at);
+    return rc == 0 ? 0 : -1;
 }
 
 static int serve(standin *s, int cfd, int pfd)

@@ -170,13 +170,7 @@ void standin_replicate_final_push(standin *s)
 
 int standin_replicate_start(standin *s)
 {
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &at, pusher, s);
-    pthread_attr_destroy(&at);
-    return rc == 0 ? 0 : -1;
+    return standin_spawn(pusher, s);
 }
 
 /* Records which ids a newer membership adds and drops (caller holds mu). */

@@ -128,6 +128,9 @@ void standin_recheck_quorum(standin *s);
 /* Records a notable event with the wall-clock time (caller holds mu). */
 void standin_event(standin *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* main.c: starts fn(arg) on a detached thread with a small stack; 0 ok, -1 failed. */
+int standin_spawn(void *(*fn)(void *), void *arg);
+
 /* commands.c */
 void *standin_conn_thread(void *arg);        /* arg: heap int with the fd */
 void  standin_request_exit(standin *s, char why);  /* 'T' signal, 'F' forgotten */
