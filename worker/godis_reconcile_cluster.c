@@ -609,7 +609,7 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     snprintf(name, sizeof name, "%s", slash + 1);
     cluster_ctx c = {.e = e, .ns = ns, .name = name};
     c.cluster = e->get(e, "GodisCluster", ns, name);
-    if (!c.cluster) return (godis_result){.kind = GODIS_DONE};   /* children go with it (GC) */
+    if (!c.cluster) return godis_release_orphans(e, ns, name);   /* the rest goes by GC */
     if (gd_meta_deleting(c.cluster)) {
         godis_result r = godis_release_cluster(e, c.cluster);
         cJSON_Delete(c.cluster);

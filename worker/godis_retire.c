@@ -155,3 +155,20 @@ godis_result godis_release_cluster(godis_env *e, const cJSON *cluster)
     if (!err) err = godis_drop_finalizer(e, &K8S_RES_GODISCLUSTERS, cluster, GODIS_CLUSTER_FINALIZER);
     return err ? gw_result(err) : (godis_result){.kind = GODIS_DONE};
 }
+
+godis_result godis_release_orphans(godis_env *e, const char *ns, const char *name)
+{
+    cJSON *godises = e->list(e, "Godis", ns, "cluster-name", name);
+    gd_err err = GD_OK;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, godises) {
+        const cJSON *owner = gd_meta_controller_owner(g);
+        if (!gd_meta_deleting(g) || !owner || strcmp(gd_json_str_or(owner, "kind", ""), "GodisCluster") != 0 ||
+            strcmp(gd_json_str_or(owner, "name", ""), name) != 0)
+            continue;
+        gd_err e2 = godis_drop_finalizer(e, &K8S_RES_GODISES, g, GODIS_FINALIZER);
+        if (e2 && !err) err = e2;
+    }
+    cJSON_Delete(godises);
+    return err ? gw_result(err) : (godis_result){.kind = GODIS_DONE};
+}

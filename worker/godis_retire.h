@@ -35,5 +35,9 @@ bool godis_retain_volumes(const cJSON *cluster);
  * with Retain every member's PVC is orphaned first; then the Godis finalizers and the
  * cluster's own are dropped, so the deletion finishes with nothing left Terminating. */
 godis_result godis_release_cluster(godis_env *e, const cJSON *cluster);
+/* The GodisCluster ns/name is gone already (deleted without waiting, e.g. by its namespace's
+ * deletion): the Godis objects it controlled that are being deleted lose their finalizer.
+ * The deletion of the cluster wakes no Godis reconcile, so the cluster reconcile does it. */
+godis_result godis_release_orphans(godis_env *e, const char *ns, const char *name);
 
 #endif

@@ -118,6 +118,28 @@ bool e2e_delete(k8s_client *c, const k8s_resource *r, const char *ns, const char
     return e == GD_OK;
 }
 
+static bool deleted_event(const char *type, const cJSON *obj, void *arg)
+{
+    (void)obj;
+    (void)arg;
+    return strcmp(type, "DELETED") == 0;
+}
+
+bool e2e_wait_gone(k8s_client *c, const k8s_resource *r, const char *ns, const char *name, int timeout_ms)
+{
+    char fs[300];
+    snprintf(fs, sizeof fs, "metadata.name=%s", name);
+    int64_t deadline = gd_mono_ms() + timeout_ms;
+    for (;;) {
+        if (k8s_get(c, r, ns, name, NULL, NULL) == GD_ERR_NOT_FOUND) return true;
+        int64_t left = deadline - gd_mono_ms();
+        if (left <= 0) return false;
+        /* a watch started after the object went would never see it go: look again then */
+        if (e2e_watch_until(c, r, ns, NULL, fs, deleted_event, NULL, left < 5000 ? (int)left : 5000))
+            return true;
+    }
+}
+
 /* ---- pods, from a watch ---- */
 
 static int record_pod(void *ud, const char *type, cJSON *pod)

@@ -34,6 +34,9 @@ void e2e_operator_kill(e2e_operator *op, int i);
 /* Objects of r in ns with the label selector, counting those being deleted too. */
 int e2e_count_all(k8s_client *c, const k8s_resource *r, const char *ns, const char *sel);
 bool e2e_delete(k8s_client *c, const k8s_resource *r, const char *ns, const char *name, long grace);
+/* Waits until ns/name of r is gone: its DELETED event on a watch, or a 404 (it may be gone
+ * before the watch starts). ns NULL for cluster-scoped kinds. */
+bool e2e_wait_gone(k8s_client *c, const k8s_resource *r, const char *ns, const char *name, int timeout_ms);
 
 /* Records every pod of a cluster a watch shows: uid, member, restarts, Ready, deleted. */
 typedef struct {

@@ -40,6 +40,14 @@ static void converge(const char *ns, const char *name, int n)
     assert_true(e2e_wait_consistent(c, ns, name, T));
 }
 
+/* Every scenario ends by deleting its namespace, and that deletion must finish: the
+ * operator drops its Godis finalizers (nothing left Terminating). */
+static void ns_done(const char *ns)
+{
+    e2e_ns_delete(c, ns);
+    assert_true(e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, ns, T));
+}
+
 static bool next_id_at_least(const char *type, const cJSON *gc, void *arg)
 {
     return strcmp(type, "DELETED") != 0 && gd_json_int_or(gc, "status.nextID", 0) >= *(int64_t *)arg;
@@ -126,7 +134,7 @@ static void test_lost_volume_member_replaced(void **state)
     /* no pod of an old id ever served again (the same id on an empty disk) */
     assert_int_equal(e2e_pod_recorder_new_ready(&rec, "ml-vol-2", before2, nb2), 0);
     assert_int_equal(e2e_pod_recorder_new_ready(&rec, "ml-vol-1", before1, nb1), 0);
-    e2e_ns_delete(c, ns);
+    ns_done(ns);
 }
 
 /* ---- every member lost ---- */
@@ -197,7 +205,7 @@ static void test_all_members_lost_then_fresh_bootstrap(void **state)
     cJSON_Delete(gc);
     assert_true(e2e_wait_count(c, &K8S_RES_GODISES, ns, "cluster-name=ml-lost", 3, T));
     assert_int_equal(e2e_count_all(c, &K8S_RES_GODISES, ns, "cluster-name=ml-lost"), 3);
-    e2e_ns_delete(c, ns);
+    ns_done(ns);
 }
 
 /* ---- a NotReady node ---- */
@@ -260,7 +268,7 @@ static void test_notready_node_migrates_after_grace(void **state)
     fprintf(stderr, "ml-node: member 1 replaced %.1f s after its node turned NotReady (grace %d s)\n",
             took / 1000.0, GRACE_MS / 1000);
     converge(ns, "ml-node", 3);
-    e2e_ns_delete(c, ns);
+    ns_done(ns);
 }
 
 /* ---- Ready means writable ---- */
@@ -310,7 +318,7 @@ static void test_ready_means_writable(void **state)
     cJSON *gc = e2e_cluster_get(c, ns, "ml-ready");
     assert_int_equal(gd_json_int_or(gc, "status.nextID", 0), 4);    /* same members, same data */
     cJSON_Delete(gc);
-    e2e_ns_delete(c, ns);
+    ns_done(ns);
 }
 
 static int setup(void **state)
