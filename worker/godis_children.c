@@ -405,3 +405,20 @@ cJSON *godis_child_repair(const char *kind, const cJSON *desired, const cJSON *a
     }
     return fixed;
 }
+
+int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap)
+{
+    int n = 0;
+    const char *p = value;
+    if (!p) return -1;
+    while (*p) {
+        char *end;
+        long long id = strtoll(p, &end, 10);
+        if (end == p || *end != '@' || id <= 0 || n >= cap) return -1;
+        ids[n++] = id;
+        p = strchr(end, ',');
+        if (!p) break;
+        p++;
+    }
+    return n;
+}

@@ -66,6 +66,9 @@ cJSON *godis_build_godis(const godis_child_spec *s, const char *cluster_uid);
 cJSON *godis_build_configmap(const char *ns, const char *cluster, const char *cluster_uid,
                              const char *initial_cluster);
 
+/* Parses the ConfigMap value "1@http://...,2@http://..." into ids; -1 when malformed. */
+int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap);
+
 /* True when `actual` differs from `desired` in a field we own (ports, selector, replicas,
  * image, env, probe, volumes, owner). Fields the API server fills in are ignored.
  * kind: "Service", "ReplicaSet", "PersistentVolumeClaim". */

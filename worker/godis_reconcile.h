@@ -55,7 +55,5 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key);
 void godis_emit_event(godis_env *e, const cJSON *obj, const char *type, const char *reason,
                       const char *message);
 
-/* Parses "1@http://...,2@http://..." into ids; -1 when the value is malformed. */
-int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap);
 
 #endif

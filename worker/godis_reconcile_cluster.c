@@ -35,23 +35,6 @@ typedef struct {
     int64_t grace_wait_ms;   /* >0: a member's node turns bad for migration after this long */
 } cluster_ctx;
 
-int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap)
-{
-    int n = 0;
-    const char *p = value;
-    if (!p) return -1;
-    while (*p) {
-        char *end;
-        long long id = strtoll(p, &end, 10);
-        if (end == p || *end != '@' || id <= 0 || n >= cap) return -1;
-        ids[n++] = id;
-        p = strchr(end, ',');
-        if (!p) break;
-        p++;
-    }
-    return n;
-}
-
 /* ---- observing ---- */
 
 static bool pod_ready(const cJSON *pod)

@@ -2,8 +2,9 @@
  * ReplicaSet present and as specified (DESIGN.md §1), and reports status.state from its pod.
  * It never touches membership: that is the GodisCluster controller's job. So it leaves
  * alone what membership decisions depend on:
- *  - a member being removed (the cluster's scaleInID, or no longer a recorded member) and a
- *    ReplicaSet marked retired: never recreated nor scaled up again;
+ *  - a forgotten member (the cluster's scaleInID, no longer in the ConfigMap) and a
+ *    ReplicaSet marked retired (a forgotten member's or a stray's, stopped): never
+ *    recreated nor scaled up again;
  *  - a lost volume (the PVC deleted, being deleted, or Lost, after the member had one): the
  *    PVC is not recreated — the same id on an empty disk could vote twice — and the loss is
  *    reported in status.volumeLost for the GodisCluster controller to replace the member;
@@ -96,16 +97,24 @@ static vol_state volume_state(godis_ctx *g, char *uid, size_t cap)
     return st;
 }
 
-/* Whether this member is on its way out: being scaled in, or no longer recorded. */
-static bool retiring(godis_ctx *g)
+/* Whether this member was forgotten: it is the cluster's scaleInID and the ConfigMap (the
+ * record of a confirmed forget) no longer lists it. Until then its children are kept as
+ * usual: a victim that must still vote for its own removal (2 -> 1) has to run. Only
+ * scaleInID: a member missing from status.members may just be newer than this worker's
+ * copy of the cluster (the Godis and GodisCluster caches are fed by different informers);
+ * a stray's ReplicaSet, once stopped, is marked retired (rs_retired). */
+static bool forgotten(godis_ctx *g)
 {
-    if (gd_json_int_or(g->cluster, "status.scaleInID", 0) == g->spec.id) return true;
-    cJSON *members = NULL;
-    if (gd_json_arr(g->cluster, "status.members", &members) != GD_OK) return false;  /* adopting */
-    const cJSON *m;
-    cJSON_ArrayForEach(m, members)
-        if (cJSON_IsNumber(m) && (int64_t)m->valuedouble == g->spec.id) return false;
-    return gd_json_int_or(g->cluster, "status.scaleOutID", 0) != g->spec.id;
+    if (gd_json_int_or(g->cluster, "status.scaleInID", 0) != g->spec.id) return false;
+    char cm_name[300];
+    snprintf(cm_name, sizeof cm_name, "%s-config", g->spec.cluster);
+    cJSON *cm = g->e->get(g->e, "ConfigMap", g->spec.ns, cm_name);
+    int64_t ids[64];
+    int n = godis_parse_initial_cluster(gd_json_str_or(cm, "data.initial-cluster", NULL), ids, 64);
+    cJSON_Delete(cm);
+    for (int i = 0; i < n; i++)
+        if (ids[i] == g->spec.id) return false;
+    return true;
 }
 
 static bool rs_retired(godis_ctx *g)
@@ -209,7 +218,7 @@ static godis_result reconcile_godis_ctx(godis_ctx *g)
         gd_err err = godis_add_finalizer(g->e, &K8S_RES_GODISES, g->godis, GODIS_FINALIZER);
         return err ? gw_result(err) : (godis_result){.kind = GODIS_REQUEUE};
     }
-    if (retiring(g)) return update_state(g);
+    if (forgotten(g)) return update_state(g);
     vol_state vol = volume_state(g, g->pvc_uid, sizeof g->pvc_uid);
     g->volume_lost = vol == VOL_LOST;
     if (vol == VOL_NOT_OURS) {
