@@ -761,6 +761,31 @@ static void test_removed_leader_returns_as_voter(void **state)
     stop_cluster(p, 3);
 }
 
+/* A follower forwards a write to its leader: with the leader dead the write fails at once
+ * (before the follower's election timeout notices), and succeeds again once the survivors
+ * elected a new leader. */
+static void test_write_needs_a_live_leader(void **state)
+{
+    (void)state;
+    standin_proc p[3];
+    int peer[3];
+    start_cluster(p, peer, 3);
+    lead(&p[0]);
+    godis_client *c = client(&p[1], 3000);
+    assert_int_equal(godis_set(c, "k", "v"), GD_OK);
+    kill(p[0].pid, SIGKILL);
+    assert_true(wait_exit(p[0].pid, 3000) >= 0);
+    p[0].pid = 0;
+    assert_int_equal(godis_set(c, "k", "v2"), GD_ERR_PROTOCOL);
+    assert_string_equal(godis_last_error(c), "propose canceled by context");
+    gd_err e = GD_ERR_PROTOCOL;
+    for (int i = 0; i < 10 && e != GD_OK; i++)
+        e = godis_set(c, "k", "v3");                       /* 2 of 3 elect a new leader */
+    assert_int_equal(e, GD_OK);
+    godis_client_destroy(&c);
+    stop_cluster(p, 3);
+}
+
 /* The same id restarted on an empty WAL dir: a fresh voter with no term and no vote. */
 static void test_empty_wal_is_a_fresh_voter(void **state)
 {
@@ -836,6 +861,7 @@ int main(void)
         cmocka_unit_test(test_forgotten_follower_disrupts_until_stopped),
         cmocka_unit_test(test_removed_leader_returns_as_voter),
         cmocka_unit_test(test_empty_wal_is_a_fresh_voter),
+        cmocka_unit_test(test_write_needs_a_live_leader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
