@@ -168,7 +168,10 @@ static int record_pod(void *ud, const char *type, cJSON *pod)
             if (!strcmp(gd_json_str_or(cond, "type", ""), "Ready") &&
                 !strcmp(gd_json_str_or(cond, "status", ""), "True"))
                 p->ready_seen = true;
-        p->deleted |= strcmp(type, "DELETED") == 0;
+        if (strcmp(type, "DELETED") == 0 && !p->deleted) {
+            p->deleted = true;
+            p->deleted_us = e2e_wall_us();
+        }
     }
     pthread_mutex_unlock(&r->mu);
     return r->stop;
@@ -213,6 +216,19 @@ int e2e_pod_recorder_restarts(e2e_pod_recorder *r, const char *godis)
         if (!strcmp(r->pods[i].member, godis) && r->pods[i].restarts > max) max = r->pods[i].restarts;
     pthread_mutex_unlock(&r->mu);
     return max;
+}
+
+int64_t e2e_pod_recorder_gone_us(e2e_pod_recorder *r, const char *godis)
+{
+    int64_t last = 0;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->n; i++) {
+        if (strcmp(r->pods[i].member, godis) != 0) continue;
+        if (!r->pods[i].deleted) { last = 0; break; }
+        if (r->pods[i].deleted_us > last) last = r->pods[i].deleted_us;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return last;
 }
 
 int e2e_pod_recorder_new_ready(e2e_pod_recorder *r, const char *godis, char before[][64], int nb)

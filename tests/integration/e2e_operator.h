@@ -43,6 +43,7 @@ typedef struct {
     char uid[64], member[128];
     int restarts;
     bool ready_seen, deleted;
+    int64_t deleted_us;             /* when the watch showed it gone (wall clock) */
 } e2e_pod_rec;
 typedef struct {
     pthread_t th;
@@ -57,6 +58,8 @@ bool e2e_pod_recorder_start(e2e_pod_recorder *r, const char *ns, const char *clu
 void e2e_pod_recorder_stop(e2e_pod_recorder *r);
 /* Highest restart count any pod of member `godis` showed. */
 int e2e_pod_recorder_restarts(e2e_pod_recorder *r, const char *godis);
+/* When the last pod of member `godis` was seen deleted (0: one is not deleted yet). */
+int64_t e2e_pod_recorder_gone_us(e2e_pod_recorder *r, const char *godis);
 /* Pods of member `godis` whose uid is not in before[] that were ever Ready. */
 int e2e_pod_recorder_new_ready(e2e_pod_recorder *r, const char *godis, char before[][64], int nb);
 /* The uids of the live pods of member `godis`, into uids; the count. */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include "e2e_lib.h"
 #include "e2e_operator.h"
 #include "e2e_standin.h"
@@ -103,6 +104,38 @@ static void check_stopped_after_forget(e2e_member_watch *w, int nw, char surv[][
 
 /* ---- scale-in ---- */
 
+/* Watches the cluster in a thread and notes when Progressing first shows False for the
+ * scaled spec (2 members, the spec's generation observed). */
+typedef struct {
+    pthread_t th;
+    char ns[64], name[64];
+    int64_t settled_us;
+} progress_watch;
+
+static bool progressing_false(const char *type, const cJSON *gc, void *arg)
+{
+    progress_watch *p = arg;
+    int64_t ids[16];
+    if (strcmp(type, "DELETED") == 0 || !e2e_condition_is(gc, "Progressing", "False") ||
+        gd_json_int_or(gc, "status.scaleInID", 0) != 0 || e2e_status_members(gc, ids, 16) != 2 ||
+        gd_json_int_or(gc, "status.observedGeneration", -1) != gd_meta_generation(gc))
+        return false;
+    p->settled_us = e2e_wall_us();
+    return true;
+}
+
+static void *progress_main(void *arg)
+{
+    progress_watch *p = arg;
+    k8s_client *own = e2e_client();
+    char fs[160];
+    snprintf(fs, sizeof fs, "metadata.name=%s", p->name);
+    e2e_watch_until(own, &K8S_RES_GODISCLUSTERS, p->ns, NULL, fs, progressing_false, p, T);
+    k8s_client_destroy(&own);
+    return NULL;
+}
+
+
 static void test_scale_in_5_to_2(void **state)
 {
     (void)state;
@@ -118,17 +151,30 @@ static void test_scale_in_5_to_2(void **state)
     assert_true(e2e_pod_recorder_start(&rec, ns, "ms-scale"));
     int64_t t0 = e2e_wall_us();
     assert_true(e2e_cluster_scale(c, ns, "ms-scale", 2));
+    /* Progressing goes False only once the operator saw its own status say so, after the
+     * scale: the watch starts now, while the first step is under way */
+    progress_watch pw = {0};
+    snprintf(pw.ns, sizeof pw.ns, "%s", ns);
+    snprintf(pw.name, sizeof pw.name, "ms-scale");
+    assert_int_equal(pthread_create(&pw.th, NULL, progress_main, &pw), 0);
     int64_t want[] = {1, 2};
     wait_members(ns, "ms-scale", want, 2);
+    pthread_join(pw.th, NULL);
     int64_t t1 = e2e_wall_us();
     check_stopped_after_forget(w, 3, ips, 2);
     fprintf(stderr, "figure: elections the survivors saw during the 5->2 scale-in: %d\n",
             e2e_elections_seen(ips, 2, t0, t1));
     e2e_pod_recorder_stop(&rec);
+    assert_true(pw.settled_us > 0);
     for (int i = 3; i <= 5; i++) {
         char g[64];
         snprintf(g, sizeof g, "ms-scale-%d", i);
         assert_int_equal(e2e_pod_recorder_restarts(&rec, g), 0);   /* never back as a voter */
+        int64_t gone = e2e_pod_recorder_gone_us(&rec, g);
+        /* Progressing stayed True until the forgotten member's pod was gone */
+        if (!gone || gone > pw.settled_us)
+            fail_msg("%s: pod gone at %lld, Progressing False at %lld", g, (long long)gone,
+                     (long long)pw.settled_us);
     }
     ns_done(ns);
 }
