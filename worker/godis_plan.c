@@ -245,7 +245,8 @@ static godis_step plan_running(const godis_view *v)
         return step(GP_ENSURE_CONFIGMAP, 0, "ConfigMapRepaired", "ConfigMap rebuilt from status.members");
     /* A non-member Godis of ours (hand-made, left by an interrupted adoption, or a member of
      * a cluster bootstrapped afresh) would campaign like a forgotten follower: stop it,
-     * then remove it. It is no member, so there is nothing to forget. */
+     * then remove it. It is no member, so there is nothing to forget. (The executor first
+     * checks that the API server's status does not name it either: the cache may lag.) */
     for (int i = 0; i < v->nobserved; i++) {
         const godis_member *m = &v->observed[i];
         if (has_id(v->members, v->nmembers, m->id)) continue;

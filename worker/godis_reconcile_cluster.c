@@ -20,6 +20,7 @@
 
 #define WAIT_RECHECK_MS 2000
 #define PROBE_RECHECK_MS 1000
+#define STRAY_RECHECK_MS 1000
 #define PROBE_KEY "godis-operator-ready-probe"   /* never starts with * $ + - : (godis dies) */
 
 typedef struct {
@@ -416,6 +417,35 @@ static godis_result do_stop(cluster_ctx *c, const godis_step *s)
     return gw_result(err);
 }
 
+/* A stray (a Godis of ours that status.members does not list) is judged from the cache,
+ * where the GodisCluster may lag its Godis objects: a worker that just took the shard
+ * over, an informer relisting one kind. A member just added — meet done, its Godis created,
+ * the status that names it not yet seen — then looks like a stray, and stopping it and
+ * deleting its Godis without a forget would take a Raft member away unforgotten (and the
+ * scale-out, resumed from the real status, would bring its id back on an empty volume).
+ * So before a stray is touched, the API server's own copy of the GodisCluster must not
+ * name it either. Strays are rare: one GET each. */
+static bool stray_confirmed(cluster_ctx *c, int64_t id)
+{
+    cJSON *live = NULL;
+    if (k8s_get(c->e->client, &K8S_RES_GODISCLUSTERS, c->ns, c->name, &live, NULL) != GD_OK)
+        return false;
+    bool named = strcmp(gd_meta_uid(live), c->uid) != 0 ||
+                 gd_json_int_or(live, "status.scaleOutID", 0) == id ||
+                 gd_json_int_or(live, "status.scaleInID", 0) == id;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, gd_json_path(live, "status.members"))
+        named |= cJSON_IsNumber(m) && (int64_t)m->valuedouble == id;
+    cJSON_Delete(live);
+    if (named) {
+        char ids[24];
+        snprintf(ids, sizeof ids, "%lld", (long long)id);
+        gd_log(GD_LOG_INFO, "stray left alone: the API server's status names it (the cache lags)",
+               "cluster", c->name, "namespace", c->ns, "id", ids, NULL);
+    }
+    return !named;
+}
+
 static godis_result do_delete_godis(cluster_ctx *c, int64_t id)
 {
     char name[300];
@@ -481,8 +511,11 @@ static godis_result execute(cluster_ctx *c, const godis_step *s)
         return create_godis(c, s->id, s->preferred);
     case GP_MEET:             return do_meet(c, s);
     case GP_FORGET:           return do_forget(c, s);
-    case GP_STOP_MEMBER:      return do_stop(c, s);
-    case GP_DELETE_GODIS:     return do_delete_godis(c, s->id);
+    case GP_STOP_MEMBER:
+    case GP_DELETE_GODIS:
+        if (s->id != c->v.scale_in_id && !stray_confirmed(c, s->id))
+            return (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = STRAY_RECHECK_MS};
+        return s->kind == GP_STOP_MEMBER ? do_stop(c, s) : do_delete_godis(c, s->id);
     case GP_NOTHING:          return settle(c, s);
     case GP_RECORD_INIT:
         if (strcmp(s->reason, "FreshBootstrap") == 0) {

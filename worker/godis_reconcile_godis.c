@@ -102,7 +102,9 @@ static vol_state volume_state(godis_ctx *g, char *uid, size_t cap)
  * usual: a victim that must still vote for its own removal (2 -> 1) has to run. Only
  * scaleInID: a member missing from status.members may just be newer than this worker's
  * copy of the cluster (the Godis and GodisCluster caches are fed by different informers);
- * a stray's ReplicaSet, once stopped, is marked retired (rs_retired). */
+ * a stray's ReplicaSet, once stopped, is marked retired (rs_retired). A missing ConfigMap
+ * counts as not listing it: the children are then only left as they are (nothing here
+ * deletes), and the retired mark keeps a stopped member stopped whatever this says. */
 static bool forgotten(godis_ctx *g)
 {
     if (gd_json_int_or(g->cluster, "status.scaleInID", 0) != g->spec.id) return false;

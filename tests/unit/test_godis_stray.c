@@ -1,0 +1,198 @@
+/* test_godis_stray.c — a stray Godis (one of ours that status.members does not list) is
+ * stopped and removed by the GodisCluster controller (godis_reconcile_cluster), but only
+ * once the API server's own copy of the GodisCluster does not name it either: the cache's
+ * copy may lag the Godis objects (a worker that took the shard over, an informer relisting),
+ * and a member just added — meet done, Godis created — must never be stopped and deleted
+ * unforgotten. The cache is a fixed set of objects (members 1-3 recorded, Godis c-4 of ours
+ * running); the API server is the scriptable httpd helper, so every request is asserted. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+#include "client_fixture.h"
+#include "../../worker/godis_children.c"
+#include "../../worker/godis_plan.c"
+#include "../../worker/godis_status.c"
+#include "../../worker/godis_write.c"
+#include "../../worker/godis_status_check.c"
+#include "../../worker/godis_input.c"
+#include "../../worker/godis_reconcile_cluster.c"
+#include "../../worker/godis_retire.c"
+#include "gd_json.h"
+
+/* status fields after "members": the cache has 1-3 and nextID 4 */
+#define CLUSTER_FMT                                                                          \
+    "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\",\"metadata\":{"   \
+    "\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"cu\",\"resourceVersion\":\"%s\","         \
+    "\"generation\":1},\"spec\":{\"replicas\":3},\"status\":{\"status\":\"%s\","             \
+    "\"members\":[1,2,3],\"nextID\":%d,\"scaleOutID\":%d,\"scaleInID\":0,"                   \
+    "\"initialReplicas\":3,\"observedGeneration\":1}}"
+
+static cJSON *cluster(const char *rv, const char *phase, int next_id, int scale_out_id)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, CLUSTER_FMT, rv, phase, next_id, scale_out_id);
+    return cJSON_Parse(buf);
+}
+
+static int64_t id_of(const char *name)
+{
+    const char *dash = strrchr(name, '-');
+    return dash ? strtoll(dash + 1, NULL, 10) : 0;
+}
+
+static cJSON *godis(int64_t id)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf,
+             "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"Godis\",\"metadata\":{"
+             "\"name\":\"c-%lld\",\"namespace\":\"ns\",\"uid\":\"gu%lld\",\"resourceVersion\":\"9\","
+             "\"labels\":{\"cluster-name\":\"c\"},\"finalizers\":[\"" GODIS_FINALIZER "\"],"
+             "\"ownerReferences\":[{\"apiVersion\":\"kumkeehyun.github.com/v1\","
+             "\"kind\":\"GodisCluster\",\"name\":\"c\",\"uid\":\"cu\",\"controller\":true}]},"
+             "\"spec\":{\"preferred\":%s},\"status\":{\"state\":\"Running\"}}",
+             (long long)id, (long long)id, id <= 3 ? "true" : "false");
+    return cJSON_Parse(buf);
+}
+
+static cJSON *pod(int64_t id)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"c-%lld-x\","
+             "\"namespace\":\"ns\",\"uid\":\"pu%lld\",\"labels\":{\"cluster-name\":\"c\","
+             "\"node-name\":\"c-%lld\"}},\"spec\":{\"nodeName\":\"node-1\"},\"status\":{"
+             "\"phase\":\"Running\",\"podIP\":\"127.0.0.%lld\",\"conditions\":[{\"type\":"
+             "\"Ready\",\"status\":\"True\"}]}}",
+             (long long)id, (long long)id, (long long)id, (long long)id);
+    return cJSON_Parse(buf);
+}
+
+static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+{
+    (void)e;
+    (void)ns;
+    if (!strcmp(kind, "GodisCluster")) return !strcmp(name, "c") ? cluster("5", "Running", 4, 0) : NULL;
+    if (!strcmp(kind, "Godis")) {
+        int64_t id = id_of(name);
+        return id >= 1 && id <= 4 ? godis(id) : NULL;
+    }
+    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) {
+        int64_t ids[] = {1, 2, 3};
+        char value[1024];
+        godis_initial_cluster(value, sizeof value, "ns", "c", ids, 3);
+        return godis_build_configmap("ns", "c", "cu", value);
+    }
+    if (!strcmp(kind, "ReplicaSet")) {
+        int64_t id = id_of(name);
+        godis_child_spec s = {.ns = "ns", .cluster = "c", .godis = name, .godis_uid = "gu",
+                              .id = id};
+        cJSON *rs = id >= 1 && id <= 4 ? godis_build_replicaset(&s) : NULL;
+        if (rs) gd_json_set(rs, "metadata.resourceVersion", cJSON_CreateString("11"));
+        return rs;
+    }
+    if (!strcmp(kind, "Node"))
+        return cJSON_Parse("{\"metadata\":{\"name\":\"node-1\"},\"status\":{\"conditions\":"
+                           "[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    return NULL;
+}
+
+static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+                        const char *v)
+{
+    (void)e;
+    (void)ns;
+    cJSON *out = cJSON_CreateArray();
+    bool all = !strcmp(k ? k : "", "cluster-name");
+    for (int64_t id = 1; id <= 4; id++) {
+        char name[16];
+        snprintf(name, sizeof name, "c-%lld", (long long)id);
+        if (!all && strcmp(v ? v : "", name) != 0) continue;
+        if (!strcmp(kind, "Godis")) cJSON_AddItemToArray(out, godis(id));
+        if (!strcmp(kind, "Pod")) cJSON_AddItemToArray(out, pod(id));
+    }
+    return out;
+}
+
+static void on_wrote(godis_env *e, const char *kind, const char *ns, const char *name,
+                     const char *rv, bool deleted)
+{
+    (void)kind, (void)ns, (void)name, (void)rv, (void)deleted;
+    (*(int *)e->ud)++;
+}
+
+static godis_result reconcile(client_fixture *f, int *writes)
+{
+    godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .wrote = on_wrote,
+                   .ud = writes, .godis_port = 6379, .godis_timeout_ms = 100,
+                   .node_notready_grace_ms = 40000};
+    return godis_reconcile_cluster(&e, "ns/c");
+}
+
+static void push_live(client_fixture *f, const char *phase, int next_id, int scale_out_id)
+{
+    cJSON *live = cluster("6", phase, next_id, scale_out_id);
+    char *body = cJSON_PrintUnformatted(live);
+    client_push(f->h, 200, NULL, body);
+    free(body);
+    cJSON_Delete(live);
+}
+
+static void assert_get_of_cluster(client_fixture *f)
+{
+    const httpd_req *q = httpd_request(f->h, 0);
+    assert_non_null(q);
+    assert_string_equal(q->method, "GET");
+    assert_non_null(strstr(q->uri, "/namespaces/ns/godisclusters/c"));
+}
+
+/* The API server says member 4 is being added (scaleOutID 4): the cache lags, 4 is no stray.
+ * Nothing is written; the reconcile looks again later. */
+static void test_member_being_added_is_left_alone(void **state)
+{
+    client_fixture *f = *state;
+    push_live(f, "Scaling", 5, 4);
+    int writes = 0;
+    godis_result r = reconcile(f, &writes);
+    assert_int_equal(r.kind, GODIS_REQUEUE_AFTER);
+    assert_int_equal(r.err, GD_OK);
+    assert_int_equal(httpd_request_count(f->h), 1);
+    assert_get_of_cluster(f);
+    assert_int_equal(writes, 0);
+}
+
+/* The API server agrees with the cache: 4 is a stray. Its ReplicaSet goes to 0 (marked
+ * retired) before its pod is deleted. */
+static void test_confirmed_stray_is_stopped(void **state)
+{
+    client_fixture *f = *state;
+    push_live(f, "Running", 4, 0);
+    int writes = 0;
+    godis_result r = reconcile(f, &writes);
+    assert_int_equal(r.err, GD_OK);
+    assert_get_of_cluster(f);
+    assert_true(httpd_request_count(f->h) >= 3);
+    const httpd_req *q = httpd_request(f->h, 1);
+    assert_string_equal(q->method, "PUT");
+    assert_non_null(strstr(q->uri, "/namespaces/ns/replicasets/c-4"));
+    cJSON *b = cJSON_Parse(q->body);
+    assert_int_equal(gd_json_int_or(b, "spec.replicas", 1), 0);
+    assert_non_null(gd_meta_annotation(b, GODIS_ANN_RETIRED));
+    cJSON_Delete(b);
+    q = httpd_request(f->h, 2);
+    assert_string_equal(q->method, "DELETE");
+    assert_non_null(strstr(q->uri, "/namespaces/ns/pods/c-4-x"));
+    assert_int_equal(writes, 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_member_being_added_is_left_alone, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_confirmed_stray_is_stopped, client_setup, client_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
