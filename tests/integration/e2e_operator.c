@@ -10,6 +10,7 @@
 #include "e2e_lib.h"
 #include "e2e_procs.h"
 #include "gd_json.h"
+#include "gd_log.h"
 #include "gd_time.h"
 
 int64_t e2e_wall_us(void)
@@ -307,4 +308,21 @@ void e2e_print_forgotten_runtimes(const char *what)
     fprintf(stderr, "figure: %s: longest a forgotten member's process ran after its forget: "
             "%.3f s (member %lld), over %d forgotten members\n", what, g_longest_us / 1e6,
             (long long)g_longest_id, g_measured);
+}
+
+int e2e_operator_suite_setup(k8s_client **c, e2e_operator *op, const char *name,
+                             const char *worker_arg)
+{
+    gd_log_init("itest", GD_LOG_WARN, 0, 2);
+    *c = e2e_client();
+    if (!*c || !e2e_install_crds(*c)) return -1;
+    return e2e_operator_start(op, name, worker_arg) ? 0 : -1;
+}
+
+int e2e_operator_suite_teardown(k8s_client **c, e2e_operator *op, const char *figure_label)
+{
+    e2e_print_forgotten_runtimes(figure_label);
+    e2e_operator_stop(op, *c);
+    k8s_client_destroy(c);
+    return 0;
 }

@@ -23,6 +23,13 @@ typedef struct {
 } e2e_operator;
 
 bool e2e_operator_start(e2e_operator *op, const char *name, const char *worker_arg);
+/* A membership suite's cmocka setup and teardown: logs, a client (*c), the CRDs and the
+ * operator named `name` (worker_arg: an extra --worker-arg, or NULL); the teardown prints
+ * the forgotten-member figure under `figure_label`, then stops the operator and the client.
+ * Setup returns 0 or -1 as cmocka wants. */
+int e2e_operator_suite_setup(k8s_client **c, e2e_operator *op, const char *name,
+                             const char *worker_arg);
+int e2e_operator_suite_teardown(k8s_client **c, e2e_operator *op, const char *figure_label);
 /* Starts replica i again (after e2e_operator_kill). */
 void e2e_operator_spawn(e2e_operator *op, int i);
 void e2e_operator_stop(e2e_operator *op, k8s_client *c);

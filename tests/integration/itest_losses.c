@@ -24,7 +24,6 @@
 #include "e2e_standin.h"
 #include "godis_client.h"
 #include "gd_json.h"
-#include "gd_log.h"
 #include "gd_time.h"
 
 static k8s_client *c;
@@ -324,21 +323,15 @@ static void test_ready_means_writable(void **state)
 static int setup(void **state)
 {
     (void)state;
-    gd_log_init("itest", GD_LOG_WARN, 0, 2);
-    c = e2e_client();
-    if (!c || !e2e_install_crds(c)) return -1;
     static char warg[64];
     snprintf(warg, sizeof warg, "--reconciler-arg node-grace-ms=%d", GRACE_MS);
-    return e2e_operator_start(&op, "losses", warg) ? 0 : -1;
+    return e2e_operator_suite_setup(&c, &op, "losses", warg);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    e2e_print_forgotten_runtimes("losses (itest_losses)");
-    e2e_operator_stop(&op, c);
-    k8s_client_destroy(&c);
-    return 0;
+    return e2e_operator_suite_teardown(&c, &op, "losses (itest_losses)");
 }
 
 int main(void)

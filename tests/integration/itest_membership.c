@@ -24,7 +24,6 @@
 #include "e2e_operator.h"
 #include "e2e_standin.h"
 #include "gd_json.h"
-#include "gd_log.h"
 #include "gd_time.h"
 
 static k8s_client *c;
@@ -457,19 +456,13 @@ static void test_cluster_and_namespace_deletion_finish(void **state)
 static int setup(void **state)
 {
     (void)state;
-    gd_log_init("itest", GD_LOG_WARN, 0, 2);
-    c = e2e_client();
-    if (!c || !e2e_install_crds(c)) return -1;
-    return e2e_operator_start(&op, "membership", NULL) ? 0 : -1;
+    return e2e_operator_suite_setup(&c, &op, "membership", NULL);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    e2e_print_forgotten_runtimes("scale-in and heal (itest_membership)");
-    e2e_operator_stop(&op, c);
-    k8s_client_destroy(&c);
-    return 0;
+    return e2e_operator_suite_teardown(&c, &op, "scale-in and heal (itest_membership)");
 }
 
 int main(void)
