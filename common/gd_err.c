@@ -23,6 +23,7 @@ static const char *const err_names[GD_ERR__COUNT] = {
     [GD_ERR_BAD_REQUEST] = "BadRequest",
     [GD_ERR_UNAUTHORIZED] = "Unauthorized",
     [GD_ERR_FORBIDDEN] = "Forbidden",
+    [GD_ERR_NAMESPACE_TERMINATING] = "NamespaceTerminating",
     [GD_ERR_NOT_FOUND] = "NotFound",
     [GD_ERR_METHOD] = "MethodNotAllowed",
     [GD_ERR_ALREADY_EXISTS] = "AlreadyExists",

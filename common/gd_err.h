@@ -29,6 +29,8 @@ typedef enum {
     GD_ERR_BAD_REQUEST,     /* 400 BadRequest */
     GD_ERR_UNAUTHORIZED,    /* 401 */
     GD_ERR_FORBIDDEN,       /* 403 */
+    GD_ERR_NAMESPACE_TERMINATING, /* 403 with the cause NamespaceTerminating: a create in a
+                                     namespace being deleted (expected; not a missing right) */
     GD_ERR_NOT_FOUND,       /* 404 NotFound */
     GD_ERR_METHOD,          /* 405 MethodNotAllowed */
     GD_ERR_ALREADY_EXISTS,  /* 409 AlreadyExists */

@@ -199,6 +199,15 @@ gd_err k8s_classify_ex(long http_status, const char *body, size_t len,
         const cJSON *ras = cJSON_GetObjectItemCaseSensitive(details, "retryAfterSeconds");
         if (ra < 0 && cJSON_IsNumber(ras) && ras->valuedouble >= 0)
             ra = ras->valuedouble > 86400 ? 86400 : (int)ras->valuedouble;
+        /* a create in a namespace being deleted is refused 403 Forbidden, told apart from a
+         * missing right by its cause (StatusCause.Type is "reason" on the wire) */
+        const cJSON *cause;
+        cJSON_ArrayForEach(cause, cJSON_GetObjectItemCaseSensitive(details, "causes")) {
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(cause, "reason");
+            if (err == GD_ERR_FORBIDDEN && cJSON_IsString(t) &&
+                strcmp(t->valuestring, "NamespaceTerminating") == 0)
+                err = GD_ERR_NAMESPACE_TERMINATING;
+        }
     } else if (body && len) {
         st->foreign = true;
         k8s_sanitize(st->message, sizeof st->message, body, len);

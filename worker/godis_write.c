@@ -13,9 +13,22 @@ static gd_err fence(godis_env *e)
     return e->may_write ? e->may_write(e) : GD_OK;
 }
 
+/* A create refused because its namespace is being deleted is no fault (the namespace takes
+ * everything with it; client-go's event recorder drops these too): an info line that is not
+ * mistaken for a missing right. */
+static bool namespace_terminating(const char *what, const k8s_resource *r, const char *name,
+                                  const k8s_status *st)
+{
+    if (st->err != GD_ERR_NAMESPACE_TERMINATING) return false;
+    gd_log(GD_LOG_INFO, "namespace being deleted: nothing new is created in it", "what", what,
+           "resource", r->resource, "name", name, NULL);
+    return true;
+}
+
 static void log_write_error(const char *verb, const k8s_resource *r, const char *name,
                             const k8s_status *st)
 {
+    if (namespace_terminating(verb, r, name, st)) return;
     gd_log(GD_LOG_WARN, "write failed", "verb", verb, "resource", r->resource, "name", name,
            "error", gd_strerror(st->err), "message", st->message, NULL);
 }
@@ -178,7 +191,9 @@ godis_result gw_result(gd_err err)
     if (err == GD_OK || err == GD_ERR_CONFLICT || err == GD_ERR_NOT_FOUND ||
         err == GD_ERR_ALREADY_EXISTS)
         return res;
-    if (err == GD_ERR_FENCED) {           /* not ours to write any more: stop quietly */
+    /* not ours to write any more, or nothing to create in a namespace being deleted (its
+     * deletion wakes the reconcile that lets go): stop quietly */
+    if (err == GD_ERR_FENCED || err == GD_ERR_NAMESPACE_TERMINATING) {
         res.kind = GODIS_DONE;
         return res;
     }
@@ -217,7 +232,8 @@ void godis_emit_event(godis_env *e, const cJSON *obj, const char *type, const ch
     cJSON_AddNumberToObject(ev, "count", 1);
     cJSON_AddStringToObject(ev, "reportingComponent", "godis-operator");
     k8s_status st = {0};
-    if (k8s_create(e->client, &K8S_RES_EVENTS, gd_meta_namespace(obj), ev, NULL, &st) != GD_OK)
+    if (k8s_create(e->client, &K8S_RES_EVENTS, gd_meta_namespace(obj), ev, NULL, &st) != GD_OK &&
+        !namespace_terminating("event", &K8S_RES_EVENTS, reason, &st))
         gd_log(GD_LOG_WARN, "event not recorded", "reason", reason, "error", gd_strerror(st.err),
                "message", st.message, NULL);
     gd_log(strcmp(type, "Warning") == 0 ? GD_LOG_WARN : GD_LOG_INFO, message, "object",

@@ -3,7 +3,8 @@
  * removed leader that exits 0 and would come back as a voter):
  *  - scale-in 5 -> 2: every forgotten member stopped right after its forget (the figures:
  *    how long each ran after it, and the elections the survivors saw), none restarted;
- *  - a removed *leader* is never restarted as a voter;
+ *  - a removed *leader* is never restarted as a voter, in 3 -> 2 and in 2 -> 1 (where its
+ *    own vote commits its removal, and the one left leads alone and takes writes);
  *  - a Godis deleted by hand is forgotten before its ReplicaSet and pod are touched (the
  *    audit log's order against the stand-ins' own forget times), its finalizer last;
  *  - a ConfigMap deleted while a scale-in waits for its forget is rebuilt with the victim
@@ -179,39 +180,55 @@ static void test_scale_in_5_to_2(void **state)
 }
 
 /* The member being removed is the Raft leader: it exits 0 as it applies its removal; the
- * operator's stop must come before its kubelet restarts it (as a voter, from its WAL). */
+ * operator's stop must come before its kubelet restarts it (as a voter, from its WAL).
+ * From n members to n-1: for 3 -> 2 the survivors elect one of themselves; for 2 -> 1 the
+ * leader's own vote is needed to commit its removal (the forget goes while it runs), and
+ * the one left must lead alone and take writes (converge waits for Ready=True, which
+ * means a write went through). */
+static void scale_in_removing_the_leader(const char *name, int n)
+{
+    NS_START(ns);
+    assert_true(e2e_cluster_create(c, ns, name, n));
+    converge(ns, name, n);
+    int64_t ids[] = {1, 2, 3};
+    char ips[3][64];
+    member_ips(ns, name, ids, n, ips);
+    const char *campaign[] = {"campaign"};
+    assert_true(e2e_standin_cmd(ips[n - 1], 6379, 1, campaign));
+    int64_t deadline = gd_mono_ms() + T;
+    while (e2e_standin_stat(ips[0], "leader") != n && gd_mono_ms() < deadline) gd_sleep_ms(50);
+    assert_int_equal(e2e_standin_stat(ips[0], "leader"), n);
+    e2e_member_watch w;
+    assert_true(e2e_member_watch_start(&w, n, ips[n - 1]));
+    e2e_pod_recorder rec;
+    assert_true(e2e_pod_recorder_start(&rec, ns, name));
+    int64_t t0 = e2e_wall_us();
+    assert_true(e2e_cluster_scale(c, ns, name, n - 1));
+    wait_members(ns, name, ids, n - 1);
+    int64_t t1 = e2e_wall_us();
+    check_stopped_after_forget(&w, 1, ips, n - 1);
+    e2e_pod_recorder_stop(&rec);
+    char victim[64];
+    snprintf(victim, sizeof victim, "%s-%d", name, n);
+    assert_int_equal(e2e_pod_recorder_restarts(&rec, victim), 0);
+    /* the survivors lost their leader once and elected one of themselves */
+    long long leader = e2e_standin_stat(ips[0], "leader");
+    fprintf(stderr, "%s: %d -> %d, the leader removed: elections the survivors saw: %d; "
+            "leader now %lld\n", name, n, n - 1, e2e_elections_seen(ips, n - 1, t0, t1), leader);
+    assert_true(leader >= 1 && leader < n);
+    ns_done(ns);
+}
+
 static void test_removed_leader_never_restarts(void **state)
 {
     (void)state;
-    NS_START(ns);
-    assert_true(e2e_cluster_create(c, ns, "ms-leader", 3));
-    converge(ns, "ms-leader", 3);
-    int64_t ids[] = {1, 2, 3};
-    char ips[3][64];
-    member_ips(ns, "ms-leader", ids, 3, ips);
-    const char *campaign[] = {"campaign"};
-    assert_true(e2e_standin_cmd(ips[2], 6379, 1, campaign));
-    int64_t deadline = gd_mono_ms() + T;
-    while (e2e_standin_stat(ips[0], "leader") != 3 && gd_mono_ms() < deadline) gd_sleep_ms(50);
-    assert_int_equal(e2e_standin_stat(ips[0], "leader"), 3);
-    e2e_member_watch w;
-    assert_true(e2e_member_watch_start(&w, 3, ips[2]));
-    e2e_pod_recorder rec;
-    assert_true(e2e_pod_recorder_start(&rec, ns, "ms-leader"));
-    int64_t t0 = e2e_wall_us();
-    assert_true(e2e_cluster_scale(c, ns, "ms-leader", 2));
-    int64_t want[] = {1, 2};
-    wait_members(ns, "ms-leader", want, 2);
-    int64_t t1 = e2e_wall_us();
-    check_stopped_after_forget(&w, 1, ips, 2);
-    e2e_pod_recorder_stop(&rec);
-    assert_int_equal(e2e_pod_recorder_restarts(&rec, "ms-leader-3"), 0);
-    /* the survivors lost their leader once and elected one of themselves */
-    long long leader = e2e_standin_stat(ips[0], "leader");
-    fprintf(stderr, "ms-leader: elections the survivors saw: %d; leader now %lld\n",
-            e2e_elections_seen(ips, 2, t0, t1), leader);
-    assert_true(leader == 1 || leader == 2);
-    ns_done(ns);
+    scale_in_removing_the_leader("ms-leader", 3);
+}
+
+static void test_two_to_one_removing_the_leader(void **state)
+{
+    (void)state;
+    scale_in_removing_the_leader("ms-two", 2);
 }
 
 /* ---- deletion ---- */
@@ -470,6 +487,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scale_in_5_to_2),
         cmocka_unit_test(test_removed_leader_never_restarts),
+        cmocka_unit_test(test_two_to_one_removing_the_leader),
         cmocka_unit_test(test_hand_deleted_godis_forgotten_first),
         cmocka_unit_test(test_configmap_missing_mid_scale_in),
         cmocka_unit_test(test_manager_killed_between_forget_and_stop),

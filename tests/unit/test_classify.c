@@ -113,6 +113,26 @@ static void test_retry_after(void **state)
     assert_int_equal(st.retry_after_s, 2);
 }
 
+/* A create in a namespace being deleted: 403 Forbidden like a missing right, told apart by
+ * its cause (the body as kube-apiserver sends it). */
+static void test_namespace_terminating(void **state)
+{
+    (void)state;
+    const char *b = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+                    "\"status\":\"Failure\",\"message\":\"configmaps \\\"b\\\" is forbidden: unable "
+                    "to create new content in namespace x because it is being terminated\","
+                    "\"reason\":\"Forbidden\",\"details\":{\"name\":\"b\",\"kind\":\"configmaps\","
+                    "\"causes\":[{\"reason\":\"NamespaceTerminating\",\"message\":\"namespace x "
+                    "is being terminated\",\"field\":\"metadata.namespace\"}]},\"code\":403}";
+    k8s_status st;
+    assert_int_equal(k8s_classify(403, b, strlen(b), NULL, &st), GD_ERR_NAMESPACE_TERMINATING);
+    assert_int_equal(st.err, GD_ERR_NAMESPACE_TERMINATING);
+    assert_string_equal(gd_strerror(st.err), "NamespaceTerminating");
+    char plain[512];
+    status_body(plain, sizeof plain, 403, "Forbidden", "no right");
+    assert_int_equal(k8s_classify(403, plain, strlen(plain), NULL, &st), GD_ERR_FORBIDDEN);
+}
+
 static void test_non_json_bodies(void **state)
 {
     (void)state;
@@ -199,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_status_table),
         cmocka_unit_test(test_success),
         cmocka_unit_test(test_retry_after),
+        cmocka_unit_test(test_namespace_terminating),
         cmocka_unit_test(test_non_json_bodies),
         cmocka_unit_test(test_long_messages_truncated_safely),
         cmocka_unit_test(test_sanitize_edges),
