@@ -108,7 +108,7 @@ static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const ch
     cJSON *out = cJSON_CreateArray();
     bool all = !strcmp(k ? k : "", "cluster-name");
     for (int64_t id = 1; id <= 4; id++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "c-%lld", (long long)id);
         if (!all && strcmp(v ? v : "", name) != 0) continue;
         if (!strcmp(kind, "Godis")) cJSON_AddItemToArray(out, godis(id));
