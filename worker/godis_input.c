@@ -103,17 +103,8 @@ static void check_configmap(godis_input *in, findings *fs)
     godis_view *v = in->v;
     if (!v->configmap_exists || !in->configmap) return;
     const char *val = gd_json_str_or(in->configmap, "data.initial-cluster", NULL);
-    bool ok = v->configmap_parsed && val;
-    for (const char *p = val; ok && p && *p;) {
-        char *end;
-        long long id = strtoll(p, &end, 10);
-        char url[400];
-        const char *comma = strchr(end, ',');
-        size_t ul = comma ? (size_t)(comma - end - 1) : strlen(end + 1);
-        ok = *end == '@' && godis_peer_url(url, sizeof url, in->ns, in->name, id) > 0 &&
-             strlen(url) == ul && !strncmp(end + 1, url, ul);
-        p = comma ? comma + 1 : NULL;
-    }
+    bool ok = v->configmap_parsed && val &&
+              godis_initial_cluster_valid(val, in->ns, in->name, in->e ? in->e->cluster_domain : NULL);
     if (ok) return;
     v->configmap_parsed = false;            /* the planner rewrites it from status.members */
     add(fs, "ConfigMapEdited", false, "ConfigMap %s-config: initial-cluster \"%.80s\" is not "

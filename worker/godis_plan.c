@@ -2,7 +2,9 @@
  * wins, and recorded intent always comes before new decisions. */
 #include "godis_plan.h"
 #include "godis_children.h"
+#include "godis_client.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "gd_json.h"
@@ -359,25 +361,54 @@ bool godis_spec_validate(const void *cluster_json, godis_spec *out, char *msg, i
     return true;
 }
 
-int godis_peer_url(char *buf, int cap, const char *ns, const char *cluster, int64_t id)
+int godis_peer_url(char *buf, int cap, const char *ns, const char *cluster, int64_t id,
+                   const char *domain)
 {
-    int n = snprintf(buf, cap, "http://%s-%lld-endpoint.%s.svc.cluster.local:6300", cluster,
-                     (long long)id, ns);
+    if (!domain || !*domain) domain = GODIS_DEFAULT_CLUSTER_DOMAIN;
+    int n = snprintf(buf, cap, "http://%s-%lld-endpoint.%s.svc.%s:6300", cluster,
+                     (long long)id, ns, domain);
     return (n < 0 || n >= cap) ? -1 : n;
 }
 
 int godis_initial_cluster(char *buf, int cap, const char *ns, const char *cluster,
-                          const int64_t *ids, int n)
+                          const int64_t *ids, int n, const char *domain)
 {
     int off = 0;
     if (cap < 1) return -1;
     buf[0] = '\0';
     for (int i = 0; i < n; i++) {
         char url[512];
-        if (godis_peer_url(url, sizeof url, ns, cluster, ids[i]) < 0) return -1;
+        if (godis_peer_url(url, sizeof url, ns, cluster, ids[i], domain) < 0) return -1;
         int w = snprintf(buf + off, cap - off, "%s%lld@%s", i ? "," : "", (long long)ids[i], url);
         if (w < 0 || w >= cap - off) return -1;
         off += w;
     }
     return off;
+}
+
+/* Is url (ul bytes) member id's peer URL in domain? */
+static bool peer_url_is(const char *url, size_t ul, const char *ns, const char *cluster,
+                        long long id, const char *domain)
+{
+    char want[512];
+    return godis_peer_url(want, sizeof want, ns, cluster, id, domain) > 0 &&
+           strlen(want) == ul && !strncmp(url, want, ul);
+}
+
+bool godis_initial_cluster_valid(const char *val, const char *ns, const char *cluster,
+                                 const char *domain)
+{
+    if (!val) return false;
+    for (const char *p = *val ? val : NULL; p;) {     /* "": no members yet, valid */
+        char *end;
+        long long id = strtoll(p, &end, 10);
+        if (end == p || *end != '@' || id <= 0) return false;
+        const char *comma = strchr(end, ',');
+        size_t ul = comma ? (size_t)(comma - end - 1) : strlen(end + 1);
+        if (!peer_url_is(end + 1, ul, ns, cluster, id, domain) &&
+            !peer_url_is(end + 1, ul, ns, cluster, id, GODIS_DEFAULT_CLUSTER_DOMAIN))
+            return false;
+        p = comma ? comma + 1 : NULL;
+    }
+    return true;
 }

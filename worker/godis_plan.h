@@ -114,10 +114,19 @@ int godis_plan_configmap_ids(const godis_view *v, int64_t *out);
 typedef struct { int replicas; bool paused; } godis_spec;
 bool godis_spec_validate(const void *cluster_json, godis_spec *out, char *msg, int msgcap);
 
-/* The ConfigMap value: comma-joined <id>@http://<cluster>-<id>-endpoint.<ns>.svc.cluster.local:6300
- * for ids (in the given order). Returns length or -1 if it does not fit. */
+/* The ConfigMap value: comma-joined <id>@http://<cluster>-<id>-endpoint.<ns>.svc.<domain>:6300
+ * for ids (in the given order); domain is the cluster's DNS domain (--cluster-domain; NULL or
+ * "": cluster.local), since the members dial each other by these names through the cluster's
+ * DNS. Returns length or -1 if it does not fit. */
 int godis_initial_cluster(char *buf, int cap, const char *ns, const char *cluster,
-                          const int64_t *ids, int n);
-int godis_peer_url(char *buf, int cap, const char *ns, const char *cluster, int64_t id);
+                          const int64_t *ids, int n, const char *domain);
+int godis_peer_url(char *buf, int cap, const char *ns, const char *cluster, int64_t id,
+                   const char *domain);
+
+/* Is val a ConfigMap value as above: every entry id@<that member's peer URL>, in domain or in
+ * cluster.local? The second is what the Go controller of seed 000 always wrote: an adopted
+ * cluster's ConfigMap is not garbage because the operator was given another domain. */
+bool godis_initial_cluster_valid(const char *val, const char *ns, const char *cluster,
+                                 const char *domain);
 
 #endif

@@ -237,7 +237,7 @@ static godis_result ensure_configmap(cluster_ctx *c)
     int64_t ids[GODIS_MAX_MEMBERS];
     int n = godis_plan_configmap_ids(&c->v, ids);
     char value[GODIS_MAX_MEMBERS * 160];
-    if (godis_initial_cluster(value, sizeof value, c->ns, c->name, ids, n) < 0)
+    if (godis_initial_cluster(value, sizeof value, c->ns, c->name, ids, n, c->e->cluster_domain) < 0)
         return gw_result(GD_ERR_TOO_LARGE);
     cJSON *want = godis_build_configmap(c->ns, c->name, c->uid, value);
     gd_err err;
@@ -356,7 +356,7 @@ static gd_err probe_fn(godis_client *gc, const void *arg, int timeout_ms)
 static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
 {
     char url[300], what[80];
-    godis_peer_url(url, sizeof url, c->ns, c->name, id);
+    godis_peer_url(url, sizeof url, c->ns, c->name, id, c->e->cluster_domain);
     snprintf(what, sizeof what, "cluster %s %lld", meet ? "meet" : "forget", (long long)id);
     member_arg a = {.id = id, .url = url};
     return call_member(c, via_id, what, meet ? "MeetFailed" : "ForgetFailed",

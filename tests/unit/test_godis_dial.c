@@ -43,7 +43,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     if (strcmp(kind, "ConfigMap") == 0 && strcmp(name, "c-config") == 0) {
         char v[1024];
         int64_t ids[] = {1, 2, 3, 4};
-        godis_initial_cluster(v, sizeof v, "ns", "c", ids, 4);
+        godis_initial_cluster(v, sizeof v, "ns", "c", ids, 4, NULL);
         char buf[2048];
         snprintf(buf, sizeof buf,
                  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c-config\","

@@ -669,12 +669,38 @@ static void test_initial_cluster_string(void **state)
     (void)state;
     char buf[512];
     int64_t ids[] = {1, 2};
-    int n = godis_initial_cluster(buf, sizeof buf, "ns1", "example-godis", ids, 2);
+    int n = godis_initial_cluster(buf, sizeof buf, "ns1", "example-godis", ids, 2, NULL);
     assert_true(n > 0);
     assert_string_equal(buf,
         "1@http://example-godis-1-endpoint.ns1.svc.cluster.local:6300,"
         "2@http://example-godis-2-endpoint.ns1.svc.cluster.local:6300");
-    assert_int_equal(godis_initial_cluster(buf, 20, "ns1", "example-godis", ids, 2), -1);
+    assert_int_equal(godis_initial_cluster(buf, 20, "ns1", "example-godis", ids, 2, NULL), -1);
+}
+
+/* Members dial each other by these names through the cluster's DNS: --cluster-domain is used. */
+static void test_initial_cluster_domain(void **state)
+{
+    (void)state;
+    char buf[512];
+    int64_t ids[] = {3, 7};
+    assert_true(godis_initial_cluster(buf, sizeof buf, "db", "c", ids, 2, "corp.example") > 0);
+    assert_string_equal(buf, "3@http://c-3-endpoint.db.svc.corp.example:6300,"
+                             "7@http://c-7-endpoint.db.svc.corp.example:6300");
+    assert_true(godis_initial_cluster_valid(buf, "db", "c", "corp.example"));
+    /* what the Go controller wrote (cluster.local) stays valid under any domain */
+    const char *go = "3@http://c-3-endpoint.db.svc.cluster.local:6300";
+    assert_true(godis_initial_cluster_valid(go, "db", "c", "corp.example"));
+    assert_true(godis_initial_cluster_valid(go, "db", "c", NULL));
+    assert_true(godis_initial_cluster_valid("", "db", "c", NULL));
+    /* any other domain, namespace, cluster, id or shape is not */
+    assert_false(godis_initial_cluster_valid(buf, "db", "c", NULL));
+    assert_false(godis_initial_cluster_valid("3@http://c-3-endpoint.db.svc.evil.example:6300", "db", "c", "corp.example"));
+    assert_false(godis_initial_cluster_valid("3@http://c-4-endpoint.db.svc.cluster.local:6300", "db", "c", NULL));
+    assert_false(godis_initial_cluster_valid("3@http://c-3-endpoint.other.svc.cluster.local:6300", "db", "c", NULL));
+    assert_false(godis_initial_cluster_valid("3@http://c-3-endpoint.db.svc.cluster.local:6300,", "db", "c", NULL));
+    assert_false(godis_initial_cluster_valid("x@http://c-3-endpoint.db.svc.cluster.local:6300", "db", "c", NULL));
+    assert_false(godis_initial_cluster_valid("3@http://c-3-endpoint.db.svc.cluster.local:63000", "db", "c", NULL));
+    assert_false(godis_initial_cluster_valid(NULL, "db", "c", NULL));
 }
 
 int main(void)
@@ -703,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_adopt_old_controller_object),
         cmocka_unit_test(test_spec_validation),
         cmocka_unit_test(test_initial_cluster_string),
+        cmocka_unit_test(test_initial_cluster_domain),
     };
     return cmocka_run_group_tests_name("godis_plan", tests, NULL, NULL);
 }

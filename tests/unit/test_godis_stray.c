@@ -83,7 +83,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) {
         int64_t ids[] = {1, 2, 3};
         char value[1024];
-        godis_initial_cluster(value, sizeof value, "ns", "c", ids, 3);
+        godis_initial_cluster(value, sizeof value, "ns", "c", ids, 3, NULL);
         return godis_build_configmap("ns", "c", "cu", value);
     }
     if (!strcmp(kind, "ReplicaSet")) {
