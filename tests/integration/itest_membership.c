@@ -47,12 +47,15 @@ static void ns_done(const char *ns)
     assert_true(e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, ns, T));
 }
 
-/* Pod IPs of members ids[0..n) of cluster name. */
-static void member_ips(const char *ns, const char *name, const int64_t *ids, int n, char ips[][64])
+/* Creates cluster name with n members, waits until it has converged, and fills ips[i] with
+ * the pod IP of member i+1. */
+static void cluster_up(const char *ns, const char *name, int n, char ips[][64])
 {
+    assert_true(e2e_cluster_create(c, ns, name, n));
+    converge(ns, name, n);
     for (int i = 0; i < n; i++) {
         char g[128];
-        snprintf(g, sizeof g, "%s-%lld", name, (long long)ids[i]);
+        snprintf(g, sizeof g, "%s-%d", name, i + 1);
         assert_true(e2e_member_ip(c, ns, g, ips[i], 64));
     }
 }
@@ -140,11 +143,9 @@ static void test_scale_in_5_to_2(void **state)
 {
     (void)state;
     NS_START(ns);
-    assert_true(e2e_cluster_create(c, ns, "ms-scale", 5));
-    converge(ns, "ms-scale", 5);
     int64_t ids[] = {1, 2, 3, 4, 5};
     char ips[5][64];
-    member_ips(ns, "ms-scale", ids, 5, ips);
+    cluster_up(ns, "ms-scale", 5, ips);
     e2e_member_watch w[3];
     for (int i = 0; i < 3; i++) assert_true(e2e_member_watch_start(&w[i], ids[2 + i], ips[2 + i]));
     e2e_pod_recorder rec;
@@ -188,11 +189,9 @@ static void test_scale_in_5_to_2(void **state)
 static void scale_in_removing_the_leader(const char *name, int n)
 {
     NS_START(ns);
-    assert_true(e2e_cluster_create(c, ns, name, n));
-    converge(ns, name, n);
     int64_t ids[] = {1, 2, 3};
     char ips[3][64];
-    member_ips(ns, name, ids, n, ips);
+    cluster_up(ns, name, n, ips);
     const char *campaign[] = {"campaign"};
     assert_true(e2e_standin_cmd(ips[n - 1], 6379, 1, campaign));
     int64_t deadline = gd_mono_ms() + T;
@@ -240,11 +239,8 @@ static void test_hand_deleted_godis_forgotten_first(void **state)
 {
     (void)state;
     NS_START(ns);
-    assert_true(e2e_cluster_create(c, ns, "ms-hand", 3));
-    converge(ns, "ms-hand", 3);
-    int64_t ids[] = {1, 2, 3};
     char ips[3][64], surv[2][64];
-    member_ips(ns, "ms-hand", ids, 3, ips);
+    cluster_up(ns, "ms-hand", 3, ips);
     memcpy(surv[0], ips[0], 64);
     memcpy(surv[1], ips[2], 64);
     e2e_member_watch w;
@@ -309,11 +305,8 @@ static void test_configmap_missing_mid_scale_in(void **state)
 {
     (void)state;
     NS_START(ns);
-    assert_true(e2e_cluster_create(c, ns, "ms-cm", 3));
-    converge(ns, "ms-cm", 3);
-    int64_t ids[] = {1, 2, 3};
     char ips[3][64];
-    member_ips(ns, "ms-cm", ids, 3, ips);
+    cluster_up(ns, "ms-cm", 3, ips);
     const char *refuse[] = {"fault", "refuse", "on"}, *accept[] = {"fault", "refuse", "off"};
     assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, refuse));   /* the forget's via */
     e2e_member_watch w;
@@ -356,11 +349,8 @@ static void test_manager_killed_between_forget_and_stop(void **state)
 {
     (void)state;
     NS_START(ns);
-    assert_true(e2e_cluster_create(c, ns, "ms-crash", 3));
-    converge(ns, "ms-crash", 3);
-    int64_t ids[] = {1, 2, 3};
     char ips[3][64];
-    member_ips(ns, "ms-crash", ids, 3, ips);
+    cluster_up(ns, "ms-crash", 3, ips);
     int leader = e2e_operator_leader(&op, c);
     assert_true(leader >= 0);
     /* member 1 leads, so the victim is a follower that does not learn its removal: it
