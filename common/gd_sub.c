@@ -6,6 +6,7 @@
  * informer restart) ends in "re-snapshot these topics and diff", which is the one repair
  * path and so the one that gets tested. */
 #include "gd_sub.h"
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -28,6 +29,11 @@ typedef struct {
     int shard;
     char *rv;
     cJSON *obj;
+    /* The informer's global sequence at which this state was current: the PUB message's,
+     * or the snapshot END's. A PUB message with a lower or equal one is older than this
+     * state (an object that moved shards: the old topic's DELETED, read after a snapshot of
+     * the new topic that already has it) and is skipped. */
+    uint64_t gseq;
 } entry;
 
 struct gd_sub {
@@ -59,7 +65,7 @@ static void entry_free(void *v)
     free(e);
 }
 
-static entry *entry_new(int shard, const char *rv, cJSON **obj)
+static entry *entry_new(int shard, const char *rv, cJSON **obj, uint64_t gseq)
 {
     entry *e = calloc(1, sizeof *e);
     if (!e)
@@ -70,6 +76,7 @@ static entry *entry_new(int shard, const char *rv, cJSON **obj)
         return NULL;
     }
     e->shard = shard;
+    e->gseq = gseq;
     e->obj = *obj;
     *obj = NULL;
     return e;
@@ -173,15 +180,15 @@ cJSON *gd_sub_steal(gd_sub *s)
 
 /* Stores obj (taken) under key; reports ADDED or, if the rv changed or force, MODIFIED.
  * keys_only: the entry gets no object; new_obj is lent to the handler (gd_sub_steal). */
-static void upsert(gd_sub *s, const char *key, int shard, const char *rv, cJSON **obj,
-                   bool resync, bool force)
+static void upsert(gd_sub *s, const char *key, int shard, const char *rv, uint64_t gseq,
+                   cJSON **obj, bool resync, bool force)
 {
     cJSON *lent = NULL;
     if (s->o.keys_only) {
         lent = *obj;
         *obj = NULL;
     }
-    entry *e = entry_new(shard, rv, obj);
+    entry *e = entry_new(shard, rv, obj, gseq);
     if (!e) {
         cJSON_Delete(*obj);
         cJSON_Delete(lent);
@@ -208,6 +215,16 @@ static void upsert(gd_sub *s, const char *key, int shard, const char *rv, cJSON 
     cJSON_Delete(s->lending);          /* not taken by the handler */
     s->lending = NULL;
     entry_free(old);
+}
+
+/* Is a PUB message of global sequence gseq about key older than the replica's state? */
+static bool stale(gd_sub *s, const char *key, uint64_t gseq)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    const entry *e = gd_map_get(s->cache, key);
+    bool old = e && gseq <= e->gseq;
+    pthread_rwlock_unlock(&s->lock);
+    return old;
 }
 
 static void remove_key(gd_sub *s, const char *key, bool resync)
@@ -370,7 +387,10 @@ static void handle_pub(gd_sub *s, frames *f)
     s->last[idx] = t;
     cJSON *body = gd_json_parse(zmq_msg_data(&f->m[7]), zmq_msg_size(&f->m[7]));
     gd_ev ev = gd_ev_parse(type);
-    if (!strcmp(type, "HEARTBEAT") || ev == GD_EV_SYNCED) {
+    if ((ev == GD_EV_ADDED || ev == GD_EV_MODIFIED || ev == GD_EV_DELETED) && *key &&
+        stale(s, key, g)) {
+        s->st.stale++;
+    } else if (!strcmp(type, "HEARTBEAT") || ev == GD_EV_SYNCED) {
         check_status(s, body, true);
         if (ev == GD_EV_SYNCED) {
             s->informer_synced = true;
@@ -382,7 +402,7 @@ static void handle_pub(gd_sub *s, frames *f)
             s->resnap[idx] = true;   /* we cannot apply it: repair from a snapshot */
         } else {
             s->st.applied++;
-            upsert(s, key, shard, rv, &body, false, true);
+            upsert(s, key, shard, rv, g, &body, false, true);
         }
     } else if (ev == GD_EV_DELETED) {
         s->st.applied++;
@@ -457,6 +477,7 @@ static void snap_item_free(void *v)
 typedef struct {
     gd_map *items;                  /* key → snap_item */
     cJSON *end_topics, *end_status;
+    uint64_t end_seq;               /* the informer's global sequence at the snapshot */
     bool synced;
 } snap_result;
 
@@ -499,6 +520,13 @@ static int snap_reply(gd_sub *s, frames *f, snap_result *r)
         return SNAP_MORE;
     }
     if (!strcmp(cmd, "END") && f->n == 6) {
+        char gseq[24], *end;
+        if (frame_str(f, 2, gseq, sizeof gseq) >= sizeof gseq || !isdigit((unsigned char)gseq[0]))
+            return -GD_ERR_PROTOCOL;
+        errno = 0;
+        r->end_seq = strtoull(gseq, &end, 10);
+        if (*end || errno)
+            return -GD_ERR_PROTOCOL;
         r->end_topics = gd_json_parse(zmq_msg_data(&f->m[3]), zmq_msg_size(&f->m[3]));
         r->end_status = gd_json_parse(zmq_msg_data(&f->m[5]), zmq_msg_size(&f->m[5]));
         r->synced = zmq_msg_size(&f->m[4]) == 1 && *(char *)zmq_msg_data(&f->m[4]) == '1';
@@ -621,7 +649,7 @@ static void apply_snapshot(gd_sub *s, const bool *want, snap_result *r)
     gd_map_iter_init(&it, r->items);
     while (gd_map_next(&it, &key, &val)) {
         snap_item *si = val;
-        upsert(s, key, si->shard, si->rv, &si->obj, true, false);
+        upsert(s, key, si->shard, si->rv, r->end_seq, &si->obj, true, false);
     }
     s->st.snapshots++;
     if (r->synced && !s->informer_synced) {

@@ -109,6 +109,7 @@ typedef struct {
     uint64_t snapshots;            /* snapshots applied */
     uint64_t snapshot_failures;    /* timeouts / protocol errors */
     uint64_t protocol_errors;      /* malformed messages dropped */
+    uint64_t stale;                /* messages older than the replica's state, skipped */
 } gd_sub_stats;
 void gd_sub_get_stats(const gd_sub *s, gd_sub_stats *out);
 

@@ -220,6 +220,14 @@ static void converge(fx *f, gd_sub *s, const int *shards, int n)
         if (gd_sub_synced(s) && !strcmp(rv, want) && replica_equal(f, s, shards, n, false))
             return;
     }
+    char rv[32];
+    gd_sub_stats st = {0};
+    gd_sub_last_rv(s, rv, sizeof rv);
+    gd_sub_get_stats(s, &st);
+    print_message("not converged: synced %d, last rv %s (want %d), %zu objects, %llu gaps, "
+                  "%llu snapshots, %llu snapshot failures\n", gd_sub_synced(s), rv, f->next_rv - 1,
+                  gd_sub_count(s), (unsigned long long)st.gaps, (unsigned long long)st.snapshots,
+                  (unsigned long long)st.snapshot_failures);
     assert_true(replica_equal(f, s, shards, n, true));
     fail_msg("replica did not converge");
 }
@@ -411,6 +419,36 @@ static void test_shards(void **state)
     drop_sub(f, &s);
 }
 
+/* An object moves from a followed shard into one being added. The move is published as
+ * DELETED on the old topic, then ADDED on the new one; the snapshot of the new shard (taken
+ * after the move) has the object, and the old topic's DELETED, published before that snapshot
+ * but read after it, must not remove it: it is older than what the snapshot gave. */
+static void test_move_into_added_shard(void **state)
+{
+    fx *f = *state;
+    counts c = {0};
+    gd_sub *s = new_sub(f, &c, 0);
+    initial_list(f, 100);
+    int sh1[] = {1};
+    assert_int_equal(gd_sub_set_shards(s, sh1, 1), GD_OK);
+    converge(f, s, sh1, 1);
+    int moved = 1;                       /* ns/o1 is in shard 1 */
+    assert_int_equal(f->shard[moved], 1);
+    f->shard[moved] = 2;
+    f->rv[moved] = f->next_rv++;
+    push(f, INF_UPD_UPSERT, mkobj(f, moved), NULL, 0);   /* not read yet: no poll */
+    int sh12[] = {1, 2};
+    assert_int_equal(gd_sub_set_shards(s, sh12, 2), GD_OK);
+    char rv[32], want[16];
+    snprintf(want, sizeof want, "%d", f->rv[moved]);
+    assert_true(gd_sub_get_rv(s, "ns/o1", rv, sizeof rv));
+    assert_string_equal(rv, want);
+    converge(f, s, sh12, 2);             /* reads the old topic's DELETED */
+    assert_true(gd_sub_get_rv(s, "ns/o1", rv, sizeof rv));
+    assert_string_equal(rv, want);
+    drop_sub(f, &s);
+}
+
 static void test_restart(void **state)
 {
     fx *f = *state;
@@ -491,6 +529,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lagged, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_keys_only, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_shards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_into_added_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync, setup_resync, teardown),
         cmocka_unit_test(test_bad_opts),
