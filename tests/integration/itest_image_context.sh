@@ -12,13 +12,10 @@
 # Needs no devcluster. Prints one line per check, cmocka-style counts and
 # "image-context: N passed, N failed".
 set -u
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT" || exit 1
-pass=0; fail=0
-ok()  { pass=$((pass+1)); printf '[ OK ] %s\n' "$*"; }
-bad() { fail=$((fail+1)); printf '[FAIL] %s\n' "$*"; }
-SRC=$(mktemp -d "${TMPDIR:-/tmp}/image-context.XXXXXX")
-trap 'rm -rf "$SRC"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/../../deploy/verify-lib.sh"   # ok, bad, dv_summary
+cd "$DV_ROOT" || exit 1
+SRC=$DV_TMP/src                  # removed on exit
+mkdir -p "$SRC"
 
 # The Dockerfile's instructions, continuation lines joined, comments dropped.
 instructions() { sed -e '/^[[:space:]]*#/d' Dockerfile | sed -e ':a' -e '/\\$/N; s/\\\n//; ta'; }
@@ -73,7 +70,5 @@ for b in godis-manager godis-informer godis-worker godis-webhook; do
   fi
 done
 
-echo "[  PASSED  ] $pass test(s)."
-[ "$fail" -eq 0 ] || echo "[  FAILED  ] $fail test(s)."
-echo "image-context: $pass passed, $fail failed"
+dv_summary image-context
 [ "$fail" -eq 0 ]
