@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "cli_run.h"
 #include "e2e_lib.h"
+#include "e2e_procs.h"
 #include "gd_json.h"
 
 static char ns[64];
@@ -274,6 +275,103 @@ static void test_html_server(void **st)
     }
 }
 
+/* ---- follow against a running operator ---- */
+
+static pid_t operator_pid;
+
+static int stop_operator(void **st)
+{
+    if (operator_pid > 0) e2e_stop(operator_pid, 10000);
+    operator_pid = 0;
+    return 0;
+}
+
+/* The states follow printed ("phase=… members=[…] ready=a/b …" after the time), in order. */
+static int follow_lines(const char *out, char lines[][160], int cap)
+{
+    int n = 0;
+    for (const char *p = out; p && *p && n < cap; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        const char *ph = strstr(p, "phase="), *nl = strchr(p, '\n');
+        if (!ph || (nl && ph > nl) || strncmp(p, "    event", 9) == 0) continue;
+        int len = nl ? (int)(nl - ph) : (int)strlen(ph);
+        char raw[160], *w = lines[n];
+        snprintf(raw, sizeof raw, "%.*s", len, ph);
+        for (const char *r = raw; *r; r++)          /* without the column padding */
+            if (*r != ' ' || (w > lines[n] && w[-1] != ' ')) *w++ = *r;
+        *w = '\0';
+        n++;
+    }
+    return n;
+}
+
+typedef struct { char lines[64][160]; int n; char until[64]; } replay;
+
+static int on_replayed(void *ud, const char *type, cJSON *gc)
+{
+    replay *r = ud;
+    if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED")) return 0;
+    char members[128] = "", line[160];
+    size_t off = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, gd_json_path(gc, "status.members"))
+        off += (size_t)snprintf(members + off, sizeof members - off, "%s%lld", off ? "," : "", (long long)m->valuedouble);
+    snprintf(line, sizeof line, "phase=%s members=[%s] ready=%lld/%lld scaleOut=%lld scaleIn=%lld",
+             gd_json_str_or(gc, "status.status", "-"), members, (long long)gd_json_int_or(gc, "status.readyReplicas", 0),
+             (long long)gd_json_int_or(gc, "spec.replicas", 0), (long long)gd_json_int_or(gc, "status.scaleOutID", 0),
+             (long long)gd_json_int_or(gc, "status.scaleInID", 0));
+    if (r->n < 64 && (!r->n || strcmp(r->lines[r->n - 1], line))) snprintf(r->lines[r->n++], 160, "%s", line);
+    return !strcmp(gd_meta_rv(gc), r->until);
+}
+
+/* follow prints every state the API server stored, in order: what it printed is compared
+ * with a replay of the same object's history (a watch from its creation's
+ * resourceVersion) while a real operator brings a new cluster to 3 Ready members. */
+static void test_follow_sees_every_state(void **st)
+{
+    put("f.yaml", "apiVersion: kumkeehyun.github.com/v1\nkind: GodisCluster\nmetadata: {name: f}\nspec: {replicas: 3}\n");
+    CTL("-n", ns, "apply", "-f", cli_tmp("f.yaml"));
+    expect(0, NULL, "godisclusters/f created");
+    static replay r;
+    cJSON *created = e2e_cluster_get(api, ns, "f");
+    char from[64];
+    snprintf(from, sizeof from, "%s", gd_meta_rv(created));
+    on_replayed(&r, "ADDED", created);       /* the watch from here replays what came after */
+    cJSON_Delete(created);
+    const char *argv[] = {"bin/godis-manager", "--leader-elect=false", "--workers", "1",
+                          "--health-probe-bind-address", "0", "--metrics-bind-address", "0",
+                          "--runtime-dir", cli_tmp("rt"), NULL};
+    operator_pid = e2e_spawn(argv, cli_tmp("operator.log"));
+    CTL("-n", ns, "follow", "f", "3", "--timeout", "120s");
+    if (R.status != 0) fail_msg("follow: exit %d\n%s%s\n%s", R.status, R.out, R.err, cli_slurp(cli_tmp("operator.log")));
+    static char printed[64][160];
+    int n = follow_lines(R.out, printed, 64);
+    cJSON *now = e2e_cluster_get(api, ns, "f");
+    snprintf(r.until, sizeof r.until, "%s", gd_meta_rv(now));
+    cJSON_Delete(now);
+    k8s_watch_opts o = {0};
+    char sel[64];
+    snprintf(sel, sizeof sel, "metadata.name=f");
+    o.list.field_selector = sel;
+    o.list.resource_version = from;
+    o.list.timeout_seconds = 10;
+    k8s_watch(api, &K8S_RES_GODISCLUSTERS, ns, &o, on_replayed, &r, NULL);
+    /* follow starts from the state it first read; from there on, every state and no other */
+    int k = 0;
+    while (k < r.n && strcmp(r.lines[k], printed[0])) k++;
+    bool same = n > 1 && r.n - k == n;
+    for (int i = 0; same && i < n; i++) same = !strcmp(printed[i], r.lines[k + i]);
+    if (!same) {
+        fprintf(stderr, "follow printed:\n");
+        for (int i = 0; i < n; i++) fprintf(stderr, "  %s\n", printed[i]);
+        fprintf(stderr, "the API server stored:\n");
+        for (int i = 0; i < r.n; i++) fprintf(stderr, "  %s\n", r.lines[i]);
+        fail_msg("follow did not print every state");
+    }
+    assert_int_equal(e2e_stop(operator_pid, 20000), 0);
+    operator_pid = 0;
+    CTL("-n", ns, "delete", "-f", cli_tmp("f.yaml"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_cluster_commands),
         cmocka_unit_test(test_dead_server),
         cmocka_unit_test(test_html_server),
+        cmocka_unit_test_teardown(test_follow_sees_every_state, stop_operator),
     };
     if (!cli_tmp_init("itest-godisctl")) return 1;
     return cli_tmp_done(cmocka_run_group_tests(tests, setup, teardown));

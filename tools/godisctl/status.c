@@ -212,37 +212,89 @@ static bool reached(const cJSON *gc, int want)
            gd_json_int_or(gc, "status.readyReplicas", -1) == want;
 }
 
+/* What follow knows: the last line printed, where its watch resumes, the Events shown. */
+typedef struct {
+    ctl *x;
+    const char *name;
+    int want;
+    int64_t t0;
+    char last[512], rv[64];
+    cJSON *seen;
+    bool done, deleted;
+    gd_err ev_err;                  /* the last Events list's result */
+    k8s_status ev_st;
+} follow_state;
+
+/* One state of the cluster: its line when it changed, then the Events not shown yet. */
+static void follow_show(follow_state *f, const cJSON *gc)
+{
+    char line[512];
+    status_line(gc, line, sizeof line);
+    if (strcmp(line, f->last)) {
+        printf("%6.1fs %s\n", (gd_mono_ms() - f->t0) / 1000.0, line);
+        snprintf(f->last, sizeof f->last, "%s", line);
+    }
+    snprintf(f->rv, sizeof f->rv, "%s", gd_meta_rv(gc) ? gd_meta_rv(gc) : "");
+    f->ev_err = new_events(f->x, f->name, f->seen, true, &f->ev_st);
+    fflush(stdout);
+    f->done = reached(gc, f->want);
+}
+
+static int follow_event(void *ud, const char *type, cJSON *obj)
+{
+    follow_state *f = ud;
+    if (!strcmp(type, "ADDED") || !strcmp(type, "MODIFIED")) follow_show(f, obj);
+    else if (!strcmp(type, "DELETED")) f->deleted = true;
+    return f->done || f->deleted;
+}
+
+/* Every state the API server stored is seen, in order: a watch on the one cluster resumed
+ * from the last resourceVersion (as kubectl get -w), never a poll that can miss one. Each
+ * watch lasts at most 5 s, after which the Events are listed again, so an Event that comes
+ * without a status change (a failed meet being retried) shows within 5 s. */
 int gdctl_follow(ctl *x, const char *name, int want)
 {
-    char what[300], line[512], last[512] = "", lasterr[600] = "", dur[32];
+    char what[300], lasterr[600] = "", dur[32], sel[300];
     snprintf(what, sizeof what, "follow %s/%s", x->ns, name);
+    snprintf(sel, sizeof sel, "metadata.name=%s", name);
     gd_format_duration_ms(x->timeout_ms, dur, sizeof dur);
-    int64_t t0 = gd_mono_ms(), deadline = t0 + x->timeout_ms;
-    cJSON *seen = cJSON_CreateObject(), *gc = NULL;
+    follow_state f = {.x = x, .name = name, .want = want, .t0 = gd_mono_ms(),
+                      .seen = cJSON_CreateObject()};
+    int64_t deadline = f.t0 + x->timeout_ms;
+    cJSON *gc = NULL;
     k8s_status st = {0};
     /* The first answers decide whether there is anything to follow: an unreachable or
      * refusing server, or no such cluster, is said at once, not after the timeout. */
     gd_err e = k8s_get(x->c, &K8S_RES_GODISCLUSTERS, x->ns, name, &gc, &st);
-    if (!e) e = new_events(x, name, seen, false, &st);   /* old events are not news */
+    if (!e) e = new_events(x, name, f.seen, false, &st);   /* old events are not news */
     if (e) {
         cJSON_Delete(gc);
-        cJSON_Delete(seen);
+        cJSON_Delete(f.seen);
         return gdctl_api_fail(x, what, e, &st);
     }
-    int rc = 1;
-    for (;;) {
-        if (gc) {
-            status_line(gc, line, sizeof line);
-            if (strcmp(line, last)) {
-                printf("%6.1fs %s\n", (gd_mono_ms() - t0) / 1000.0, line);
-                snprintf(last, sizeof last, "%s", line);
+    follow_show(&f, gc);
+    cJSON_Delete(gc);
+    while (!f.done && !f.deleted) {
+        e = f.ev_err;
+        if (!e) {
+            int64_t left = deadline - gd_mono_ms();
+            if (left <= 0) break;
+            k8s_watch_opts o = {0};
+            o.list.field_selector = sel;
+            o.list.resource_version = f.rv;
+            o.list.timeout_seconds = left >= 5000 ? 5 : (int)((left + 999) / 1000);
+            e = k8s_watch(x->c, &K8S_RES_GODISCLUSTERS, x->ns, &o, follow_event, &f, &st);
+            if (e == GD_ERR_CANCELLED || e == GD_ERR_CLOSED) e = GD_OK;   /* we stopped it, or it ended */
+            if (e == GD_ERR_GONE) {         /* too old to resume: start again from now */
+                e = k8s_get(x->c, &K8S_RES_GODISCLUSTERS, x->ns, name, &gc, &st);
+                if (!e) follow_show(&f, gc);
+                cJSON_Delete(gc);
+                gc = NULL;
+            } else if (!e && !f.done && !f.deleted) {
+                f.ev_err = new_events(x, name, f.seen, true, &f.ev_st);
             }
-            bool done = reached(gc, want);
-            cJSON_Delete(gc);
-            gc = NULL;
-            if (!e) e = new_events(x, name, seen, true, &st);
-            fflush(stdout);
-            if (done) { rc = 0; break; }
+        } else {
+            st = f.ev_st;
         }
         if (e) {                        /* said once per distinct problem, then retried */
             char msg[600];
@@ -253,18 +305,27 @@ int gdctl_follow(ctl *x, const char *name, int want)
                 gdctl_api_fail(x, retry, e, &st);
                 snprintf(lasterr, sizeof lasterr, "%s", msg);
             }
+            if (gd_mono_ms() + 1000 >= deadline) break;
+            gd_sleep_ms(1000);
+            f.ev_err = new_events(x, name, f.seen, true, &f.ev_st);
         } else {
             lasterr[0] = '\0';
         }
-        if (gd_mono_ms() + 250 >= deadline) break;
-        gd_sleep_ms(250);
-        e = k8s_get(x->c, &K8S_RES_GODISCLUSTERS, x->ns, name, &gc, &st);
     }
-    if (rc && lasterr[0])
+    int rc = f.done ? 0 : 1;
+    if (f.deleted)
+        fprintf(stderr, "%s: %s: the GodisCluster was deleted\n", x->prog, what);
+    else if (rc && lasterr[0])
         fprintf(stderr, "%s: %s: gave up after %s: the last request failed (see above)\n", x->prog, what, dur);
-    else if (rc)
+    else if (rc) {
+        char now[512];                  /* the last line without its column padding */
+        size_t n = 0;
+        for (const char *p = f.last; *p && n + 1 < sizeof now; p++)
+            if (*p != ' ' || (n && now[n - 1] != ' ')) now[n++] = *p;
+        now[n] = '\0';
         fprintf(stderr, "%s: %s: did not reach %d Ready members within %s (now: %s)\n", x->prog,
-                what, want, dur, last);
-    cJSON_Delete(seen);
+                what, want, dur, now);
+    }
+    cJSON_Delete(f.seen);
     return rc;
 }
