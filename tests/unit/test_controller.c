@@ -118,6 +118,19 @@ static bool wait_for(atomic_int *v, int want, int ms)
     return atomic_load(v) >= want;
 }
 
+/* Waits (2 s at most) until read-your-own-writes has held keys back want times. */
+static bool wait_stale(controller *c, uint64_t want)
+{
+    for (int i = 0; i < 2000; i++) {
+        controller_stats s;
+        controller_get_stats(c, &s);
+        if (s.stale >= want)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
 static void wait_idle(controller *c)
 {
     for (int i = 0; i < 3000; i++) {
@@ -267,7 +280,7 @@ static void test_read_your_writes(void **state)
     wait_idle(f->c);
     atomic_store(&f->st.record_write, false);
     controller_enqueue(f->c, key);
-    usleep(50000);
+    assert_true(wait_stale(f->c, 2));                       /* looked at twice, ... */
     assert_int_equal(atomic_load(&f->st.calls[0]), 1);      /* held back: cache at 5 < 10 */
     controller_stats s;
     controller_get_stats(f->c, &s);
@@ -282,7 +295,8 @@ static void test_read_your_writes(void **state)
     atomic_store(&f->st.cached_rv, -1);                     /* created, not cached yet */
     rec_record_write(&ctx, "Godis", "ns/gone-1", "3", false);
     assert_false(controller_caught_up(f->c, "ns/k5"));
-    usleep(30000);
+    for (int i = 0; i < 2000 && !controller_caught_up(f->c, "ns/k5"); i++)
+        usleep(1000);                                       /* the 20 ms TTL, 2 s at most */
     assert_true(controller_caught_up(f->c, "ns/k5"));
     /* a delete is caught up once the object is absent */
     rec_record_write(&ctx, "Godis", "ns/x-1", NULL, true);
@@ -303,7 +317,7 @@ static void test_fence(void **state)
     assert_int_equal(controller_start(f->c), GD_OK);
     char key[32];
     controller_enqueue(f->c, key_of(7, key));
-    usleep(60000);
+    usleep(60000);             /* a negative: no thread takes a key while fenced (no event) */
     assert_int_equal(atomic_load(&f->st.calls[7]), 0);     /* nothing runs while fenced */
     gd_fence_extend(&f->fence, gd_wall_ms() + 10000);
     assert_int_equal(rec_may_write(&ctx), GD_OK);
@@ -375,7 +389,7 @@ static void test_revoke(void **state)
     assert_int_equal(atomic_load(&f->st.calls[ib]), 0);
     assert_int_equal(atomic_load(&f->st.calls[0]), 1);
     controller_enqueue(f->c, kb);                     /* not ours any more: dropped */
-    usleep(20000);
+    wait_idle(f->c);
     assert_int_equal(atomic_load(&f->st.calls[ib]), 0);
     arr = cJSON_CreateArray();
     controller_revoke_finish(f->c, &sa, 1, arr);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <string.h>
 #include "gd_log.h"
 #include <signal.h>
 #include <sys/wait.h>
@@ -149,6 +150,23 @@ static void test_hard_stop_terms(void **st)
     mgr_sup_destroy(&s);
 }
 
+/* Waits (ms at most) until process pid runs the program comm (it has exec'd). */
+static bool exec_done(pid_t pid, const char *comm, int ms)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    for (int i = 0; i < ms; i++) {
+        FILE *f = fopen(path, "r");
+        bool is = f && fgets(buf, sizeof buf, f) && strncmp(buf, comm, strlen(comm)) == 0;
+        if (f)
+            fclose(f);
+        if (is)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
 static void test_term_then_kill(void **st)
 {
     (void)st;
@@ -158,7 +176,7 @@ static void test_term_then_kill(void **st)
     mgr_proc *p = mgr_sup_add(s, MGR_ROLE_WORKER, 0, "worker/0", argv);
     mgr_sup_want(s, p);
     mgr_sup_tick(s);
-    usleep(100000);                                   /* let the trap take effect */
+    assert_true(exec_done(p->pid, "sleep", 2000));    /* the trap is set before the exec */
     int64_t t0 = gd_mono_ms();
     mgr_sup_stop(s, p, true);                          /* soft: the caller sent STOP */
     run_for(s, 100);
