@@ -141,6 +141,7 @@ test_supervisor_LINK := manager/supervisor
 test_manager_control_LINK := manager/control manager/shards
 test_manager_promtext_LINK := manager/promtext manager/statsclient
 test_leaderelection_LINK := manager/leaderelection manager/leaselock
+test_informer_pack_LINK := informer/store
 test_shard_agree_LINK := manager/shards worker/cache worker/mapping
 test_webhook_LINK := webhook/review webhook/decide webhook/certs webhook/register webhook/server
 test_godis_spread_LINK := worker/godis_children worker/godis_pdb

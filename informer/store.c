@@ -17,7 +17,7 @@
  *   Stores that never reach PACK_TRAIN_AT objects stay uncompressed (they are small).
  * - The index is an open-addressing table of object pointers that uses each object's own
  *   key: no copy of the key and no node per entry (gd_map cost ~77 bytes per object). */
-#include "informer.h"
+#include "store_internal.h"
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,40 +29,6 @@
 #include "gd_proto.h"
 #include "gd_time.h"
 
-enum {
-    PACK_TRAIN_AT = 256,            /* objects cached before the dictionary is trained */
-    PACK_SAMPLE_BYTES = 1 << 20,    /* at most this much of them is used for training */
-    PACK_DICT_BYTES = 8 << 10,      /* 16 KiB measured no better on ConfigMaps and Pods */
-    PACK_LEVEL = 1,                 /* level 3 saves 6 % more for twice the CPU */
-    PACK_MIN_BYTES = 64,            /* smaller bodies are kept as they are */
-};
-#define PACK_MAX_BYTES ((size_t)UINT32_MAX)   /* raw_len is 32 bits */
-
-/* Open addressing with linear probing; deletion shifts the run back (no tombstones). */
-typedef struct {
-    inf_obj **slot;                 /* NULL: empty */
-    size_t cap;                     /* power of two (0 before the first insert) */
-    size_t count;
-} obj_table;
-
-typedef struct {
-    size_t train_at;                /* 0: never compress */
-    bool trained;                   /* tried once, successfully or not: never again */
-    ZSTD_CDict *cdict;
-    ZSTD_DDict *ddict;
-    ZSTD_CCtx *cctx;
-    ZSTD_DCtx *dctx;
-    size_t dict_len;
-    const char *dict_how;           /* "trained" or "raw samples" (logs, tests) */
-    char *zbuf;                     /* compression output */
-    size_t zcap;
-} store_pack;
-
-struct inf_store {
-    obj_table t;
-    store_pack pk;
-    uint32_t generation;   /* bumped per replace; objects seen in the list carry it */
-};
 
 void inf_update_destroy(inf_update **up)
 {
@@ -124,10 +90,11 @@ inf_obj *inf_obj_ref(const inf_obj *o)
  * freed memory in its arenas (measured: +11 MB RSS after a 20 000-object snapshot, +4..14 MB
  * after a list whose messages left after the publisher's trim). So loose objects are
  * counted, and when the last of a large batch is freed the heap is trimmed. */
-#define MARK_LOOSE UINT32_MAX           /* inf_obj.mark of a loose object */
-#define TRIM_AFTER_BYTES (4u << 20)
 static _Atomic long loose_live;
 static _Atomic int trim_wanted;
+
+long inf_store_loose_live(void) { return atomic_load(&loose_live); }
+bool inf_store_trim_wanted(void) { return atomic_load(&trim_wanted) != 0; }
 
 static void trim_if_idle(void)
 {
@@ -381,7 +348,7 @@ static inf_obj *pack_obj(store_pack *pk, const inf_obj *o)
 /* o with its JSON body: a new reference to o when it is not packed, else an inflated copy
  * (refs 1). NULL and a reason in *why when a packed body does not inflate to exactly
  * raw_len bytes (corrupt, or larger than it claims) or memory is short. */
-static inf_obj *unpack_obj(store_pack *pk, const inf_obj *o, const char **why)
+inf_obj *inf_store_unpack(store_pack *pk, const inf_obj *o, const char **why)
 {
     if (!o->raw_len)
         return inf_obj_ref(o);
@@ -508,7 +475,7 @@ static void maybe_train(inf_store *s)
 static inf_obj *unpack_for_callback(inf_store *s, const inf_obj *o)
 {
     const char *why = NULL;
-    inf_obj *u = unpack_obj(&s->pk, o, &why);
+    inf_obj *u = inf_store_unpack(&s->pk, o, &why);
     if (!u) {
         GD_ERROR("store: cached object does not inflate", "key", o->key, "error", why);
         u = inf_obj_new(o->key, o->rv, o->shard, "{}", 2);
@@ -566,7 +533,7 @@ inf_obj *inf_store_load(inf_store *s, const char *key, const char **why)
         *why = "no such key";
         return NULL;
     }
-    return unpack_obj(&s->pk, o, why);
+    return inf_store_unpack(&s->pk, o, why);
 }
 
 void inf_store_mem(const inf_store *s, inf_store_mem_stats *m)

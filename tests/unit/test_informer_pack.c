@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../../informer/store.c"
+#include "../../informer/store_internal.h"
 
 /* A ConfigMap-like body: shared metadata, own name/uid/rv, 1 KiB of random config values. */
 static char *cm_body(int i, int rv, uint64_t seed)
@@ -243,30 +243,30 @@ static void test_corrupt_and_missized(void **state)
     /* claims a smaller JSON than it inflates to: refused, not overrun */
     inf_obj *bad = inf_obj_new(e->key, e->rv, e->shard, e->body, e->body_len);
     bad->raw_len = e->raw_len - 10;
-    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_null(inf_store_unpack(&s->pk, bad, &why));
     assert_non_null(why);
     /* claims a larger one */
     why = NULL;
     bad->raw_len = e->raw_len + 10;
-    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_null(inf_store_unpack(&s->pk, bad, &why));
     assert_non_null(why);
     inf_obj_unref(bad);
     /* truncated, and garbage */
     why = NULL;
     bad = inf_obj_new(e->key, e->rv, e->shard, e->body, e->body_len / 2);
     bad->raw_len = e->raw_len;
-    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_null(inf_store_unpack(&s->pk, bad, &why));
     assert_non_null(why);
     inf_obj_unref(bad);
     why = NULL;
     bad = inf_obj_new(e->key, e->rv, e->shard, "\x01\x02\x03garbage-garbage", 18);
     bad->raw_len = 500;
-    assert_null(unpack_obj(&s->pk, bad, &why));
+    assert_null(inf_store_unpack(&s->pk, bad, &why));
     assert_non_null(why);
     /* a packed object in a store with no dictionary */
     store_pack none = {0};
     why = NULL;
-    assert_null(unpack_obj(&none, bad, &why));
+    assert_null(inf_store_unpack(&none, bad, &why));
     assert_string_equal(why, "packed object but no dictionary");
     inf_obj_unref(bad);
     /* a cached object that no longer inflates: load says why, foreach gets a stand-in */
@@ -306,28 +306,28 @@ static void test_copies_trim(void **state)
     inf_store *s = inf_store_new();
     fill(s, 0, N, 1);
     holder h = {.held = calloc(N, sizeof *h.held)};
-    assert_int_equal(atomic_load(&loose_live), 0);
+    assert_int_equal(inf_store_loose_live(), 0);
     inf_store_foreach(s, hold, &h);
     assert_int_equal(h.n, N);
-    assert_int_equal(atomic_load(&loose_live), N);
-    assert_int_equal(atomic_load(&trim_wanted), 1);   /* not yet: copies still out */
+    assert_int_equal(inf_store_loose_live(), N);
+    assert_int_equal(inf_store_trim_wanted(), 1);   /* not yet: copies still out */
     for (size_t i = 0; i < h.n; i++) {
         assert_int_equal(h.held[i]->mark, MARK_LOOSE);
         assert_true(is_cm_json(h.held[i]));
         inf_obj_unref(h.held[i]);
     }
-    assert_int_equal(atomic_load(&loose_live), 0);
-    assert_int_equal(atomic_load(&trim_wanted), 0);   /* the last release trimmed */
+    assert_int_equal(inf_store_loose_live(), 0);
+    assert_int_equal(inf_store_trim_wanted(), 0);   /* the last release trimmed */
     /* a small batch does not ask for a trim */
     h.n = 0;
     inf_store_delete(s, "team-a/cm-1", NULL, NULL);
     inf_store_replace(s, NULL, 0, NULL, NULL);
     fill(s, 0, 10, 1);
     inf_store_foreach(s, hold, &h);
-    assert_int_equal(atomic_load(&trim_wanted), 0);
+    assert_int_equal(inf_store_trim_wanted(), 0);
     for (size_t i = 0; i < h.n; i++)
         inf_obj_unref(h.held[i]);
-    assert_int_equal(atomic_load(&loose_live), 0);
+    assert_int_equal(inf_store_loose_live(), 0);
     free(h.held);
     inf_store_destroy(&s);
 }
