@@ -142,6 +142,7 @@ test_manager_control_LINK := manager/control manager/shards
 test_manager_promtext_LINK := manager/promtext manager/statsclient
 test_leaderelection_LINK := manager/leaderelection manager/leaselock
 test_informer_pack_LINK := informer/store
+test_controller_LINK := worker/workqueue worker/workqueue_metrics worker/controller worker/cache worker/reconciler
 test_shard_agree_LINK := manager/shards worker/cache worker/mapping
 test_webhook_LINK := webhook/review webhook/decide webhook/certs webhook/register webhook/server
 test_godis_spread_LINK := worker/godis_children worker/godis_pdb

@@ -2,7 +2,7 @@
  * calls into the queue while holding c->mu so no key of a revoked shard slips into the
  * queue between the ownership check and the add). The cache's lock is never taken under
  * c->mu: expectations are copied out before the cache is asked. */
-#include "controller.h"
+#include "controller_internal.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,42 +11,6 @@
 #include "gd_log.h"
 #include "gd_rectrace.h"
 #include "gd_time.h"
-#include "gd_map.h"
-
-/* One recorded write: the cache must show kind/objkey at rv or newer (or gone). */
-typedef struct {
-    char kind[48];
-    char *objkey;
-    char rv[32];
-    bool deleted;
-    bool was_cached;    /* the cache had the object when we wrote it: an update, so its
-                         * absence later means it was deleted, not that it is late */
-    int64_t at_ns;
-} expectation;
-
-typedef struct {
-    int n, cap;
-    expectation *v;
-} exp_list;
-
-struct controller {
-    char name[64];
-    controller_opts o;
-    gd_worker_env *env;
-    wq *q;
-    pthread_t *threads;
-    int nthreads;
-    atomic_bool stopping;       /* STOP: queued keys are no longer taken */
-    pthread_mutex_t mu;         /* everything below */
-    bool own_all;
-    bool owned[GD_NSHARDS];
-    bool revoking[GD_NSHARDS];
-    gd_map *pending;            /* key -> (void *)(intptr_t)(shard + 1) of revoking shards */
-    gd_map *expect;             /* reconcile key -> exp_list */
-    atomic_int nexpect;         /* keys in expect (read without mu: the common "none" case) */
-    controller_stats stats;
-    gd_hist reconcile_time;
-};
 
 /* controller-runtime's ReconcileTime buckets */
 static const double reconcile_buckets[] = {

@@ -11,11 +11,11 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "../../worker/workqueue.c"
-#include "../../worker/workqueue_metrics.c"
-#include "../../worker/controller.c"
-#include "../../worker/cache.c"
-#include "../../worker/reconciler.c"
+#include "gd_json.h"
+#include "gd_time.h"
+#include "../../worker/cache.h"
+#include "../../worker/controller_internal.h"
+#include "../../worker/reconciler.h"
 
 #define NK 200
 typedef struct {
