@@ -217,6 +217,27 @@ static cJSON *anti_affinity(const godis_child_spec *s)
     return a;
 }
 
+/* Once a member has run, its pods may only run on the node that holds its data. A volume
+ * that does not follow the pod (hostPath, a local disk whose PV says no node) would be an
+ * empty one on any other node, and godis restarted empty under its old id is a voter that
+ * lost its log: it votes twice and can elect a second leader (seen as two Raft groups in
+ * one cluster by the chaos suite after a member pod was deleted and rescheduled). A member
+ * whose node goes bad is migrated under a new id instead (DESIGN rules 5 and 6). */
+static void pin_to_node(cJSON *pspec, const char *node)
+{
+    cJSON *field = cJSON_CreateObject();
+    cJSON_AddStringToObject(field, "key", "metadata.name");
+    cJSON_AddStringToObject(field, "operator", "In");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(field, "values"), cJSON_CreateString(node));
+    cJSON *term = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(term, "matchFields"), field);
+    cJSON *aff = cJSON_GetObjectItemCaseSensitive(pspec, "affinity");   /* the spread's */
+    if (!aff) aff = cJSON_AddObjectToObject(pspec, "affinity");
+    cJSON *req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(aff, "nodeAffinity"),
+                                         "requiredDuringSchedulingIgnoredDuringExecution");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "nodeSelectorTerms"), term);
+}
+
 cJSON *godis_build_replicaset(const godis_child_spec *s)
 {
     cJSON *o = new_object("apps/v1", "ReplicaSet", child_meta(s, s->godis));
@@ -238,6 +259,7 @@ cJSON *godis_build_replicaset(const godis_child_spec *s)
     if (aff) cJSON_AddItemToObject(pspec, "affinity", aff);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(pspec, "securityContext"),
                                                     "seccompProfile"), "type", "RuntimeDefault");
+    if (s->node && *s->node) pin_to_node(pspec, s->node);
     return o;
 }
 
@@ -369,7 +391,8 @@ bool godis_child_drifted(const char *kind, const cJSON *desired, const cJSON *ac
     }
     if (strcmp(kind, "ReplicaSet") == 0) {
         if (path_differs(desired, actual, "spec.replicas")) return true;
-        if (path_differs(desired, actual, "spec.template.spec.securityContext.seccompProfile"))
+        if (path_differs(desired, actual, "spec.template.spec.securityContext.seccompProfile") ||
+            path_differs(desired, actual, "spec.template.spec.affinity.nodeAffinity"))
             return true;
         if (path_differs(desired, actual, "spec.template.spec.volumes")) {
             /* the API server defaults nothing inside persistentVolumeClaim volumes */

@@ -40,6 +40,7 @@ typedef struct {
     const char *storage_class;  /* NULL: the cluster's default StorageClass */
     const cJSON *resources;     /* spec.resources ({requests, limits}); NULL: the defaults */
     const char *anti_affinity;  /* spec.antiAffinity: "required", "none"; else preferred */
+    const char *node;           /* status.volumeNode: where its data lives; NULL: not known */
 } godis_child_spec;
 
 /* Member containers' resources when spec.resources is not given: a request the scheduler can

@@ -118,6 +118,14 @@ static void observe_godis(cluster_ctx *c, const cJSON *g)
     gd_json_bool(g, "status.volumeLost", &m->volume_lost);
     if (id > v->max_seen_id) v->max_seen_id = id;
     observe_runtime(c, idx, gd_meta_name(g));
+    /* Its pods are pinned to the node that holds its data (status.volumeNode): a member not
+     * Ready there, with that node bad or gone, can only come back by migrating (new id). */
+    const char *home = gd_json_str_or(g, "status.volumeNode", "");
+    if (!m->ready && *home) {
+        cJSON *node = c->e->get(c->e, "Node", "", home);
+        m->node_bad |= !node || node_bad(c, home);
+        cJSON_Delete(node);
+    }
 }
 
 /* A recorded member whose Godis is gone may still have a ReplicaSet and pods (the garbage

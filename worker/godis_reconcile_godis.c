@@ -127,7 +127,8 @@ static bool rs_retired(godis_ctx *g)
     return retired;
 }
 
-static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_name, cJSON **pods)
+static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_name,
+                             const char **node, cJSON **pods)
 {
     *pods = g->e->list(g->e, "Pod", g->spec.ns, "node-name", g->spec.godis);
     const char *state = "Pending";
@@ -136,6 +137,7 @@ static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_nam
         if (gd_meta_deleting(p)) continue;
         *ip = gd_json_str_or(p, "status.podIP", "");
         *pod_name = gd_meta_name(p);
+        *node = gd_json_str_or(p, "spec.nodeName", "");
         if (strcmp(gd_json_str_or(p, "status.phase", ""), "Failed") == 0) state = "Failed";
         const cJSON *c;
         cJSON_ArrayForEach(c, gd_json_path(p, "status.conditions"))
@@ -148,9 +150,9 @@ static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_nam
 
 static godis_result update_state(godis_ctx *g)
 {
-    const char *ip = "", *pod_name = "";
+    const char *ip = "", *pod_name = "", *node = "";
     cJSON *pods = NULL;
-    const char *state = pod_state(g, &ip, &pod_name, &pods);
+    const char *state = pod_state(g, &ip, &pod_name, &node, &pods);
     godis_result r = {.kind = GODIS_DONE};
     /* Written on a change of state, and of pod IP only while Running (clients dial it).
      * A Pending member's pod gets its name and then its IP within a second or two; writing
@@ -163,13 +165,20 @@ static godis_result update_state(godis_ctx *g)
      * member that ran before this field existed. */
     bool record_volume = running && *g->pvc_uid && !g->volume_lost &&
                          !*gd_json_str_or(g->godis, "status.volumeClaimUID", "");
+    /* The node it ran on holds that volume's data: its pods are pinned there from now on
+     * (godis_build_replicaset). Recorded with the volume, or once for a member that ran
+     * before this field existed (its running pod is on the node its data is on). */
+    bool record_node = running && *node && !g->volume_lost &&
+                       (record_volume || *gd_json_str_or(g->godis, "status.volumeClaimUID", "")) &&
+                       !*gd_json_str_or(g->godis, "status.volumeNode", "");
     if (strcmp(gd_json_str_or(g->godis, "status.state", ""), state) != 0 ||
         (running && strcmp(gd_json_str_or(g->godis, "status.podIP", ""), ip) != 0) ||
-        (g->volume_lost && !was_lost) || record_volume) {
+        (g->volume_lost && !was_lost) || record_volume || record_node) {
         cJSON *obj = cJSON_Duplicate(g->godis, 1);
         gd_json_set(obj, "status.state", cJSON_CreateString(state));
         if (g->volume_lost) gd_json_set(obj, "status.volumeLost", cJSON_CreateBool(1));
         if (record_volume) gd_json_set(obj, "status.volumeClaimUID", cJSON_CreateString(g->pvc_uid));
+        if (record_node) gd_json_set(obj, "status.volumeNode", cJSON_CreateString(node));
         /* Empty strings are left out: the API server built here (Go 1.19, Debian's
          * reflect2) decodes "" in a custom resource as null and then fails the schema. */
         cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
@@ -295,7 +304,8 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
         .storage_size = gd_json_str_or(g.cluster, "spec.storage.size", NULL),
         .storage_class = gd_json_str_or(g.cluster, "spec.storage.storageClassName", NULL),
         .resources = gd_json_path(g.cluster, "spec.resources"),
-        .anti_affinity = gd_json_str_or(g.cluster, "spec.antiAffinity", NULL)};
+        .anti_affinity = gd_json_str_or(g.cluster, "spec.antiAffinity", NULL),
+        .node = gd_json_str_or(g.godis, "status.volumeNode", NULL)};
     r = reconcile_godis_ctx(&g);
 out:
     cJSON_Delete(g.godis);

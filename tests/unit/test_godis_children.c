@@ -88,6 +88,38 @@ static void test_service_and_pvc(void **st)
     cJSON_Delete(pvc);
 }
 
+/* A member that has run is pinned to the node holding its data (status.volumeNode): its pod
+ * template requires that node, and a ReplicaSet without the pin (made before it was known)
+ * is drift, repaired. Before the node is known the pod may go anywhere. */
+static void test_pinned_to_its_node(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(false);
+    cJSON *free_rs = godis_build_replicaset(&s);
+    assert_null(gd_json_path(free_rs, "spec.template.spec.affinity.nodeAffinity"));
+    s.node = "node-b";
+    cJSON *want = godis_build_replicaset(&s);
+    const cJSON *term = cJSON_GetArrayItem(gd_json_path(want, "spec.template.spec.affinity.nodeAffinity."
+                                                        "requiredDuringSchedulingIgnoredDuringExecution."
+                                                        "nodeSelectorTerms"), 0);
+    const cJSON *f = cJSON_GetArrayItem(gd_json_path(term, "matchFields"), 0);
+    assert_string_equal(gd_json_str_or(f, "key", ""), "metadata.name");
+    assert_string_equal(gd_json_str_or(f, "operator", ""), "In");
+    assert_string_equal(cJSON_GetArrayItem(gd_json_path(f, "values"), 0)->valuestring, "node-b");
+    /* beside the spread over nodes, not instead of it */
+    assert_non_null(gd_json_path(want, "spec.template.spec.affinity.podAntiAffinity"));
+    assert_true(godis_child_drifted("ReplicaSet", want, free_rs));
+    cJSON *fixed = godis_child_repair("ReplicaSet", want, free_rs);
+    assert_false(godis_child_drifted("ReplicaSet", want, fixed));
+    s.node = "node-c";
+    cJSON *other = godis_build_replicaset(&s);
+    assert_true(godis_child_drifted("ReplicaSet", other, fixed));
+    cJSON_Delete(other);
+    cJSON_Delete(fixed);
+    cJSON_Delete(want);
+    cJSON_Delete(free_rs);
+}
+
 static void test_drift(void **st)
 {
     (void)st;
@@ -221,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_replicaset_contract),
         cmocka_unit_test(test_service_and_pvc),
         cmocka_unit_test(test_drift),
+        cmocka_unit_test(test_pinned_to_its_node),
         cmocka_unit_test(test_configmap_and_godis),
         cmocka_unit_test(test_member_pod_runtime),
         cmocka_unit_test(test_quantities),

@@ -45,8 +45,12 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
         return cJSON_Parse(buf);
     }
     /* The children exist exactly as the controller builds them: only the status path runs */
+    cJSON *st = cJSON_Parse(w->godis_status);
+    char node[64];
+    snprintf(node, sizeof node, "%s", gd_json_str_or(st, "volumeNode", ""));
+    cJSON_Delete(st);
     godis_child_spec spec = {.ns = "ns", .cluster = "c", .godis = "c-1", .godis_uid = "gu",
-                             .id = 1, .preferred = true};
+                             .id = 1, .preferred = true, .node = node};
     cJSON *child = strcmp(kind, "Service") == 0               ? godis_build_service(&spec)
                    : strcmp(kind, "PersistentVolumeClaim") == 0 ? godis_build_pvc(&spec)
                    : strcmp(kind, "ReplicaSet") == 0            ? godis_build_replicaset(&spec)
@@ -166,12 +170,41 @@ static void test_volume_lost_reported(void **state)
     assert_int_equal(status_writes(f, &told, NULL), 0);
 }
 
+#define POD_READY_ON(node)                                                                   \
+    "{\"metadata\":{\"name\":\"c-1-abc\"},\"spec\":{\"nodeName\":\"" node "\"},"             \
+    "\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.1.5\","                               \
+    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+
+/* The node a member first ran on holds its data: recorded with its volume (the write that
+ * says Running), or once for a member that ran before status.volumeNode existed; never
+ * rewritten from a later pod (a pod elsewhere would be on an empty disk, not a new home). */
+static void test_volume_node_recorded(void **state)
+{
+    client_fixture *f = *state;
+    const char *body = NULL;
+    world first = {"{\"state\":\"Pending\"}", POD_READY_ON("node-a"), false};
+    assert_int_equal(status_writes(f, &first, &body), 1);
+    cJSON *b = cJSON_Parse(body);
+    assert_string_equal(gd_json_str_or(b, "status.volumeClaimUID", ""), "pvc-uid-1");
+    assert_string_equal(gd_json_str_or(b, "status.volumeNode", ""), "node-a");
+    cJSON_Delete(b);
+    world older = {RUNNING_ON("127.0.1.5"), POD_READY_ON("node-b"), false};
+    assert_int_equal(status_writes(f, &older, &body), 1);
+    b = cJSON_Parse(body);
+    assert_string_equal(gd_json_str_or(b, "status.volumeNode", ""), "node-b");
+    cJSON_Delete(b);
+    world known = {"{\"state\":\"Running\",\"volumeClaimUID\":\"pvc-uid-1\",\"volumeNode\":\"node-a\","
+                   "\"podIP\":\"127.0.1.5\"}", POD_READY_ON("node-b"), false};
+    assert_int_equal(status_writes(f, &known, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_pending_written_once, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_running_carries_pod_ip, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_volume_lost_reported, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_volume_node_recorded, client_setup, client_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
