@@ -5,7 +5,12 @@
  * Initializing). A cluster that cannot be written is a violation only when that lasts
  * QUORUM_GRACE_MS (an election after a membership change takes a moment) and the members
  * no fault took down would still be a majority: a fault that kills two members of three
- * takes the quorum away by itself; the operator must never be the one who does. */
+ * takes the quorum away by itself; the operator must never be the one who does.
+ * A member that has not run yet since its `cluster meet` is excused while it has no pod
+ * IP — also after the operator recorded it in status.members (it does so once the Godis
+ * and ReplicaSet exist): 1 -> 2 members cannot write until member 2 runs, and creating its
+ * pod is kube-controller-manager's part (after back-to-back kube-apiserver restarts its pod
+ * informer was refused by RBAC and backed off: pods came 75 s after their ReplicaSets). */
 #include "chaos.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +25,23 @@
 
 typedef struct {
     int64_t id;
-    bool joining;           /* the scale-out member: met, its pod may not run yet */
+    bool joining;           /* met, but not run yet: the scale-out member, or one just recorded */
     char ip[32], node[64];
 } member;
+
+/* The ids of one cluster that were ever seen with a pod IP (ids past the set count as run). */
+#define RAN_IDS 256
+typedef struct { uint64_t w[RAN_IDS / 64]; } ran_set;
+
+static bool has_run(const ran_set *r, int64_t id)
+{
+    return !r || id >= RAN_IDS || id < 1 || (r->w[id / 64] >> (id % 64)) & 1;
+}
+
+static void mark_run(ran_set *r, int64_t id)
+{
+    if (id >= 1 && id < RAN_IDS) r->w[id / 64] |= (uint64_t)1 << (id % 64);
+}
 
 static bool excused(chaos *x, int cluster, const member *m)
 {
@@ -37,7 +56,8 @@ static bool excused(chaos *x, int cluster, const member *m)
     }
     pthread_mutex_unlock(&x->mu);
     /* After `cluster meet` the new member counts in the Raft quorum before its pod runs
-     * (1 -> 2 members cannot write until member 2 is up): that is godis, not a fault. */
+     * (1 -> 2 members cannot write until member 2 is up): that is godis and the control
+     * plane creating its pod, not the operator. */
     return yes || (m->joining && !m->ip[0]);
 }
 
@@ -67,8 +87,9 @@ static void pod_of(const cJSON *pods, const char *cluster, member *e)
 }
 
 /* The members of one cluster as Raft counts them — status.members without the one being
- * forgotten, plus the one being added — with their pods' IPs and nodes. */
-static int members_of(const cJSON *gc, const cJSON *pods, member *out)
+ * forgotten, plus the one being added — with their pods' IPs and nodes; a recorded member
+ * that has not run yet (ran: NULL when unknown) is still joining. */
+static int members_of(const cJSON *gc, const cJSON *pods, const ran_set *ran, member *out)
 {
     int n = 0;
     int64_t leaving = gd_json_int_or(gc, "status.scaleInID", 0);
@@ -79,7 +100,7 @@ static int members_of(const cJSON *gc, const cJSON *pods, member *out)
             continue;
         int64_t id = (int64_t)m->valuedouble;
         if (id == leaving || id == joining) continue;
-        out[n] = (member){.id = id};
+        out[n] = (member){.id = id, .joining = !has_run(ran, id)};
         pod_of(pods, gd_meta_name(gc), &out[n++]);
     }
     if (n > 0 && joining > 0 && n < MAX_MEMBERS) {
@@ -95,6 +116,7 @@ void *ch_quorum_thread(void *arg)
     k8s_client *c = ch_client(x);
     int64_t bad_since[CH_MAX_CLUSTERS] = {0};
     bool reported[CH_MAX_CLUSTERS] = {false};
+    static ran_set ran[CH_MAX_CLUSTERS];        /* one quorum thread per run */
     int64_t seq = 0;
     while (c && !atomic_load(&x->stop)) {
         int64_t round = gd_mono_ms();
@@ -110,7 +132,9 @@ void *ch_quorum_thread(void *arg)
             int ci = ch_cluster_index(x, gd_meta_name(gc));
             const char *phase = gd_json_str_or(gc, "status.status", "");
             member ms[MAX_MEMBERS];
-            int n = ci < 0 ? 0 : members_of(gc, pods, ms);
+            int n = ci < 0 ? 0 : members_of(gc, pods, &ran[ci], ms);
+            for (int i = 0; i < n; i++)
+                if (ms[i].ip[0]) mark_run(&ran[ci], ms[i].id);
             if (ci < 0 || n == 0 || !*phase || !strcmp(phase, "Initializing")) {
                 if (ci >= 0) bad_since[ci] = 0;
                 continue;
