@@ -183,7 +183,9 @@ static void quorum_counts_what_raft_counts(void **state)
     mark_run(&ran, 1);
     mark_run(&ran, 2);
     mark_run(&ran, 3);                            /* 3 ran once: its pod is gone now */
-    int n = members_of(gc, pods, &ran, m);
+    cJSON *gds = cJSON_Parse("{\"items\":[{\"metadata\":{\"name\":\"c03-3\"},"
+                             "\"status\":{\"volumeNode\":\"n3\"}}]}");
+    int n = members_of(gc, pods, gds, &ran, m);
     assert_int_equal(n, 4);                       /* 1, 2, 3 (no pod), 5 joining; not 4 */
     assert_int_equal(m[0].id, 1);
     assert_string_equal(m[0].ip, "127.0.0.11");
@@ -206,13 +208,21 @@ static void quorum_counts_what_raft_counts(void **state)
     ran_set fresh = {{0}};
     mark_run(&fresh, 1);
     mark_run(&fresh, 2);
-    n = members_of(gc, pods, &fresh, m);
+    n = members_of(gc, pods, gds, &fresh, m);
     assert_true(m[2].joining && m[2].id == 3);
     assert_true(excused(&x, 4, &m[2]));
     assert_false(m[0].joining);
     assert_false(excused(&x, 4, &m[0]));
+    /* a member that ran and has no pod now: its node is the one its pods are pinned to
+     * (status.volumeNode), and a fault on that node keeps it down */
+    assert_string_equal(m[2].node, "n3");
+    m[2].joining = false;
+    assert_false(excused(&x, 5, &m[2]));
+    ch_hit_node(&x, "n3", 60000);
+    assert_true(excused(&x, 5, &m[2]));
     cJSON_Delete(gc);
     cJSON_Delete(pods);
+    cJSON_Delete(gds);
 }
 
 int main(void)

@@ -73,11 +73,16 @@ static bool writable(const member *m, int64_t seq)
     return ok;
 }
 
-static void pod_of(const cJSON *pods, const char *cluster, member *e)
+/* Its pod's IP and node; without a pod, the node its pods are pinned to (the Godis's
+ * status.volumeNode, where its data is): a fault on that node keeps it down too. */
+static void pod_of(const cJSON *pods, const cJSON *godises, const char *cluster, member *e)
 {
     char godis[80];
     snprintf(godis, sizeof godis, "%s-%lld", cluster, (long long)e->id);
     const cJSON *p;
+    cJSON_ArrayForEach(p, gd_json_path(godises, "items"))
+        if (!strcmp(gd_meta_name(p), godis))
+            snprintf(e->node, sizeof e->node, "%s", gd_json_str_or(p, "status.volumeNode", ""));
     cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
         const char *nn = gd_meta_label(p, "node-name");
         if (gd_meta_deleting(p) || !nn || strcmp(nn, godis)) continue;
@@ -89,7 +94,8 @@ static void pod_of(const cJSON *pods, const char *cluster, member *e)
 /* The members of one cluster as Raft counts them — status.members without the one being
  * forgotten, plus the one being added — with their pods' IPs and nodes; a recorded member
  * that has not run yet (ran: NULL when unknown) is still joining. */
-static int members_of(const cJSON *gc, const cJSON *pods, const ran_set *ran, member *out)
+static int members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, const ran_set *ran,
+                      member *out)
 {
     int n = 0;
     int64_t leaving = gd_json_int_or(gc, "status.scaleInID", 0);
@@ -101,11 +107,11 @@ static int members_of(const cJSON *gc, const cJSON *pods, const ran_set *ran, me
         int64_t id = (int64_t)m->valuedouble;
         if (id == leaving || id == joining) continue;
         out[n] = (member){.id = id, .joining = !has_run(ran, id)};
-        pod_of(pods, gd_meta_name(gc), &out[n++]);
+        pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
     }
     if (n > 0 && joining > 0 && n < MAX_MEMBERS) {
         out[n] = (member){.id = joining, .joining = true};
-        pod_of(pods, gd_meta_name(gc), &out[n++]);
+        pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
     }
     return n;
 }
@@ -120,10 +126,12 @@ void *ch_quorum_thread(void *arg)
     int64_t seq = 0;
     while (c && !atomic_load(&x->stop)) {
         int64_t round = gd_mono_ms();
-        cJSON *gcs = NULL, *pods = NULL;
+        cJSON *gcs = NULL, *pods = NULL, *gds = NULL;
         if (k8s_list(c, &K8S_RES_GODISCLUSTERS, x->ns, NULL, &gcs, NULL) != GD_OK ||
-            k8s_list(c, &K8S_RES_PODS, x->ns, NULL, &pods, NULL) != GD_OK) {
+            k8s_list(c, &K8S_RES_PODS, x->ns, NULL, &pods, NULL) != GD_OK ||
+            k8s_list(c, &K8S_RES_GODISES, x->ns, NULL, &gds, NULL) != GD_OK) {
             cJSON_Delete(gcs);              /* the API server is restarting: sample later */
+            cJSON_Delete(pods);
             gd_sleep_ms(500);
             continue;
         }
@@ -132,7 +140,7 @@ void *ch_quorum_thread(void *arg)
             int ci = ch_cluster_index(x, gd_meta_name(gc));
             const char *phase = gd_json_str_or(gc, "status.status", "");
             member ms[MAX_MEMBERS];
-            int n = ci < 0 ? 0 : members_of(gc, pods, &ran[ci], ms);
+            int n = ci < 0 ? 0 : members_of(gc, pods, gds, &ran[ci], ms);
             for (int i = 0; i < n; i++)
                 if (ms[i].ip[0]) mark_run(&ran[ci], ms[i].id);
             if (ci < 0 || n == 0 || !*phase || !strcmp(phase, "Initializing")) {
@@ -167,6 +175,7 @@ void *ch_quorum_thread(void *arg)
         }
         cJSON_Delete(gcs);
         cJSON_Delete(pods);
+        cJSON_Delete(gds);
         int64_t left = SAMPLE_MS - (gd_mono_ms() - round);
         if (left > 0) gd_sleep_ms(left);
     }
