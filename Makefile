@@ -1,9 +1,9 @@
 # godis-operator — one Makefile for the whole tree.
 # Sources are discovered by folder so a new module needs no Makefile edit:
-#   common/*.c            -> build/<v>/libgodiscommon.a
-#   manager|informer|worker/*.c -> bin/godis-<dir>
+#   common/*/*.c          -> build/<v>/libgodiscommon.a (base, k8s, proto, metrics, godis)
+#   manager|informer|webhook|worker/**.c -> bin/godis-<dir> (worker: main.c, runtime/, godis/)
 #   tools/<name>/*.c      -> bin/<name>      (a tools/ folder with C files)
-#   worker/*.c + tests/support/worker/*.c + tools/bench/worker/*.c
+#   worker/**.c + tests/support/worker/*.c + tools/bench/worker/*.c
 #                         -> bin/tests/godis-worker (the worker with the test and benchmark
 #                            reconciler sets; the shipped bin/godis-worker has none of them)
 #   tests/unit/test_*.c   -> build/<v>/tests/test_*  (cmocka, linked with common + helpers)
@@ -23,8 +23,13 @@ $(eval _pc := $(shell pkg-config $(1) $(PKGS) 2>/dev/null || echo PKG-CONFIG-FAI
 endef
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(call pkg_config,--cflags))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(call pkg_config,--libs))$(PKG_LIBS)
+# Headers are included by name: each folder of common/ is on every include path, the worker's
+# two folders on the worker's, its tests' and its benchmarks'.
+COMMON_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard common/*/*.h))))
+WORKER_DIRS := worker/runtime worker/godis
+WORKER_INC  := $(addprefix -I,$(WORKER_DIRS))
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
-              -Icommon $(PKG_CFLAGS)
+              $(addprefix -I,$(COMMON_DIRS)) $(PKG_CFLAGS)
 LIBS    = $(PKG_LIBS) -lpthread -lm
 ifeq ($(V),asan)
 OPT     := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -36,11 +41,12 @@ ALL_CFLAGS = $(CFLAGS_BASE) $(OPT) $(CFLAGS)
 LDFLAGS_ALL := $(OPT) $(LDFLAGS)
 B       ?= build/$(V)-$(notdir $(CC))
 
-COMMON_SRC := $(wildcard common/*.c)
+COMMON_SRC := $(wildcard common/*/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/%.o)
 COMMON_LIB := $(B)/libgodiscommon.a
 PROGS      := manager informer worker webhook
 PROG_BINS  := $(foreach p,$(PROGS),$(if $(wildcard $(p)/*.c),bin/godis-$(p)))
+prog_src    = $(wildcard $(1)/*.c $(1)/*/*.c)
 TOOL_DIRS  := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
 TOOL_BINS  := $(foreach t,$(TOOL_DIRS),bin/$(t))
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
@@ -54,7 +60,7 @@ TEST_WORKER_SRC := $(wildcard tests/support/worker/*.c tools/bench/worker/*.c)
 TEST_WORKER     := bin/tests/godis-worker
 STAMP_DEPS := build/.deps-ok
 
-# --version and godis_operator_build_info, injected with -D into common/gd_version.c only.
+# --version and godis_operator_build_info, injected with -D into common/base/gd_version.c only.
 # The build date is the commit's, so a rebuild of one commit is the same binary
 # (SOURCE_DATE_EPOCH overrides); all three can be given on make's command line (the image
 # build has no .git). The stamp changes only when they do: nothing else recompiles.
@@ -83,8 +89,8 @@ $(B)/%.o: %.c | $(STAMP_DEPS)
 $(VERSION_STAMP): FORCE
 	@mkdir -p build; echo '$(GD_VERSION) $(GD_GIT_COMMIT) $(GD_BUILD_DATE)' | cmp -s - $@ || \
 	  echo '$(GD_VERSION) $(GD_GIT_COMMIT) $(GD_BUILD_DATE)' >$@
-$(B)/common/gd_version.o: $(VERSION_STAMP)
-$(B)/common/gd_version.o: ALL_CFLAGS += -DGD_VERSION='"$(GD_VERSION)"' \
+$(B)/common/base/gd_version.o: $(VERSION_STAMP)
+$(B)/common/base/gd_version.o: ALL_CFLAGS += -DGD_VERSION='"$(GD_VERSION)"' \
   -DGD_GIT_COMMIT='"$(GD_GIT_COMMIT)"' -DGD_BUILD_DATE='"$(GD_BUILD_DATE)"'
 
 $(COMMON_LIB): $(COMMON_OBJ)
@@ -104,7 +110,7 @@ FORCE:
 .SECONDEXPANSION:
 # Static pattern rules, so bin/% (tools) can never claim bin/godis-worker; foreach rather
 # than patsubst because a % in a pattern rule's prerequisites is replaced by the stem.
-$(PROG_BINS): bin/godis-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
+$(PROG_BINS): bin/godis-%: $$(foreach f,$$(call prog_src,$$*),$(B)/$$(basename $$(f)).o) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
@@ -112,9 +118,10 @@ $(TOOL_BINS): bin/%: $$(foreach f,$$(wildcard tools/$$*/*.c),$(B)/$$(basename $$
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
-# The test sets include the worker's headers (reconciler.h, cache.h, ...).
-$(TEST_WORKER_SRC:%.c=$(B)/%.o): ALL_CFLAGS += -Iworker
-$(TEST_WORKER): $(patsubst %.c,$(B)/%.o,$(wildcard worker/*.c) $(TEST_WORKER_SRC)) $(COMMON_LIB) $(BIN_STAMP)
+# The worker, the test sets, the tests and the benchmarks include the worker's headers
+# (reconciler.h, cache.h, godis_plan.h, ...).
+$(B)/worker/%.o $(B)/tests/%.o $(B)/tools/bench/%.o: ALL_CFLAGS += $(WORKER_INC)
+$(TEST_WORKER): $(patsubst %.c,$(B)/%.o,$(call prog_src,worker) $(TEST_WORKER_SRC)) $(COMMON_LIB) $(BIN_STAMP)
 	@mkdir -p bin/tests
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS)
 
@@ -128,24 +135,24 @@ bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integrati
 
 # A unit test that tests parts of the programs through their headers links their objects:
 # <test>_LINK lists them (paths without .c).
-test_worker_control_LINK := worker/control
+test_worker_control_LINK := worker/runtime/control
 test_manager_rundir_LINK := manager/rundir
 test_informer_store_LINK := informer/store
 test_informer_reflector_LINK := informer/store informer/counters informer/reflector
 test_gd_sub_LINK := informer/store informer/counters informer/publisher
-test_cache_LINK := worker/cache
-test_mapping_LINK := worker/cache worker/mapping
-test_workqueue_LINK := worker/workqueue worker/workqueue_metrics
+test_cache_LINK := worker/runtime/cache
+test_mapping_LINK := worker/runtime/cache worker/runtime/mapping
+test_workqueue_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics
 test_shards_LINK := manager/shards
 test_supervisor_LINK := manager/supervisor
 test_manager_control_LINK := manager/control manager/shards
 test_manager_promtext_LINK := manager/promtext manager/statsclient
 test_leaderelection_LINK := manager/leaderelection manager/leaselock
 test_informer_pack_LINK := informer/store
-test_controller_LINK := worker/workqueue worker/workqueue_metrics worker/controller worker/cache worker/reconciler
-test_shard_agree_LINK := manager/shards worker/cache worker/mapping
+test_controller_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics worker/runtime/controller worker/runtime/cache worker/runtime/reconciler
+test_shard_agree_LINK := manager/shards worker/runtime/cache worker/runtime/mapping
 test_webhook_LINK := webhook/review webhook/decide webhook/certs webhook/register webhook/server
-test_godis_spread_LINK := worker/godis_children worker/godis_pdb
+test_godis_spread_LINK := worker/godis/godis_children worker/godis/godis_pdb
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka

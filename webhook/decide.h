@@ -23,7 +23,7 @@
 
 #define WH_ANN_RESCHEDULE "godis.kumkeehyun.github.com/reschedule"
 
-/* A godis member pod, as the operator makes it (worker/godis_children.c): labels
+/* A godis member pod, as the operator makes it (worker/godis/godis_children.c): labels
  * cluster-name=<c> and node-name=<c>-<id> with a positive integer id, and a controller
  * ownerReference to the ReplicaSet named <c>-<id>. Writes the cluster's name into cluster.
  * Labels alone are not trusted: anyone can label a pod, but only the operator's ReplicaSets

@@ -10,8 +10,8 @@
 FUZZ_CC      := clang
 FUZZ_B       := build/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Icommon \
-                $(PKG_CFLAGS) -O1 -g $(FUZZ_SAN)
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
+                $(addprefix -I,$(COMMON_DIRS)) $(WORKER_INC) $(PKG_CFLAGS) -O1 -g $(FUZZ_SAN)
 FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_B)/%)
 FUZZ_COMMON  := $(COMMON_SRC:%.c=$(FUZZ_B)/%.o)

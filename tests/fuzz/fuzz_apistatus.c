@@ -1,6 +1,6 @@
 /* fuzz_apistatus.c — what the API server (or whatever answers on its address: a proxy, a
  * load balancer's HTML page) sends back when a request fails: the HTTP status, the
- * Retry-After header and the body, into common/k8s_classify.c (Status objects, reasons,
+ * Retry-After header and the body, into common/k8s/k8s_classify.c (Status objects, reasons,
  * details.retryAfterSeconds, bodies that are not JSON) and its k8s_sanitize, which turns
  * every untrusted text into the one printable line that logs, conditions and godisctl show.
  *

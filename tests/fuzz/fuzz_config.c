@@ -1,7 +1,7 @@
 /* fuzz_config.c — the configuration files the project reads: the manager's --config YAML
  * (manager/config.c: keys are flag names, values go through the flag parsers — durations,
  * bounded integers, booleans, bind addresses, informer kinds — then the whole configuration
- * is validated) and YAML manifests (common/gd_yaml.c, what godisctl apply and the tests read:
+ * is validated) and YAML manifests (common/base/gd_yaml.c, what godisctl apply and the tests read:
  * every document of a stream into JSON).
  *
  * Input: byte 0 chooses the parser (even: manager config, odd: manifests), the rest is the

@@ -1,7 +1,7 @@
 /* fuzz_gdi_sub.c — what an informer sends its subscribers (docs/PROTOCOL.md §1, GDI1): PUB
- * messages and snapshot replies into common/gd_sub.c, as a worker runs it (keys_only, each
- * object taken into the worker's cache and mapped to reconcile keys: worker/cache.c,
- * worker/mapping.c, as worker/worker_feed.c does), and the STATS replies the manager reads
+ * messages and snapshot replies into common/proto/gd_sub.c, as a worker runs it (keys_only, each
+ * object taken into the worker's cache and mapped to reconcile keys: worker/runtime/cache.c,
+ * worker/runtime/mapping.c, as worker/runtime/worker_feed.c does), and the STATS replies the manager reads
  * (manager/statsclient.c, manager/promtext.c).
  *
  * Input: byte 0 picks the kind; then records (fuzz_util.h). A record whose first frame is
@@ -16,9 +16,9 @@
 #include <string.h>
 #include <zmq.h>
 #include "fuzz_util.h"
-#include "../../common/gd_sub.c"
-#include "../../worker/cache.c"
-#include "../../worker/mapping.c"
+#include "gd_sub.c"
+#include "cache.c"
+#include "mapping.c"
 #include "../../manager/promtext.c"
 #include "../../manager/statsclient.c"
 

@@ -1,7 +1,7 @@
 /* fuzz_gdw_worker.c — what the manager sends a worker (docs/PROTOCOL.md §2, GDW1): every
- * message into worker/control.c's gdw_parse (as worker/worker_link.c hands it the frames of
+ * message into worker/runtime/control.c's gdw_parse (as worker/runtime/worker_link.c hands it the frames of
  * one ZeroMQ message), and the pending keys of an ASSIGN as the worker uses them: each key
- * mapped to its shard (worker/controller.c) and parsed by the reconcilers
+ * mapped to its shard (worker/runtime/controller.c) and parsed by the reconcilers
  * (worker/godis_reconcile_*.c, with an empty cache: a key is read, nothing is found).
  *
  * Every record of the input is one message (fuzz_util.h). Checked: what gdw_parse accepts
@@ -12,20 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz_util.h"
-#include "../../worker/workqueue.c"
-#include "../../worker/workqueue_metrics.c"
-#include "../../worker/controller.c"
-#include "../../worker/cache.c"
-#include "../../worker/control.c"
-#include "../../worker/godis_children.c"
-#include "../../worker/godis_plan.c"
-#include "../../worker/godis_status.c"
-#include "../../worker/godis_write.c"
-#include "../../worker/godis_status_check.c"
-#include "../../worker/godis_input.c"
-#include "../../worker/godis_reconcile_cluster.c"
-#include "../../worker/godis_retire.c"
-#include "../../worker/godis_reconcile_godis.c"
+#include "workqueue.c"
+#include "workqueue_metrics.c"
+#include "controller.c"
+#include "cache.c"
+#include "control.c"
+#include "godis_children.c"
+#include "godis_plan.c"
+#include "godis_status.c"
+#include "godis_write.c"
+#include "godis_status_check.c"
+#include "godis_input.c"
+#include "godis_reconcile_cluster.c"
+#include "godis_retire.c"
+#include "godis_reconcile_godis.c"
 
 static cJSON *env_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {

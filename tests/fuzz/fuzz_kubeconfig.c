@@ -1,7 +1,7 @@
 /* fuzz_kubeconfig.c — how every program learns where the API server is and who it is: a
- * kubeconfig file (common/k8s_kubeconfig_yaml.c through libyaml, then common/k8s_config.c:
+ * kubeconfig file (common/k8s/k8s_kubeconfig_yaml.c through libyaml, then common/k8s/k8s_config.c:
  * contexts, clusters, users, base64 key material, exec plugin blocks), and what an exec
- * credential plugin prints (common/k8s_exec.c's ExecCredential parser).
+ * credential plugin prints (common/k8s/k8s_exec.c's ExecCredential parser).
  *
  * Input: an optional context name, a record separator, the kubeconfig text, another record
  * separator, then the plugin's output (used when the chosen user has an exec block; the
@@ -15,7 +15,7 @@
 #include <string.h>
 #include "fuzz_util.h"
 #include "k8s_config.h"
-#include "../../common/k8s_exec.c"
+#include "k8s_exec.c"
 
 static void check_line(const char *err, size_t cap)
 {

@@ -1,8 +1,8 @@
 /* fuzz_objects.c — the JSON→object paths of the worker: objects of the eight kinds as the
  * informers deliver them (anything that passed the API server: CRD schemas are loose and
  * labels, annotations, owners and statuses are whatever someone wrote) go into the worker's
- * cache (worker/cache.c: keys and indexes), are mapped to reconcile keys (worker/mapping.c)
- * and reconciled by the production reconciler set (worker/reconcile_godis.c over the
+ * cache (worker/runtime/cache.c: keys and indexes), are mapped to reconcile keys (worker/runtime/mapping.c)
+ * and reconciled by the production reconciler set (worker/godis/reconcile_godis.c over the
  * GodisCluster and Godis reconcilers: spec validation, status, members, ConfigMap parsing,
  * children, Pods and Nodes). Also the manager's reading of its Lease (manager/leaselock.c).
  *
@@ -21,26 +21,26 @@
 #include <sys/socket.h>
 #include "fuzz_util.h"
 #include "gd_proto.h"
-#include "../../worker/workqueue.c"
-#include "../../worker/workqueue_metrics.c"
-#include "../../worker/controller.c"
-#include "../../worker/cache.c"
-#include "../../worker/reconciler.c"
-#include "../../worker/mapping.c"
-#include "../../worker/godis_children.c"
-#include "../../worker/godis_plan.c"
-#include "../../worker/godis_status.c"
-#include "../../worker/godis_write.c"
-#include "../../worker/godis_status_check.c"
-#include "../../worker/godis_input.c"
-#include "../../worker/godis_reconcile_cluster.c"
-#include "../../worker/godis_retire.c"
-#include "../../worker/godis_reconcile_godis.c"
+#include "workqueue.c"
+#include "workqueue_metrics.c"
+#include "controller.c"
+#include "cache.c"
+#include "reconciler.c"
+#include "mapping.c"
+#include "godis_children.c"
+#include "godis_plan.c"
+#include "godis_status.c"
+#include "godis_write.c"
+#include "godis_status_check.c"
+#include "godis_input.c"
+#include "godis_reconcile_cluster.c"
+#include "godis_retire.c"
+#include "godis_reconcile_godis.c"
 /* its set variable is named like godis_client.h's godis_set(), which the reconcilers
  * above bring in: renamed here only */
 #define godis_set fuzz_godis_reconciler_set
-#include "../../worker/godis_pdb.c"
-#include "../../worker/reconcile_godis.c"
+#include "godis_pdb.c"
+#include "reconcile_godis.c"
 #undef godis_set
 #include "../../manager/leaderelection.c"
 #include "../../manager/leaselock.c"

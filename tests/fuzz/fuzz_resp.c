@@ -1,5 +1,5 @@
 /* fuzz_resp.c — the RESP2 replies a godis member (or anything listening on its port) sends
- * the operator: common/godis_resp.c's parser, and common/godis_client.c's verbs reading them
+ * the operator: common/godis/godis_resp.c's parser, and common/godis/godis_client.c's verbs reading them
  * off a real socket.
  *
  * Part 1, the parser on the raw bytes: every value it accepts must be re-found from any

@@ -1,8 +1,8 @@
 /* fuzz_watch.c — what the API server sends an informer: a list page and a watch stream, for
- * any of the eight kinds, down the informer's own path: common/k8s_client.c's watch callback
- * (ERROR events classified) over common/k8s_watch_decoder.c fed in arbitrary chunks, the
+ * any of the eight kinds, down the informer's own path: common/k8s/k8s_client.c's watch callback
+ * (ERROR events classified) over common/k8s/k8s_watch_decoder.c fed in arbitrary chunks, the
  * reflector's event handling and list pages (informer/reflector.c), the transform, key and
- * shard of every object (informer/store.c, common/gd_proto.c) and the publisher's store and
+ * shard of every object (informer/store.c, common/proto/gd_proto.c) and the publisher's store and
  * PUB socket (informer/publisher.c, an inproc endpoint nobody reads).
  *
  * Input: byte 0 picks the kind, byte 1 the chunk sizes; the rest is a list page (JSON), a
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <zmq.h>
 #include "fuzz_util.h"
-#include "../../common/k8s_client.c"
+#include "k8s_client.c"
 #include "../../informer/store.c"
 #include "../../informer/counters.c"
 #include "../../informer/publisher.c"

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 #include "gd_json.h"
-#include "../../worker/cache.h"
+#include "cache.h"
 
 static cJSON *obj(const char *json)
 {

@@ -13,9 +13,9 @@
 #include <cmocka.h>
 #include "gd_json.h"
 #include "gd_time.h"
-#include "../../worker/cache.h"
-#include "../../worker/controller_internal.h"
-#include "../../worker/reconciler.h"
+#include "cache.h"
+#include "controller_internal.h"
+#include "reconciler.h"
 
 #define NK 200
 typedef struct {

@@ -12,14 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "client_fixture.h"
-#include "../../worker/godis_children.c"
-#include "../../worker/godis_plan.c"
-#include "../../worker/godis_status.c"
-#include "../../worker/godis_write.c"
-#include "../../worker/godis_status_check.c"
-#include "../../worker/godis_input.c"
-#include "../../worker/godis_reconcile_cluster.c"
-#include "../../worker/godis_retire.c"
+#include "godis_children.c"
+#include "godis_plan.c"
+#include "godis_status.c"
+#include "godis_write.c"
+#include "godis_status_check.c"
+#include "godis_input.c"
+#include "godis_reconcile_cluster.c"
+#include "godis_retire.c"
 #include "gd_json.h"
 
 #define CLUSTER_META                                                                         \

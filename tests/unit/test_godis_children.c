@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../../worker/godis_children.c"
+#include "godis_children.c"
 #include "gd_json.h"
 
 static godis_child_spec spec(bool preferred)

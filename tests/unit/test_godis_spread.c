@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../../worker/godis_children.h"
-#include "../../worker/godis_pdb.h"
+#include "godis_children.h"
+#include "godis_pdb.h"
 #include "gd_json.h"
 
 static cJSON *rs_with(const char *mode)

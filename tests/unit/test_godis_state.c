@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "client_fixture.h"
-#include "../../worker/godis_children.c"
-#include "../../worker/godis_write.c"
-#include "../../worker/godis_reconcile_godis.c"
-#include "../../worker/godis_retire.c"
+#include "godis_children.c"
+#include "godis_write.c"
+#include "godis_reconcile_godis.c"
+#include "godis_retire.c"
 #include "gd_json.h"
 
 typedef struct {

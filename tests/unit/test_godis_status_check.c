@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
-#include "../../worker/godis_status_check.c"
+#include "godis_status_check.c"
 
 static bool check(const char *status_json, char *msg)
 {

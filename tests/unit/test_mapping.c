@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <cmocka.h>
 #include "gd_json.h"
-#include "../../worker/cache.h"
-#include "../../worker/mapping.h"
+#include "cache.h"
+#include "mapping.h"
 
 typedef struct {
     char got[2048];

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include "gd_proto.h"
 #include "../../manager/shards.h"
-#include "../../worker/mapping.h"
+#include "mapping.h"
 
 #define MAXK 4096
 typedef struct {

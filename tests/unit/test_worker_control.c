@@ -7,7 +7,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <cmocka.h>
-#include "../../worker/control.h"
+#include "control.h"
 
 static gd_err parse(gdw_msg *m, char *why, int n, ...)
 {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "gd_time.h"
-#include "../../worker/workqueue.h"
+#include "workqueue.h"
 
 #define MS 1000000LL
 static _Atomic int64_t fake_now_ns;

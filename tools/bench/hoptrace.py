@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """hoptrace.py DIR [--warmup-ms N] — merges the GD_HOPTRACE files of one pipeline run
-(common/gd_hoptrace.h) and prints, per hop, the latency from the previous hop the event
+(common/proto/gd_hoptrace.h) and prints, per hop, the latency from the previous hop the event
 reached (p50/p99/max in ms), the end-to-end figures, and which hops make the tail: for the
 events slower end to end than the p99, the mean time spent in each hop."""
 import glob, os, sys

@@ -1,6 +1,6 @@
 /* audit.c — the exclusive and fenced invariants, from two logs read as they grow.
  *
- * exclusive: the workers' reconcile trace (common/gd_rectrace.h), one line per begin and
+ * exclusive: the workers' reconcile trace (common/proto/gd_rectrace.h), one line per begin and
  * end of a reconcile, in the order the calls happened. A begin for a key that another thread
  * has begun and not ended is a violation — unless that thread's process is gone (a killed
  * worker never writes its end; the manager moves its shards only after reaping it).
