@@ -136,6 +136,7 @@ bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integrati
 # A unit test that tests parts of the programs through their headers links their objects:
 # <test>_LINK lists them (paths without .c).
 test_worker_control_LINK := worker/runtime/control
+test_domain_LINK := worker/runtime/worker_opts
 test_manager_rundir_LINK := manager/rundir
 test_informer_store_LINK := informer/store
 test_informer_reflector_LINK := informer/store informer/counters informer/reflector

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include "gd_log.h"
 #include "godis_client.h"
+#include "gd_domain.h"
 #include "k8s_client.h"
 
 /* The flags, bound to one configuration: the parser writes straight into c. */
@@ -87,8 +88,7 @@ void mgr_config_default(mgr_config *c, const char *argv0)
     snprintf(c->lease_name, sizeof c->lease_name, "godis-operator-leader");
     c->workers = 2;
     c->max_concurrent_reconciles = 4;
-    snprintf(c->informer_kinds, sizeof c->informer_kinds,
-             "GodisCluster,Godis,ConfigMap,ReplicaSet,Service,PersistentVolumeClaim,Pod,Node");
+    gd_domain_kind_list(gd_domain_get(), c->informer_kinds, sizeof c->informer_kinds);
     snprintf(c->cluster_domain, sizeof c->cluster_domain, "cluster.local");
     snprintf(c->health_addr, sizeof c->health_addr, "127.0.0.1:8081");
     snprintf(c->metrics_addr, sizeof c->metrics_addr, "127.0.0.1:8080");

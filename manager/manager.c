@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zmq.h>
 #include "control.h"
+#include "gd_domain.h"
 #include "gd_log.h"
 #include "gd_metrics.h"
 #include "gd_time.h"
@@ -121,15 +122,6 @@ static void unlink_endpoints(mgr_t *m)
     }
 }
 
-static bool kind_filtered(const char *kind)
-{
-    static const char *children[] = {"ConfigMap", "Pod", "Service", "PersistentVolumeClaim",
-                                     "ReplicaSet"};
-    for (size_t i = 0; i < sizeof children / sizeof children[0]; i++)
-        if (!strcmp(kind, children[i])) return true;
-    return false;
-}
-
 /* Appends the flags every child gets. */
 static int common_args(mgr_t *m, const char **a, int n)
 {
@@ -159,7 +151,11 @@ static bool add_informers(mgr_t *m)
         int n = 0;
         a[n++] = m->cfg.informer_bin;
         a[n++] = "--kind"; a[n++] = k;
-        if (kind_filtered(k)) { a[n++] = "--label-selector"; a[n++] = "cluster-name"; }
+        const gd_watched_kind *wk = gd_domain_kind(gd_domain_get(), k);
+        if (wk && wk->label_selected) {
+            a[n++] = "--label-selector";
+            a[n++] = gd_domain_get()->cluster_label;
+        }
         a[n++] = "--pub-endpoint"; a[n++] = pub;
         a[n++] = "--snap-endpoint"; a[n++] = snap;
         n = common_args(m, a, n);

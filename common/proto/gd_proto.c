@@ -1,15 +1,14 @@
 /* gd_proto.c — shard hashing and topic strings (docs/PROTOCOL.md, "Shards").
  *
- * Every reconcile key belongs to the GodisCluster it serves, so all objects of one cluster
+ * Every reconcile key belongs to the cluster object it serves, so all objects of one cluster
  * land on one shard and one worker: a cluster is never reconciled by two workers at once. */
 #include "gd_proto.h"
 #include "gd_json.h"
+#include "gd_domain.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
-
-#define CLUSTER_LABEL "cluster-name"
 
 /* fnv1a64("<ns>/<name>") % GD_NSHARDS, hashed without building the string. */
 static int shard_of_ns_name(const char *ns, size_t nslen, const char *name, size_t namelen)
@@ -26,30 +25,18 @@ int gd_shard_of_cluster(const char *ns, const char *name)
     return shard_of_ns_name(ns, strlen(ns), name, strlen(name));
 }
 
-/* The cluster a Godis named "<cluster>-<id>" belongs to: the name up to its last '-' when
- * a non-empty run of digits follows. Returns the prefix length, or 0 when it does not
- * look like a Godis name. */
-static size_t cluster_prefix_of_godis(const char *godis)
-{
-    const char *dash = strrchr(godis, '-');
-    if (!dash || dash == godis || !dash[1])
-        return 0;
-    for (const char *p = dash + 1; *p; p++)
-        if (!isdigit((unsigned char)*p))
-            return 0;
-    return (size_t)(dash - godis);
-}
-
 int gd_shard_of_object(const char *kind, const cJSON *obj)
 {
+    const gd_domain *d = gd_domain_get();
+    const gd_watched_kind *wk = gd_domain_kind(d, kind);
     const char *ns = gd_meta_namespace(obj);
     const char *name = gd_meta_name(obj);
-    if (!kind || !*ns || !*name || strcmp(kind, "Node") == 0)
+    if (!kind || !*ns || !*name || (wk && wk->place == GD_PLACE_BROADCAST))
         return GD_SHARD_BROADCAST;
-    if (strcmp(kind, "GodisCluster") == 0)
+    if (wk && wk->place == GD_PLACE_CLUSTER)
         return gd_shard_of_cluster(ns, name);
 
-    const char *label = gd_meta_label(obj, CLUSTER_LABEL);
+    const char *label = gd_meta_label(obj, d->cluster_label);
     if (label && *label)
         return gd_shard_of_cluster(ns, label);
 
@@ -60,10 +47,10 @@ int gd_shard_of_object(const char *kind, const cJSON *obj)
     const char *oname = gd_json_str_or(owner, "name", "");
     if (!*oname)
         return GD_SHARD_BROADCAST;
-    if (strcmp(okind, "GodisCluster") == 0)
+    if (strcmp(okind, d->cluster_kind) == 0)
         return gd_shard_of_cluster(ns, oname);
-    if (strcmp(okind, "Godis") == 0) {
-        size_t n = cluster_prefix_of_godis(oname);
+    if (strcmp(okind, d->member_kind) == 0) {
+        size_t n = gd_domain_member_cluster_len(oname);
         if (n == 0 || n >= GD_KEY_PART_MAX)
             return GD_SHARD_BROADCAST;
         return shard_of_ns_name(ns, strlen(ns), oname, n);
@@ -82,7 +69,8 @@ int gd_shard_of_key(const char *controller, const char *key)
     size_t nslen = (size_t)(slash - key), namelen = strlen(name);
     if (nslen >= GD_KEY_PART_MAX || namelen >= GD_KEY_PART_MAX)
         return -1;
-    if (strcmp(controller, GD_CTRL_GODIS) == 0 && (namelen = cluster_prefix_of_godis(name)) == 0)
+    if (strcmp(controller, gd_domain_get()->member_controller) == 0 &&
+        (namelen = gd_domain_member_cluster_len(name)) == 0)
         return -1;
     return shard_of_ns_name(key, nslen, name, namelen);
 }

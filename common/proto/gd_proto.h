@@ -18,14 +18,13 @@
  * reconcile keys by gd_shard_of_key; both reduce to gd_shard_of_cluster, so they agree
  * (tests/unit/test_shard_agree.c proves it for every kind and key shape). */
 int gd_shard_of_cluster(const char *ns, const char *name);
-/* Shard of any object, or GD_SHARD_BROADCAST. kind is the object's kind ("GodisCluster",
- * "Node", ...). */
+/* Shard of any object, or GD_SHARD_BROADCAST. kind is the object's kind; where it goes is
+ * the domain table's (gd_domain.h): the cluster kind by its own name, cluster-scoped kinds
+ * everywhere, the rest by their cluster label or controller owner. */
 int gd_shard_of_object(const char *kind, const cJSON *obj);
 
-/* Reconcile keys. The controller GD_CTRL_GODIS reconciles members: its keys are
- * "ns/<cluster>-<id>". Every other controller's keys are "ns/<cluster>". */
-#define GD_CTRL_CLUSTER "godiscluster"
-#define GD_CTRL_GODIS   "godis"
+/* Reconcile keys. The domain's member controller (gd_domain.h) reconciles members: its keys
+ * are "ns/<cluster>-<id>". Every other controller's keys are "ns/<cluster>". */
 /* Namespace and name are each shorter than this (Kubernetes allows 63 and 253). */
 #define GD_KEY_PART_MAX 254
 /* Shard of a reconcile key of controller; -1 when the key is malformed. */

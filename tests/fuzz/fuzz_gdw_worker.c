@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "godis_domain.h"
 #include "fuzz_util.h"
 #include "workqueue.c"
 #include "workqueue_metrics.c"
@@ -66,7 +67,7 @@ static void use_pending(const cJSON *pending)
     cJSON_ArrayForEach(ctrl, pending) {
         cJSON_ArrayForEach(key, ctrl) {
             const char *k = key->valuestring;
-            int a = gd_shard_of_key(GD_CTRL_CLUSTER, k), b = gd_shard_of_key(GD_CTRL_GODIS, k);
+            int a = gd_shard_of_key(GODIS_CTRL_CLUSTER, k), b = gd_shard_of_key(GODIS_CTRL_MEMBER, k);
             if (a < -1 || a >= GD_NSHARDS || b < -1 || b >= GD_NSHARDS) abort();
             godis_reconcile_cluster(&e, k);
             godis_reconcile_godis(&e, k);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include "godis_domain.h"
 #include "fuzz_util.h"
 #include "gd_proto.h"
 #include "workqueue.c"
@@ -60,7 +61,7 @@ typedef struct {
 static void emit(void *ud, const char *ctrl, const char *key)
 {
     keyset *ks = ud;
-    if (strcmp(ctrl, MAP_CTRL_CLUSTER) && strcmp(ctrl, MAP_CTRL_GODIS)) abort();
+    if (strcmp(ctrl, GODIS_CTRL_CLUSTER) && strcmp(ctrl, GODIS_CTRL_MEMBER)) abort();
     if (!key || !*key) abort();
     for (int i = 0; i < ks->n; i++)
         if (!strcmp(ks->k[i].ctrl, ctrl) && !strcmp(ks->k[i].key, key)) return;
@@ -139,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
                         .godis_port = dead_port()};
     for (int i = 0; i < ks.n; i++) {
         rec_ctx ctx = {.controller_name = ks.k[i].ctrl, .key = ks.k[i].key, .env = &env, .ud = &o};
-        gd_result res = !strcmp(ks.k[i].ctrl, MAP_CTRL_CLUSTER) ? reconcile_cluster(&ctx, ks.k[i].key)
+        gd_result res = !strcmp(ks.k[i].ctrl, GODIS_CTRL_CLUSTER) ? reconcile_cluster(&ctx, ks.k[i].key)
                                                                 : reconcile_member(&ctx, ks.k[i].key);
         if (res.kind == GD_RESULT_REQUEUE_AFTER && res.after_ms < 0) abort();
         if (!open && ctx.writes) abort();           /* a fenced reconcile wrote */

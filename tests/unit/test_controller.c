@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "godis_domain.h"
 #include "gd_json.h"
 #include "gd_time.h"
 #include "cache.h"
@@ -160,22 +161,22 @@ static void test_bad_opts(void **state)
 
 static void test_shard_of_key(void **state)
 {
-    assert_int_equal(gd_shard_of_key(GD_CTRL_CLUSTER, "ns/foo"), gd_shard_of_cluster("ns", "foo"));
-    assert_int_equal(gd_shard_of_key(GD_CTRL_GODIS, "ns/foo-12"), gd_shard_of_cluster("ns", "foo"));
-    assert_int_equal(gd_shard_of_key(GD_CTRL_GODIS, "ns/a-b-3"), gd_shard_of_cluster("ns", "a-b"));
-    assert_int_equal(gd_shard_of_key(GD_CTRL_GODIS, "ns/foo"), -1);
-    assert_int_equal(gd_shard_of_key(GD_CTRL_GODIS, "ns/foo-"), -1);
-    assert_int_equal(gd_shard_of_key(GD_CTRL_GODIS, "ns/-3"), -1);
-    assert_int_equal(gd_shard_of_key(GD_CTRL_GODIS, "ns/foo-1x"), -1);
-    assert_int_equal(gd_shard_of_key(GD_CTRL_GODIS, NULL), -1);
-    assert_int_equal(gd_shard_of_key(GD_CTRL_CLUSTER, "nokey"), -1);
-    assert_int_equal(gd_shard_of_key(GD_CTRL_CLUSTER, "/x"), -1);
-    assert_int_equal(gd_shard_of_key(GD_CTRL_CLUSTER, "ns/"), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_CLUSTER, "ns/foo"), gd_shard_of_cluster("ns", "foo"));
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_MEMBER, "ns/foo-12"), gd_shard_of_cluster("ns", "foo"));
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_MEMBER, "ns/a-b-3"), gd_shard_of_cluster("ns", "a-b"));
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_MEMBER, "ns/foo"), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_MEMBER, "ns/foo-"), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_MEMBER, "ns/-3"), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_MEMBER, "ns/foo-1x"), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_MEMBER, NULL), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_CLUSTER, "nokey"), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_CLUSTER, "/x"), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_CLUSTER, "ns/"), -1);
     char big[600];
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = 0;
     big[3] = '/';
-    assert_int_equal(gd_shard_of_key(GD_CTRL_CLUSTER, big), -1);
+    assert_int_equal(gd_shard_of_key(GODIS_CTRL_CLUSTER, big), -1);
 }
 
 /* 200 keys enqueued 5 times each while 8 threads reconcile: every key reconciled, never two
@@ -334,7 +335,7 @@ static void test_fence(void **state)
 static int same_shard_key(int shard, int skip, char *buf)
 {
     for (int i = 1; i < NK; i++)
-        if (i != skip && gd_shard_of_key(GD_CTRL_CLUSTER, key_of(i, buf)) == shard)
+        if (i != skip && gd_shard_of_key(GODIS_CTRL_CLUSTER, key_of(i, buf)) == shard)
             return i;
     return -1;
 }
@@ -344,17 +345,17 @@ static void test_revoke(void **state)
     fixture *f = fx_new(1, false);      /* one thread: while A blocks it, B stays queued */
     char ka[32], kb[32], kc[32];
     key_of(0, ka);
-    int sa = gd_shard_of_key(GD_CTRL_CLUSTER, ka);
+    int sa = gd_shard_of_key(GODIS_CTRL_CLUSTER, ka);
     int ib = same_shard_key(sa, -1, kb);
     int ic = -1;
     for (int i = 1; i < NK; i++)
-        if (gd_shard_of_key(GD_CTRL_CLUSTER, key_of(i, kc)) != sa) {
+        if (gd_shard_of_key(GODIS_CTRL_CLUSTER, key_of(i, kc)) != sa) {
             ic = i;
             break;
         }
     assert_true(ib > 0 && ic > 0);
     key_of(ib, kb);
-    int sc = gd_shard_of_key(GD_CTRL_CLUSTER, kc);
+    int sc = gd_shard_of_key(GODIS_CTRL_CLUSTER, kc);
     int shards[] = {sa, sc};
     controller_own_shards(f->c, shards, 2);
     assert_true(controller_owns(f->c, sa));

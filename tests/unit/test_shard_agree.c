@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "godis_domain.h"
 #include "gd_proto.h"
 #include "../../manager/shards.h"
 #include "mapping.h"
@@ -175,7 +176,7 @@ static void test_manager_drops_foreign_key(void **state)
     mgr_shards_actions_free(a, mgr_shards_plan(&s, a, 2 * MGR_SHARDS_MAX_WORKERS));
     mgr_shards_worker_retire(&s, 0);
     mgr_shards_actions_free(a, mgr_shards_plan(&s, a, 2 * MGR_SHARDS_MAX_WORKERS));
-    int sh = gd_shard_of_key(GD_CTRL_GODIS, "ns/web-3");
+    int sh = gd_shard_of_key(GODIS_CTRL_MEMBER, "ns/web-3");
     int other = (sh + 1) % GD_NSHARDS;
     assert_int_equal(mgr_shards_revoked(&s, 0, &other, 1, "{\"godis\":[\"ns/web-3\"]}"), GD_OK);
     assert_null(s.slot[other].pending ? cJSON_GetArrayItem(

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "godis_domain.h"
 #include "godis_pdb.h"
 #include "godis_reconcile.h"
 #include "reconciler.h"
@@ -122,8 +123,8 @@ static gd_reconciler_set godis_set = {
     .needs_api = true,
     .ncontrollers = 2,
     .controllers = {
-        {.controller = "godiscluster", .for_kind = "GodisCluster", .reconcile = reconcile_cluster},
-        {.controller = "godis", .for_kind = "Godis", .reconcile = reconcile_member},
+        {.controller = GODIS_CTRL_CLUSTER, .for_kind = "GodisCluster", .reconcile = reconcile_cluster},
+        {.controller = GODIS_CTRL_MEMBER, .for_kind = "Godis", .reconcile = reconcile_member},
     },
     .init = set_init,
     .fini = set_fini,

@@ -8,6 +8,7 @@
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_proto.h"
+#include "gd_domain.h"
 #include "gd_map.h"
 
 typedef struct {
@@ -113,8 +114,9 @@ static void index_values(const char *kind, const cJSON *obj, char *out[CACHE_IDX
 {
     const char *ns = gd_meta_namespace(obj);
     out[CACHE_IDX_NAMESPACE] = dup_or_null(ns);
-    out[CACHE_IDX_CLUSTER] = ns_label(ns, obj, "cluster-name");
-    out[CACHE_IDX_MEMBER] = ns_label(ns, obj, "node-name");
+    const gd_domain *d = gd_domain_get();
+    out[CACHE_IDX_CLUSTER] = ns_label(ns, obj, d->cluster_label);
+    out[CACHE_IDX_MEMBER] = ns_label(ns, obj, d->member_label);
     const cJSON *owner = gd_meta_controller_owner(obj);
     out[CACHE_IDX_OWNER] = owner ? dup_or_null(gd_json_str_or(owner, "uid", "")) : NULL;
     if (strcmp(kind, "Pod") == 0)

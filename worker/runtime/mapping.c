@@ -4,6 +4,7 @@
 #include <string.h>
 #include "gd_json.h"
 #include "gd_log.h"
+#include "gd_domain.h"
 
 #define KEY_CAP 512
 
@@ -179,65 +180,77 @@ static void emit_owner_both(emitter *e, const char *ctrl, const cJSON *old_obj,
         emit_nsname(e, ctrl, gd_meta_namespace(old_obj), old_name);
 }
 
-/* ---- Node → clusters with a member pod on it ---- */
+/* ---- Node → the objects its pods' label names ---- */
 
-static int emit_pod_cluster(void *ud, const char *key, const cJSON *pod)
+typedef struct {
+    emitter *e;
+    const gd_wake *w;
+} node_pods;
+
+static int emit_pod_label(void *ud, const char *key, const cJSON *pod)
 {
-    emitter *e = ud;
-    emit_nsname(e, MAP_CTRL_CLUSTER, gd_meta_namespace(pod), gd_meta_label(pod, "cluster-name"));
+    node_pods *np = ud;
+    emit_nsname(np->e, np->w->controller, gd_meta_namespace(pod),
+                gd_meta_label(pod, np->w->label));
     return 0;
 }
 
-static void map_node(cache *c, emitter *e, const cJSON *node)
+static void map_node(cache *c, emitter *e, const gd_wake *w, const cJSON *node)
 {
     const char *name = gd_meta_name(node);
     if (!c || !*name)
         return;
-    cache_each_indexed(c, "Pod", CACHE_IDX_NODE, name, emit_pod_cluster, e);
+    node_pods np = {e, w};
+    cache_each_indexed(c, "Pod", CACHE_IDX_NODE, name, emit_pod_label, &np);
 }
 
-/* ---- the dispatcher ---- */
+/* The object named by label, and on an update the one the old label named if it differs. */
+static void emit_label_both(emitter *e, const char *ctrl, const cJSON *old_obj,
+                            const cJSON *new_obj, const char *label)
+{
+    const cJSON *cur = new_obj ? new_obj : old_obj;
+    const char *is = gd_meta_label(cur, label);
+    emit_nsname(e, ctrl, gd_meta_namespace(cur), is);
+    const char *was = old_obj && new_obj ? gd_meta_label(old_obj, label) : NULL;
+    if (was && (!is || strcmp(was, is) != 0))
+        emit_nsname(e, ctrl, gd_meta_namespace(old_obj), was);
+}
+
+/* Whether an update is worth a reconcile under the wake's rule (creates and deletes are). */
+static bool update_matters(gd_wake_rule rule, const cJSON *old_obj, const cJSON *new_obj)
+{
+    if (!old_obj || !new_obj)
+        return true;
+    switch (rule) {
+    case GD_WAKE_SELF: return mapping_for_update_matters(old_obj, new_obj);
+    case GD_WAKE_NODE_PODS: return mapping_node_update_matters(old_obj, new_obj);
+    default: return mapping_owned_update_matters(old_obj, new_obj);
+    }
+}
+
+/* ---- the dispatcher: the domain table's wakes for the kind ---- */
 
 int mapping_event(cache *c, const char *kind, const cJSON *old_obj, const cJSON *new_obj,
                   map_emit_fn emit, void *ud)
 {
-    if (!kind || !emit || (!old_obj && !new_obj))
+    const gd_watched_kind *wk = gd_domain_kind(gd_domain_get(), kind);
+    if (!wk || !emit || (!old_obj && !new_obj))
         return 0;
     emitter e = {emit, ud, 0};
     const cJSON *obj = new_obj ? new_obj : old_obj;
-    bool update = old_obj && new_obj;
-
-    if (strcmp(kind, "GodisCluster") == 0) {
-        if (!update || mapping_for_update_matters(old_obj, new_obj))
-            emit_self(&e, MAP_CTRL_CLUSTER, obj);
-    } else if (strcmp(kind, "Godis") == 0) {
-        if (!update || mapping_for_update_matters(old_obj, new_obj))
-            emit_self(&e, MAP_CTRL_GODIS, obj);
-        if (!update || mapping_owned_update_matters(old_obj, new_obj))
-            emit_owner_both(&e, MAP_CTRL_CLUSTER, old_obj, new_obj, "GodisCluster",
-                            "cluster-name");
-    } else if (strcmp(kind, "ConfigMap") == 0) {
-        if (!update || mapping_owned_update_matters(old_obj, new_obj))
-            emit_owner_both(&e, MAP_CTRL_CLUSTER, old_obj, new_obj, "GodisCluster",
-                            "cluster-name");
-    } else if (strcmp(kind, "ReplicaSet") == 0 || strcmp(kind, "Service") == 0 ||
-               strcmp(kind, "PersistentVolumeClaim") == 0) {
-        if (!update || mapping_owned_update_matters(old_obj, new_obj))
-            emit_owner_both(&e, MAP_CTRL_GODIS, old_obj, new_obj, "Godis", "node-name");
-    } else if (strcmp(kind, "Pod") == 0) {
-        if (!update || mapping_owned_update_matters(old_obj, new_obj)) {
-            emit_nsname(&e, MAP_CTRL_GODIS, gd_meta_namespace(obj),
-                        gd_meta_label(obj, "node-name"));
-            const char *was = update ? gd_meta_label(old_obj, "node-name") : NULL;
-            const char *is = gd_meta_label(obj, "node-name");
-            if (was && (!is || strcmp(was, is) != 0))
-                emit_nsname(&e, MAP_CTRL_GODIS, gd_meta_namespace(old_obj), was);
-            emit_nsname(&e, MAP_CTRL_CLUSTER, gd_meta_namespace(obj),
-                        gd_meta_label(obj, "cluster-name"));
+    for (int i = 0; i < GD_DOMAIN_MAX_WAKES && wk->wakes[i].rule != GD_WAKE_NONE; i++) {
+        const gd_wake *w = &wk->wakes[i];
+        if (!update_matters(w->rule, old_obj, new_obj))
+            continue;
+        switch (w->rule) {
+        case GD_WAKE_SELF: emit_self(&e, w->controller, obj); break;
+        case GD_WAKE_OWNER:
+            emit_owner_both(&e, w->controller, old_obj, new_obj, w->owner_kind, w->label);
+            break;
+        case GD_WAKE_LABEL: emit_label_both(&e, w->controller, old_obj, new_obj, w->label); break;
+        case GD_WAKE_NODE_PODS: map_node(c, &e, w, obj); break;
+        case GD_WAKE_NONE: break;
         }
-    } else if (strcmp(kind, "Node") == 0) {
-        if (!update || mapping_node_update_matters(old_obj, new_obj))
-            map_node(c, &e, obj);
     }
     return e.n;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "cache.h"
 #include "gd_json.h"
+#include "gd_domain.h"
 
 static gd_reconciler_set *registry;
 
@@ -60,10 +61,11 @@ cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char
      * its cluster's or member's few objects, not every object in the namespace (a scan of
      * 300 pods per member per reconcile was the largest share of the worker's own CPU in a
      * 100 x 3 profile: strcmp and cJSON label lookups). */
-    int idx = !label_key || !label_value           ? -1
-              : strcmp(label_key, "cluster-name") == 0 ? CACHE_IDX_CLUSTER
-              : strcmp(label_key, "node-name") == 0    ? CACHE_IDX_MEMBER
-                                                       : -1;
+    const gd_domain *d = gd_domain_get();
+    int idx = !label_key || !label_value                ? -1
+              : strcmp(label_key, d->cluster_label) == 0 ? CACHE_IDX_CLUSTER
+              : strcmp(label_key, d->member_label) == 0  ? CACHE_IDX_MEMBER
+                                                         : -1;
     if (idx >= 0) {
         char v[512];
         if ((size_t)snprintf(v, sizeof v, "%s/%s", ns, label_value) >= sizeof v)

@@ -1,8 +1,11 @@
 /* worker.h — the godis-worker process: subscribers → cache → mapping → controllers, and the
- * GDW1 conversation with the manager (or flags alone in standalone mode).
+ * GDW1 conversation with the manager (or flags alone in standalone mode). The kinds it
+ * subscribes to and the reconciler set it runs by default come from the domain table
+ * (gd_domain.h).
  *
- * One main thread owns every ZeroMQ socket (the subscribers and the control DEALER) and
- * runs a poll loop; reconciles run on the controllers' own threads.
+ * The main thread owns the control DEALER and runs a poll loop; each informer kind has a
+ * subscriber thread of its own (its SUB and snapshot sockets, worker_feed.c); reconciles run
+ * on the controllers' own threads.
  *
  * Shards become active in two steps, so a reconcile never sees a half-loaded shard: ASSIGN
  * (or --shards) first makes the subscribers follow the shards and snapshot them ("loading");
@@ -19,7 +22,9 @@
 #include "gd_err.h"
 #include "gd_proto.h"
 
-#define WORKER_MAX_KINDS 8
+#include "gd_domain.h"
+
+#define WORKER_MAX_KINDS GD_DOMAIN_MAX_KINDS
 
 typedef struct {
     char kind[48];
@@ -52,7 +57,10 @@ typedef struct {
 } worker_opts;
 
 void worker_opts_default(worker_opts *o);
-/* Fills the endpoints of the eight kinds from a runtime directory (PROTOCOL.md §2). */
+/* Fills the endpoints of the domain's kinds from a runtime directory (PROTOCOL.md §2), in
+ * the order the subscribers load them: the domain table lists parents first, the worker
+ * loads children before parents, so a parent's keys are never reconciled against children
+ * that have not arrived yet. */
 gd_err worker_endpoints_from_dir(worker_opts *o, const char *dir);
 /* Parses "Kind=PUB,SNAP;Kind=PUB,SNAP". */
 gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_t cap);
@@ -62,9 +70,5 @@ gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, siz
 
 /* Runs until STOP, a signal, or a fatal error. Returns the process exit code. */
 int worker_run(const worker_opts *o);
-
-/* The eight kinds in the order the subscribers load them: children before parents, so a
- * parent's keys are never reconciled against children that have not arrived yet. */
-extern const char *const worker_kinds[WORKER_MAX_KINDS];
 
 #endif

@@ -9,17 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const worker_kinds[WORKER_MAX_KINDS] = {
-    "Node", "Pod", "PersistentVolumeClaim", "Service", "ReplicaSet", "ConfigMap", "Godis",
-    "GodisCluster"};
-
 void worker_opts_default(worker_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->index = -1;
     o->max_concurrent = 1;
     o->heartbeat_ms = 1000;
-    o->reconciler = "godis";
+    o->reconciler = gd_domain_get()->name;
     o->stop_grace_ms = 4000;
     o->queue_base_delay_ms = 5;
     o->queue_max_delay_ms = 1000 * 1000;
@@ -89,22 +85,16 @@ static gd_err add_endpoint(worker_opts *o, const char *kind, const char *pub, co
 gd_err worker_endpoints_from_dir(worker_opts *o, const char *dir)
 {
     o->ninformers = 0;
-    for (int i = 0; i < WORKER_MAX_KINDS; i++) {
+    const gd_domain *d = gd_domain_get();
+    for (int i = d->nkinds - 1; i >= 0; i--) {
+        const char *kind = d->kinds[i].kind;
         char pub[300], snap[300];
-        snprintf(pub, sizeof pub, "ipc://%s/%s.pub", dir, worker_kinds[i]);
-        snprintf(snap, sizeof snap, "ipc://%s/%s.snap", dir, worker_kinds[i]);
-        if (add_endpoint(o, worker_kinds[i], pub, snap) != GD_OK)
+        snprintf(pub, sizeof pub, "ipc://%s/%s.pub", dir, kind);
+        snprintf(snap, sizeof snap, "ipc://%s/%s.snap", dir, kind);
+        if (add_endpoint(o, kind, pub, snap) != GD_OK)
             return GD_ERR_CONFIG;
     }
     return GD_OK;
-}
-
-static bool known_kind(const char *k)
-{
-    for (int i = 0; i < WORKER_MAX_KINDS; i++)
-        if (strcmp(worker_kinds[i], k) == 0)
-            return true;
-    return false;
 }
 
 gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_t cap)
@@ -122,7 +112,7 @@ gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_
             break;
         }
         *eq = *comma = '\0';
-        if (!known_kind(tok)) {
+        if (!gd_domain_kind(gd_domain_get(), tok)) {
             snprintf(why, cap, "unknown kind \"%.40s\"", tok);
             rc = GD_ERR_CONFIG;
             break;

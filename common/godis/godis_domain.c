@@ -1,0 +1,51 @@
+/* godis_domain.c — the godis domain's one table: what the operator watches, how each
+ * change reaches the two controllers, and where each object is sharded. The framework
+ * reads it through gd_domain_get (gd_domain.h); nothing else names these kinds.
+ *
+ *   For(GodisCluster)            → godiscluster, its own key
+ *   For(Godis)                   → godis, its own key
+ *   Owns(Godis)                  → godiscluster: its owner GodisCluster, else cluster-name
+ *   Owns(ConfigMap)              → godiscluster: its owner GodisCluster, else cluster-name
+ *   Owns(ReplicaSet/Service/PVC) → godis: their owner Godis, else node-name
+ *   Pod                          → godis: the Godis its node-name label names; and
+ *                                  godiscluster: its cluster-name (readiness gates the next
+ *                                  membership step)
+ *   Watches(Node)                → godiscluster: every cluster with a member pod on the node
+ *
+ * The children's informers list by the cluster-name label (only the operator's objects);
+ * GodisCluster, Godis and Node are listed whole. */
+#include "godis_domain.h"
+
+#define OWNED_BY(ctrl, owner, label) {GD_WAKE_OWNER, ctrl, owner, label}
+
+static const gd_domain GODIS = {
+    .name = "godis",
+    .cluster_kind = "GodisCluster",
+    .member_kind = "Godis",
+    .cluster_label = GODIS_LABEL_CLUSTER,
+    .member_label = GODIS_LABEL_MEMBER,
+    .member_controller = GODIS_CTRL_MEMBER,
+    .nkinds = 8,
+    .kinds = {
+        {"GodisCluster", GD_PLACE_CLUSTER, false,
+         {{GD_WAKE_SELF, GODIS_CTRL_CLUSTER, NULL, NULL}}},
+        {"Godis", GD_PLACE_OWNED, false,
+         {{GD_WAKE_SELF, GODIS_CTRL_MEMBER, NULL, NULL},
+          OWNED_BY(GODIS_CTRL_CLUSTER, "GodisCluster", GODIS_LABEL_CLUSTER)}},
+        {"ConfigMap", GD_PLACE_OWNED, true,
+         {OWNED_BY(GODIS_CTRL_CLUSTER, "GodisCluster", GODIS_LABEL_CLUSTER)}},
+        {"ReplicaSet", GD_PLACE_OWNED, true,
+         {OWNED_BY(GODIS_CTRL_MEMBER, "Godis", GODIS_LABEL_MEMBER)}},
+        {"Service", GD_PLACE_OWNED, true,
+         {OWNED_BY(GODIS_CTRL_MEMBER, "Godis", GODIS_LABEL_MEMBER)}},
+        {"PersistentVolumeClaim", GD_PLACE_OWNED, true,
+         {OWNED_BY(GODIS_CTRL_MEMBER, "Godis", GODIS_LABEL_MEMBER)}},
+        {"Pod", GD_PLACE_OWNED, true,
+         {{GD_WAKE_LABEL, GODIS_CTRL_MEMBER, NULL, GODIS_LABEL_MEMBER},
+          {GD_WAKE_LABEL, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER}}},
+        {"Node", GD_PLACE_BROADCAST, false,
+         {{GD_WAKE_NODE_PODS, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER}}},
+    },
+};
+
+const gd_domain *gd_domain_get(void) { return &GODIS; }
