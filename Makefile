@@ -138,9 +138,11 @@ bin/tests/%: $(B)/tests/integration/%.o $$(foreach f,$$(wildcard tests/integrati
 test_worker_control_LINK := worker/runtime/control
 test_domain_LINK := worker/runtime/worker_opts
 test_manager_rundir_LINK := manager/rundir
+test_manager_config_LINK := manager/config
 test_informer_store_LINK := informer/store
 test_informer_reflector_LINK := informer/store informer/counters informer/reflector
 test_gd_sub_LINK := informer/store informer/counters informer/publisher
+test_informer_pub_LINK := informer/store informer/counters informer/publisher
 test_cache_LINK := worker/runtime/cache
 test_mapping_LINK := worker/runtime/cache worker/runtime/mapping
 test_workqueue_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics
@@ -153,6 +155,9 @@ test_informer_pack_LINK := informer/store
 test_controller_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics worker/runtime/controller worker/runtime/cache worker/runtime/reconciler
 test_shard_agree_LINK := manager/shards worker/runtime/cache worker/runtime/mapping
 test_webhook_LINK := webhook/review webhook/decide webhook/certs webhook/register webhook/server
+test_node_agent_pod_LINK := tools/node-agent/agent_util tools/node-agent/agent_proc tools/node-agent/agent_pod tools/node-agent/agent_pod_volumes tools/node-agent/agent_pod_ctr tools/node-agent/agent_pod_status tools/node-agent/agent_workers
+test_node_agent_proc_LINK := tools/node-agent/agent_util tools/node-agent/agent_proc
+test_node_agent_util_LINK := tools/node-agent/agent_util
 test_godis_spread_LINK := worker/godis/godis_children worker/godis/godis_pdb
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)
 	@mkdir -p $(dir $@)

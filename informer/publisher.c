@@ -5,7 +5,7 @@
  * publisher thread (inf_pub_run) serves the ROUTER (snapshots, STATS) and the timers
  * (heartbeat, resync). A snapshot is built under that mutex between two publications, so
  * the sequence numbers it reports are exactly the state it contains. */
-#include "informer.h"
+#include "publisher_internal.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -21,30 +21,6 @@
 #include "gd_log.h"
 #include "gd_proto.h"
 #include "gd_time.h"
-
-#define NTOPICS (GD_NSHARDS + 1)     /* shards, then broadcast */
-#define B_INDEX GD_NSHARDS
-#define MAX_REQ_FRAMES 8
-
-struct inf_pub {
-    inf_pub_cfg cfg;
-    /* Guards the store, the sequence numbers and the PUB socket: the reflector thread
-     * publishes watch events directly while this thread serves the ROUTER and timers
-     * (ZeroMQ allows a socket to be used by several threads one at a time, with a full
-     * memory barrier between them — which the mutex is). */
-    pthread_mutex_t mu;
-    char kind[96];
-    void *pub, *router;
-    inf_store *store;
-    uint64_t seq;
-    uint64_t topic_seq[NTOPICS];
-    char instance[17];
-    char last_rv[64];
-    bool synced;
-    bool trim_pending;             /* trim the heap again once the list's messages left */
-    int64_t next_heartbeat_ms, next_resync_ms;
-    int wake_fd;                   /* eventfd: inf_pub_wake interrupts the loop's poll */
-};
 
 static int topic_index(int shard) { return shard >= 0 && shard < GD_NSHARDS ? shard : B_INDEX; }
 

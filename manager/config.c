@@ -1,5 +1,5 @@
 /* config.c — flags and YAML file for the manager, from one table of options. */
-#include "config.h"
+#include "config_internal.h"
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +17,7 @@
 /* The flags, bound to one configuration: the parser writes straight into c. */
 #define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
 #define STR(n, field, h, ...) FLAG(GD_FLAG_STRING, n, c->field, h, .cap = sizeof c->field, __VA_ARGS__)
-static size_t bind_flags(mgr_config *c, gd_flag *out)
+size_t mgr_config_bind_flags(mgr_config *c, gd_flag *out)
 {
     const gd_flag defs[] = {
         STR("config", config, "YAML file whose keys are these flag names (without --); flags given on the command line win", .metavar = "FILE"),
@@ -54,7 +54,6 @@ static size_t bind_flags(mgr_config *c, gd_flag *out)
     memcpy(out, defs, sizeof defs);
     return sizeof defs / sizeof defs[0];
 }
-#define MAX_FLAGS 40
 
 static const char ABOUT[] =
     "Runs the godis operator: elects a leader among the replicas on a Lease, supervises one "
@@ -75,7 +74,7 @@ static void make_set(gd_flagset *fs, gd_flag *flags, mgr_config *c)
     fs->about = ABOUT;
     fs->footer = FOOTER;
     fs->flags = flags;
-    fs->nflags = bind_flags(c, flags);
+    fs->nflags = mgr_config_bind_flags(c, flags);
 }
 
 void mgr_config_default(mgr_config *c, const char *argv0)
@@ -138,7 +137,7 @@ gd_err mgr_config_yaml(mgr_config *c, const char *yaml, size_t len, const char *
                           char *err, size_t errlen)
 {
     gd_flagset fs;
-    gd_flag flags[MAX_FLAGS];
+    gd_flag flags[MGR_CONFIG_MAX_FLAGS];
     make_set(&fs, flags, c);
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
@@ -212,7 +211,7 @@ gd_err mgr_config_yaml(mgr_config *c, const char *yaml, size_t len, const char *
 gd_err mgr_config_parse(mgr_config *c, int argc, char **argv, char *err, size_t errlen)
 {
     gd_flagset fs;
-    gd_flag flags[MAX_FLAGS];
+    gd_flag flags[MGR_CONFIG_MAX_FLAGS];
     mgr_config defaults = *c;
     make_set(&fs, flags, c);
     switch (gd_flags_parse(&fs, argc, argv, err, errlen)) {
@@ -336,7 +335,7 @@ void mgr_config_usage(FILE *out)
 {
     mgr_config d;
     gd_flagset fs;
-    gd_flag flags[MAX_FLAGS];
+    gd_flag flags[MGR_CONFIG_MAX_FLAGS];
     mgr_config_default(&d, NULL);
     make_set(&fs, flags, &d);
     gd_flags_usage(&fs, out);

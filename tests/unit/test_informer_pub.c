@@ -13,9 +13,9 @@
 #include <zmq.h>
 #include "gd_json.h"
 #include "gd_proto.h"
-#include "../../informer/store.c"
-#include "../../informer/counters.c"
-#include "../../informer/publisher.c"
+#include "../../informer/publisher_internal.h"
+#include <pthread.h>
+#include <unistd.h>
 
 typedef struct {
     void *zctx, *sub;

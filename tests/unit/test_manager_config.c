@@ -6,8 +6,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
-#include "../../manager/config.c"
+#include "../../manager/config_internal.h"
+#include "gd_log.h"
 #include "gd_time.h"
 
 static gd_err parse(mgr_config *c, char *err, int argc, ...)
@@ -217,9 +219,9 @@ static void test_usage_mentions_every_flag(void **st)
     mgr_config_usage(f);
     fclose(f);
     mgr_config d;
-    gd_flag flags[MAX_FLAGS];
-    size_t n = bind_flags(&d, flags);
-    assert_true(n <= MAX_FLAGS);
+    gd_flag flags[MGR_CONFIG_MAX_FLAGS];
+    size_t n = mgr_config_bind_flags(&d, flags);
+    assert_true(n <= MGR_CONFIG_MAX_FLAGS);
     for (size_t i = 0; i < n; i++) {
         char name[80];
         snprintf(name, sizeof name, "--%s", flags[i].name);

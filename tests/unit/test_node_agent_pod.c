@@ -8,13 +8,19 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../../tools/node-agent/agent_util.c"
-#include "../../tools/node-agent/agent_proc.c"
-#include "../../tools/node-agent/agent_pod.c"
-#include "../../tools/node-agent/agent_pod_volumes.c"
-#include "../../tools/node-agent/agent_pod_ctr.c"
-#include "../../tools/node-agent/agent_pod_status.c"
-#include "../../tools/node-agent/agent_workers.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include "k8s_client.h"
+#include "k8s_config.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "../../tools/node-agent/agent.h"
 #include "httpd_helper.h"
 
 typedef struct {

@@ -9,8 +9,16 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <sys/wait.h>
-#include "../../tools/node-agent/agent_util.c"
-#include "../../tools/node-agent/agent_proc.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include "k8s_client.h"
+#include "k8s_config.h"
+#include "../../tools/node-agent/agent.h"
 
 static void test_resolve_program(void **st)
 {

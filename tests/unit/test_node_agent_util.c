@@ -6,7 +6,13 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../../tools/node-agent/agent_util.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "k8s_client.h"
+#include "k8s_config.h"
+#include "../../tools/node-agent/agent.h"
 
 static cJSON *J(const char *s)
 {
