@@ -72,8 +72,8 @@ static const char FOOTER[] =
     "Durations are Go durations: 250ms, 30s, 5m, 1h30m (a bare number needs a unit).\n\n"
     "Exit codes: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a configuration error.";
 
-#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
-#define SECTION(title) {.type = GD_FLAG_SECTION, .name = title}
+#define FLAG GD_FLAG
+#define SECTION GD_FLAG_HEADING
 static int parse_flags(int argc, char **argv, flags *f)
 {
     memset(f, 0, sizeof *f);

@@ -15,7 +15,7 @@
 #include "k8s_client.h"
 
 /* The flags, bound to one configuration: the parser writes straight into c. */
-#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define FLAG GD_FLAG
 #define STR(n, field, h, ...) FLAG(GD_FLAG_STRING, n, c->field, h, .cap = sizeof c->field, __VA_ARGS__)
 size_t mgr_config_bind_flags(mgr_config *c, gd_flag *out)
 {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <microhttpd.h>
+#include "gd_httpd.h"
 #include "gd_log.h"
 
 struct mgr_http {
@@ -22,37 +23,15 @@ struct mgr_http {
     int what, port;
 };
 
-#if MHD_VERSION >= 0x00097002
-typedef enum MHD_Result mhd_ret;
-#else
-typedef int mhd_ret;
-#endif
-
-static mhd_ret reply(struct MHD_Connection *c, unsigned code, const char *type, char *body,
-                     bool owned)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        strlen(body), body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
-    if (!r) {
-        if (owned) free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    mhd_ret ret = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static mhd_ret probe(struct MHD_Connection *c, bool ok, const char *msg)
+static gd_mhd_ret probe(struct MHD_Connection *c, bool ok, const char *msg)
 {
     char body[300];
     snprintf(body, sizeof body, "%s\n", msg[0] ? msg : (ok ? "ok" : "not ok"));
-    return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+    return gd_httpd_reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
                  body, false);
 }
 
-static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
+static gd_mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
                           const char *method, const char *version, const char *upload,
                           size_t *upload_size, void **state)
 {
@@ -67,22 +46,22 @@ static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     char msg[256] = "";
     if ((s->what & MGR_HTTP_HEALTH) && !strcmp(url, "/healthz")) {
-        if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
+        if (!get) return gd_httpd_reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
         bool ok = s->h.healthz(s->ud, msg, sizeof msg);
         return probe(c, ok, msg);
     }
     if ((s->what & MGR_HTTP_HEALTH) && !strcmp(url, "/readyz")) {
-        if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
+        if (!get) return gd_httpd_reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
         bool ok = s->h.readyz(s->ud, msg, sizeof msg);
         return probe(c, ok, msg);
     }
     if ((s->what & MGR_HTTP_METRICS) && !strcmp(url, "/metrics")) {
-        if (!get) return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
+        if (!get) return gd_httpd_reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", false);
         char *text = s->h.metrics(s->ud);
-        if (!text) return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n", false);
-        return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, true);
+        if (!text) return gd_httpd_reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n", false);
+        return gd_httpd_reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, true);
     }
-    return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", false);
+    return gd_httpd_reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", false);
 }
 
 /* libmicrohttpd's own complaints go to our log, not raw to stderr. */

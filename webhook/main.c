@@ -47,8 +47,8 @@ static const char FOOTER[] =
     "--cert-validity, the old CA kept in the caBundle until it expires.\n\n"
     "Exit codes: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a configuration error.";
 
-#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
-#define SECTION(title) {.type = GD_FLAG_SECTION, .name = title}
+#define FLAG GD_FLAG
+#define SECTION GD_FLAG_HEADING
 static int parse_flags(int argc, char **argv, flags *f)
 {
     memset(f, 0, sizeof *f);

@@ -11,14 +11,9 @@
 #include <unistd.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include "gd_httpd.h"
 #include "gd_log.h"
 #include "review.h"
-
-#if MHD_VERSION >= 0x00097002
-typedef enum MHD_Result mhd_ret;
-#else
-typedef int mhd_ret;
-#endif
 
 struct wh_server {
     struct MHD_Daemon *d;
@@ -32,21 +27,6 @@ typedef struct {
     size_t len, cap;
     bool too_large;
 } upload;
-
-static mhd_ret reply(struct MHD_Connection *c, unsigned code, const char *type, char *body,
-                     bool owned)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        strlen(body), body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
-    if (!r) {
-        if (owned) free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", type);
-    mhd_ret ret = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ret;
-}
 
 static bool client_cert_ok(struct MHD_Connection *con)
 {
@@ -79,7 +59,7 @@ static bool append(upload *u, const char *data, size_t n)
     return true;
 }
 
-static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
+static gd_mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
                           const char *method, const char *version, const char *data,
                           size_t *data_size, void **state)
 {
@@ -87,7 +67,7 @@ static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
     wh_server *s = cls;
     if (!*state) {                      /* headers only: refuse early what we never read */
         if (s->o.client_ca && !client_cert_ok(c))
-            return reply(c, MHD_HTTP_FORBIDDEN, "text/plain", "a client certificate signed by "
+            return gd_httpd_reply(c, MHD_HTTP_FORBIDDEN, "text/plain", "a client certificate signed by "
                          "the --client-ca is required\n", false);
         upload *u = calloc(1, sizeof *u);
         if (!u) return MHD_NO;
@@ -101,20 +81,20 @@ static mhd_ret on_request(void *cls, struct MHD_Connection *c, const char *url,
         return ok ? MHD_YES : MHD_NO;
     }
     if (!strcmp(url, "/healthz"))
-        return reply(c, MHD_HTTP_OK, "text/plain", "ok\n", false);
+        return gd_httpd_reply(c, MHD_HTTP_OK, "text/plain", "ok\n", false);
     if (strcmp(url, "/eviction"))
-        return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: the webhook serves POST "
+        return gd_httpd_reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: the webhook serves POST "
                      "/eviction\n", false);
     if (strcmp(method, "POST"))
-        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed: POST "
+        return gd_httpd_reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed: POST "
                      "an AdmissionReview\n", false);
     if (u->too_large)
-        return reply(c, MHD_HTTP_CONTENT_TOO_LARGE, "text/plain", "AdmissionReview too large\n", false);
+        return gd_httpd_reply(c, MHD_HTTP_CONTENT_TOO_LARGE, "text/plain", "AdmissionReview too large\n", false);
     char *out = NULL;
     const char *type = "application/json";
     int code = s->o.review(s->o.ud, u->buf ? u->buf : "", u->len, &out, &type);
-    if (!out) return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n", false);
-    return reply(c, (unsigned)code, type, out, true);
+    if (!out) return gd_httpd_reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", "out of memory\n", false);
+    return gd_httpd_reply(c, (unsigned)code, type, out, true);
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **state,

@@ -69,7 +69,7 @@ static void reconciler_help(char *out, size_t cap)
                               s->name, s->help);
 }
 
-#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define FLAG GD_FLAG
 
 int main(int argc, char **argv)
 {

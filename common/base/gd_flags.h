@@ -108,4 +108,9 @@ gd_err gd_flags_log_format(void *ud, const char *value, char *why, size_t whycap
 /* Strict base-10 integer: the whole word, no spaces, no overflow, within [min, max]. */
 gd_err gd_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* Table entries, as every program writes its flag table: GD_FLAG(type, "name", &dst,
+ * "help", .metavar = "X", ...) and GD_FLAG_HEADING("Title") for a --help section. */
+#define GD_FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define GD_FLAG_HEADING(title) {.type = GD_FLAG_SECTION, .name = title}
+
 #endif

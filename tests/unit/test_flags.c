@@ -34,7 +34,7 @@ static gd_err add_item(void *ud, const char *v, char *why, size_t cap)
     return GD_OK;
 }
 
-#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define FLAG GD_FLAG
 
 static vals v;
 static gd_flag defs[16];

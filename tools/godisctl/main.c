@@ -114,7 +114,7 @@ static int connect_api(ctl *x, const char *kubeconfig, const char *context, cons
     return 0;
 }
 
-#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define FLAG GD_FLAG
 
 int main(int argc, char **argv)
 {

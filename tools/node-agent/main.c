@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     snprintf(a->state_dir, sizeof a->state_dir, "%s/godis-node-agent-%d", tmp && *tmp ? tmp : "/tmp", (int)getuid());
     int64_t heartbeat_ms = 10000;
     const char *level_name = "info";
-#define FLAG(t, n, d, h, ...) {.type = t, .name = n, .dst = d, .help = h, __VA_ARGS__}
+#define FLAG GD_FLAG
     char nodes_help[96];
     snprintf(nodes_help, sizeof nodes_help, "number of Nodes to register (1..%d)", NA_MAX_NODES);
     gd_flag defs[] = {
