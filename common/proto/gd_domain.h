@@ -45,7 +45,7 @@ typedef enum {
 } gd_place;
 
 #define GD_DOMAIN_MAX_WAKES 3
-#define GD_DOMAIN_MAX_KINDS 8
+#define GD_DOMAIN_MAX_KINDS 16   /* = MGR_MAX_KINDS: the manager runs one informer each */
 
 typedef struct {
     const char *kind;       /* "ReplicaSet" */
