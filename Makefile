@@ -159,6 +159,7 @@ test_node_agent_pod_LINK := tools/node-agent/agent_util tools/node-agent/agent_p
 test_node_agent_proc_LINK := tools/node-agent/agent_util tools/node-agent/agent_proc
 test_node_agent_util_LINK := tools/node-agent/agent_util
 test_godis_spread_LINK := worker/godis/godis_children worker/godis/godis_pdb
+test_chaos_checks_LINK := tools/chaos/state tools/chaos/procs tools/chaos/faults tools/chaos/membership tools/chaos/audit tools/chaos/quorum
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(COMMON_LIB) $(LIBS) -lcmocka

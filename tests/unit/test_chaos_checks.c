@@ -6,16 +6,14 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "../../tools/chaos/state.c"
-#include "../../tools/chaos/procs.c"
-#include "../../tools/chaos/faults.c"
-#include "../../tools/chaos/membership.c"
-#include "../../tools/chaos/audit.c"
-#include "../../tools/chaos/quorum.c"
+#include "gd_map.h"
+#include "gd_time.h"
+#include "../../tools/chaos/chaos_internal.h"
 
 static chaos x;
 
@@ -30,7 +28,7 @@ static int setup(void **state)
     snprintf(x.ns, sizeof x.ns, "chaos");
     x.t0 = gd_mono_ms();
     x.quiet = true;                 /* the violation lines are expected here */
-    memset(states, 0, sizeof states);
+    ch_membership_reset();
     return 0;
 }
 
@@ -47,7 +45,7 @@ static void cluster(const char *type, const char *status_json, bool gap)
     snprintf(doc, sizeof doc, "{\"metadata\":{\"name\":\"c03\",\"resourceVersion\":\"9\"},\"status\":%s}", status_json);
     cJSON *o = cJSON_Parse(doc);
     assert_non_null(o);
-    on_cluster(&x, type, o, gap);
+    ch_on_cluster(&x, type, o, gap);
     cJSON_Delete(o);
 }
 
@@ -56,7 +54,7 @@ static void configmap(const char *value)
     char doc[600];
     snprintf(doc, sizeof doc, "{\"metadata\":{\"name\":\"c03-config\"},\"data\":{\"initial-cluster\":\"%s\"}}", value);
     cJSON *o = cJSON_Parse(doc);
-    on_configmap(&x, "MODIFIED", o, false);
+    ch_on_configmap(&x, "MODIFIED", o, false);
     cJSON_Delete(o);
 }
 
@@ -95,9 +93,9 @@ static void ids_are_never_reused(void **state)
     cluster("MODIFIED", "{\"members\":[1,2,3],\"nextID\":2}", false);
     assert_int_equal(x.violations[I_ID_REUSE], 4);          /* nextID down, and 3 still back */
     cJSON *g = cJSON_Parse("{\"metadata\":{\"name\":\"c03-3\"}}");
-    on_godis(&x, "SYNC", g, true);                           /* an old object seen again: fine */
+    ch_on_godis(&x, "SYNC", g, true);                           /* an old object seen again: fine */
     assert_int_equal(x.violations[I_ID_REUSE], 4);
-    on_godis(&x, "ADDED", g, false);                         /* created again */
+    ch_on_godis(&x, "ADDED", g, false);                         /* created again */
     assert_int_equal(x.violations[I_ID_REUSE], 5);
     cJSON_Delete(g);
     configmap("1@u,2@u,3@u");
@@ -111,30 +109,30 @@ static void a_key_in_two_reconciles_at_once(void **state)
     char line[200];
     int me = (int)getpid();
     snprintf(line, sizeof line, "B 1 %d 11 godiscluster chaos/c01", me);
-    trace_line(&x, open, line);
+    ch_trace_line(&x, open, line);
     snprintf(line, sizeof line, "E 2 %d 11 godiscluster chaos/c01", me);
-    trace_line(&x, open, line);
+    ch_trace_line(&x, open, line);
     snprintf(line, sizeof line, "B 3 %d 12 godiscluster chaos/c01", me);
-    trace_line(&x, open, line);
+    ch_trace_line(&x, open, line);
     snprintf(line, sizeof line, "B 3 %d 12 godis chaos/c01-1", me);   /* another key */
-    trace_line(&x, open, line);
+    ch_trace_line(&x, open, line);
     assert_int_equal(total(), 0);
     snprintf(line, sizeof line, "B 4 %d 13 godiscluster chaos/c01", me);  /* 12 still in it */
-    trace_line(&x, open, line);
+    ch_trace_line(&x, open, line);
     assert_int_equal(x.violations[I_EXCLUSIVE], 1);
     /* a worker that died in a reconcile never ends it: its successor may begin */
     pid_t dead = fork();
     if (dead == 0) _exit(0);
     waitpid(dead, NULL, 0);
     snprintf(line, sizeof line, "B 5 %d 1 godis chaos/c02-1", (int)dead);
-    trace_line(&x, open, line);
+    ch_trace_line(&x, open, line);
     snprintf(line, sizeof line, "B 6 %d 14 godis chaos/c02-1", me);
-    trace_line(&x, open, line);
+    ch_trace_line(&x, open, line);
     assert_int_equal(x.violations[I_EXCLUSIVE], 1);
     gd_map_destroy(&open);
 }
 
-static void audit(holders *h, const char *ua, const char *resource, const char *name,
+static void audit(ch_holders *h, const char *ua, const char *resource, const char *name,
                   const char *recv, const char *done)
 {
     char line[800];
@@ -143,13 +141,13 @@ static void audit(holders *h, const char *ua, const char *resource, const char *
              "\"namespace\":\"chaos\",\"name\":\"%s\"},\"responseStatus\":{\"code\":200},"
              "\"requestReceivedTimestamp\":\"%s\",\"stageTimestamp\":\"%s\"}",
              ua, resource, name, recv, done);
-    audit_line(&x, h, line);
+    ch_audit_line(&x, h, line);
 }
 
 static void no_write_after_the_lease_is_lost(void **state)
 {
     (void)state;
-    holders h = {.n = 0};
+    ch_holders h = {.n = 0};
     const char *m0 = "godis-operator (manager; identity=chaos-m0-0)";
     const char *m1 = "godis-operator (manager; identity=chaos-m1-0)";
     const char *w0 = "godis-operator (worker; manager=chaos-m0-0)";
@@ -178,14 +176,14 @@ static void quorum_counts_what_raft_counts(void **state)
     cJSON *pods = cJSON_Parse("{\"items\":["
         "{\"metadata\":{\"name\":\"a\",\"labels\":{\"node-name\":\"c03-1\"}},\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"podIP\":\"127.0.0.11\"}},"
         "{\"metadata\":{\"name\":\"b\",\"labels\":{\"node-name\":\"c03-2\"}},\"spec\":{\"nodeName\":\"n2\"},\"status\":{\"podIP\":\"127.0.0.12\"}}]}");
-    member m[MAX_MEMBERS];
-    ran_set ran = {{0}};
-    mark_run(&ran, 1);
-    mark_run(&ran, 2);
-    mark_run(&ran, 3);                            /* 3 ran once: its pod is gone now */
+    ch_member m[CH_MAX_MEMBERS];
+    ch_ran_set ran = {{0}};
+    ch_mark_run(&ran, 1);
+    ch_mark_run(&ran, 2);
+    ch_mark_run(&ran, 3);                            /* 3 ran once: its pod is gone now */
     cJSON *gds = cJSON_Parse("{\"items\":[{\"metadata\":{\"name\":\"c03-3\"},"
                              "\"status\":{\"volumeNode\":\"n3\"}}]}");
-    int n = members_of(gc, pods, gds, &ran, m);
+    int n = ch_members_of(gc, pods, gds, &ran, m);
     assert_int_equal(n, 4);                       /* 1, 2, 3 (no pod), 5 joining; not 4 */
     assert_int_equal(m[0].id, 1);
     assert_string_equal(m[0].ip, "127.0.0.11");
@@ -193,33 +191,33 @@ static void quorum_counts_what_raft_counts(void **state)
     assert_int_equal(m[2].id, 3);
     assert_string_equal(m[2].ip, "");
     assert_true(m[3].joining && m[3].id == 5);
-    assert_false(excused(&x, 3, &m[0]));
-    assert_false(excused(&x, 3, &m[2]));          /* a member without a pod is not excused */
-    assert_true(excused(&x, 3, &m[3]));           /* met, its pod not running yet: godis */
+    assert_false(ch_excused(&x, 3, &m[0]));
+    assert_false(ch_excused(&x, 3, &m[2]));          /* a member without a pod is not excused */
+    assert_true(ch_excused(&x, 3, &m[3]));           /* met, its pod not running yet: godis */
     ch_hit_member(&x, 3, 3, 60000);
     ch_hit_node(&x, "n2", 60000);
     ch_hit_node(&x, "n1", -1);                     /* over already */
-    assert_true(excused(&x, 3, &m[2]));
-    assert_true(excused(&x, 3, &m[1]));
-    assert_false(excused(&x, 3, &m[0]));
-    assert_false(excused(&x, 4, &m[2]));          /* another cluster's member 3 */
+    assert_true(ch_excused(&x, 3, &m[2]));
+    assert_true(ch_excused(&x, 3, &m[1]));
+    assert_false(ch_excused(&x, 3, &m[0]));
+    assert_false(ch_excused(&x, 4, &m[2]));          /* another cluster's member 3 */
     /* 3 recorded but never run yet (met, its pod not created by the control plane yet):
      * joining like the scale-out member, excused while it has no pod IP */
-    ran_set fresh = {{0}};
-    mark_run(&fresh, 1);
-    mark_run(&fresh, 2);
-    n = members_of(gc, pods, gds, &fresh, m);
+    ch_ran_set fresh = {{0}};
+    ch_mark_run(&fresh, 1);
+    ch_mark_run(&fresh, 2);
+    n = ch_members_of(gc, pods, gds, &fresh, m);
     assert_true(m[2].joining && m[2].id == 3);
-    assert_true(excused(&x, 4, &m[2]));
+    assert_true(ch_excused(&x, 4, &m[2]));
     assert_false(m[0].joining);
-    assert_false(excused(&x, 4, &m[0]));
+    assert_false(ch_excused(&x, 4, &m[0]));
     /* a member that ran and has no pod now: its node is the one its pods are pinned to
      * (status.volumeNode), and a fault on that node keeps it down */
     assert_string_equal(m[2].node, "n3");
     m[2].joining = false;
-    assert_false(excused(&x, 5, &m[2]));
+    assert_false(ch_excused(&x, 5, &m[2]));
     ch_hit_node(&x, "n3", 60000);
-    assert_true(excused(&x, 5, &m[2]));
+    assert_true(ch_excused(&x, 5, &m[2]));
     cJSON_Delete(gc);
     cJSON_Delete(pods);
     cJSON_Delete(gds);

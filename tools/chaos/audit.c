@@ -12,6 +12,7 @@
  * completion order, so every takeover that completed before a write was received is read
  * before that write. */
 #include "chaos.h"
+#include "chaos_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ typedef struct {
     int pid, tid;
 } owner;
 
-static void trace_line(chaos *x, gd_map *open, char *line)
+void ch_trace_line(chaos *x, gd_map *open, char *line)
 {
     char what, ctrl[64], key[400];
     long long us;
@@ -105,21 +106,15 @@ static int64_t audit_us(const char *s)
     return (int64_t)timegm(&tm) * 1000000 + us;
 }
 
-#define MAX_TAKEOVERS 4096
-typedef struct {
-    int64_t at[MAX_TAKEOVERS];          /* stageTimestamp of the holder's first write */
-    char who[MAX_TAKEOVERS][32];
-    int n;
-} holders;
 
-static const char *holder_at(const holders *h, int64_t us)
+static const char *holder_at(const ch_holders *h, int64_t us)
 {
     const char *who = NULL;
     for (int i = 0; i < h->n && h->at[i] <= us; i++) who = h->who[i];
     return who;
 }
 
-static void audit_line(chaos *x, holders *h, const char *line)
+void ch_audit_line(chaos *x, ch_holders *h, const char *line)
 {
     cJSON *ev = cJSON_Parse(line);
     const char *ua = gd_json_str_or(ev, "userAgent", "");
@@ -132,7 +127,7 @@ static void audit_line(chaos *x, holders *h, const char *line)
         !strcmp(gd_json_str_or(ev, "objectRef.resource", ""), "leases") &&
         !strcmp(gd_json_str_or(ev, "objectRef.name", ""), CH_LEASE)) {
         const char *cur = h->n ? h->who[h->n - 1] : "";
-        if (strcmp(cur, id) && h->n < MAX_TAKEOVERS) {
+        if (strcmp(cur, id) && h->n < CH_MAX_TAKEOVERS) {
             h->at[h->n] = audit_us(gd_json_str_or(ev, "stageTimestamp", NULL));
             snprintf(h->who[h->n], sizeof h->who[0], "%s", id);
             h->n++;
@@ -158,7 +153,7 @@ void *ch_audit_thread(void *arg)
 {
     chaos *x = arg;
     static tail tr, au;
-    static holders h;
+    static ch_holders h;
     snprintf(tr.path, sizeof tr.path, "%s", x->trace);
     snprintf(au.path, sizeof au.path, "%s", x->audit_log);
     gd_map *open = gd_map_new(free);
@@ -167,11 +162,11 @@ void *ch_audit_thread(void *arg)
         char *l;
         int n = 0;
         while ((l = tail_line(&tr))) {
-            trace_line(x, open, l);
+            ch_trace_line(x, open, l);
             n++;
         }
         while ((l = tail_line(&au))) {
-            audit_line(x, &h, l);
+            ch_audit_line(x, &h, l);
             n++;
         }
         if (!n && !last) gd_sleep_ms(100);

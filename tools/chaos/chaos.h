@@ -20,7 +20,8 @@
  * Files: main.c (flags, setup, the table), procs.c (processes: managers, node agents,
  * finding and signalling), faults.c (the campaign), membership.c (watches: one-change,
  * id-reuse), quorum.c (RESP sampling), audit.c (reconcile trace and audit log),
- * converge.c (the end). */
+ * converge.c (the end); chaos_internal.h gives the checks' parts the unit test feeds
+ * (tests/unit/test_chaos_checks.c). */
 #ifndef CHAOS_H
 #define CHAOS_H
 #include <limits.h>

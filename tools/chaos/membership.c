@@ -6,6 +6,7 @@
  * ids that disappeared meanwhile still count as removed. Removed ids must never come back:
  * not in status.members, not as scaleOutID, not in the ConfigMap, not as a new Godis. */
 #include "chaos.h"
+#include "chaos_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,13 @@ typedef struct {
 
 static pthread_mutex_t mm = PTHREAD_MUTEX_INITIALIZER;
 static cstate states[CH_MAX_CLUSTERS];
+
+void ch_membership_reset(void)
+{
+    pthread_mutex_lock(&mm);
+    memset(states, 0, sizeof states);
+    pthread_mutex_unlock(&mm);
+}
 
 static bool has(const int64_t *v, int n, int64_t id)
 {
@@ -79,7 +87,7 @@ static void check_reuse(chaos *x, cstate *s, const char *name, int64_t id, const
                      "used again (%s)", x->ns, name, (long long)id, where);
 }
 
-static void on_cluster(chaos *x, const char *type, const cJSON *obj, bool gap)
+void ch_on_cluster(chaos *x, const char *type, const cJSON *obj, bool gap)
 {
     const char *name = gd_meta_name(obj);
     int ci = ch_cluster_index(x, name);
@@ -129,7 +137,7 @@ static void on_cluster(chaos *x, const char *type, const cJSON *obj, bool gap)
     pthread_mutex_unlock(&mm);
 }
 
-static void on_configmap(chaos *x, const char *type, const cJSON *obj, bool gap)
+void ch_on_configmap(chaos *x, const char *type, const cJSON *obj, bool gap)
 {
     char name[64];
     snprintf(name, sizeof name, "%s", gd_meta_name(obj));
@@ -168,7 +176,7 @@ static void on_configmap(chaos *x, const char *type, const cJSON *obj, bool gap)
     pthread_mutex_unlock(&mm);
 }
 
-static void on_godis(chaos *x, const char *type, const cJSON *obj, bool gap)
+void ch_on_godis(chaos *x, const char *type, const cJSON *obj, bool gap)
 {
     if (strcmp(type, "ADDED") != 0) return;     /* a create seen by the watch, not a relist */
     char name[64];
@@ -245,9 +253,9 @@ void *ch_membership_thread(void *arg)
 {
     chaos *x = arg;
     watcher w[3] = {
-        {.x = x, .r = &K8S_RES_GODISCLUSTERS, .fn = on_cluster},
-        {.x = x, .r = &K8S_RES_CONFIGMAPS, .selector = "cluster-name", .fn = on_configmap},
-        {.x = x, .r = &K8S_RES_GODISES, .fn = on_godis},
+        {.x = x, .r = &K8S_RES_GODISCLUSTERS, .fn = ch_on_cluster},
+        {.x = x, .r = &K8S_RES_CONFIGMAPS, .selector = "cluster-name", .fn = ch_on_configmap},
+        {.x = x, .r = &K8S_RES_GODISES, .fn = ch_on_godis},
     };
     pthread_t th[3];
     for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, watch_main, &w[i]);

@@ -12,6 +12,7 @@
  * pod is kube-controller-manager's part (after back-to-back kube-apiserver restarts its pod
  * informer was refused by RBAC and backed off: pods came 75 s after their ReplicaSets). */
 #include "chaos.h"
+#include "chaos_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,29 +22,18 @@
 
 #define SAMPLE_MS 2000
 #define QUORUM_GRACE_MS 15000
-#define MAX_MEMBERS 32
 
-typedef struct {
-    int64_t id;
-    bool joining;           /* met, but not run yet: the scale-out member, or one just recorded */
-    char ip[32], node[64];
-} member;
-
-/* The ids of one cluster that were ever seen with a pod IP (ids past the set count as run). */
-#define RAN_IDS 256
-typedef struct { uint64_t w[RAN_IDS / 64]; } ran_set;
-
-static bool has_run(const ran_set *r, int64_t id)
+static bool has_run(const ch_ran_set *r, int64_t id)
 {
-    return !r || id >= RAN_IDS || id < 1 || (r->w[id / 64] >> (id % 64)) & 1;
+    return !r || id >= CH_RAN_IDS || id < 1 || (r->w[id / 64] >> (id % 64)) & 1;
 }
 
-static void mark_run(ran_set *r, int64_t id)
+void ch_mark_run(ch_ran_set *r, int64_t id)
 {
-    if (id >= 1 && id < RAN_IDS) r->w[id / 64] |= (uint64_t)1 << (id % 64);
+    if (id >= 1 && id < CH_RAN_IDS) r->w[id / 64] |= (uint64_t)1 << (id % 64);
 }
 
-static bool excused(chaos *x, int cluster, const member *m)
+bool ch_excused(chaos *x, int cluster, const ch_member *m)
 {
     bool yes = false;
     pthread_mutex_lock(&x->mu);
@@ -61,7 +51,7 @@ static bool excused(chaos *x, int cluster, const member *m)
     return yes || (m->joining && !m->ip[0]);
 }
 
-static bool writable(const member *m, int64_t seq)
+static bool writable(const ch_member *m, int64_t seq)
 {
     godis_opts o = {.connect_timeout_ms = 500, .reply_timeout_ms = 2500, .loopback_only = 1};
     godis_client *c = godis_client_new(m->ip, 6379, &o);
@@ -75,7 +65,7 @@ static bool writable(const member *m, int64_t seq)
 
 /* Its pod's IP and node; without a pod, the node its pods are pinned to (the Godis's
  * status.volumeNode, where its data is): a fault on that node keeps it down too. */
-static void pod_of(const cJSON *pods, const cJSON *godises, const char *cluster, member *e)
+static void pod_of(const cJSON *pods, const cJSON *godises, const char *cluster, ch_member *e)
 {
     char godis[80];
     snprintf(godis, sizeof godis, "%s-%lld", cluster, (long long)e->id);
@@ -94,23 +84,23 @@ static void pod_of(const cJSON *pods, const cJSON *godises, const char *cluster,
 /* The members of one cluster as Raft counts them — status.members without the one being
  * forgotten, plus the one being added — with their pods' IPs and nodes; a recorded member
  * that has not run yet (ran: NULL when unknown) is still joining. */
-static int members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, const ran_set *ran,
-                      member *out)
+int ch_members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, const ch_ran_set *ran,
+                  ch_member *out)
 {
     int n = 0;
     int64_t leaving = gd_json_int_or(gc, "status.scaleInID", 0);
     int64_t joining = gd_json_int_or(gc, "status.scaleOutID", 0);
     const cJSON *m;
     cJSON_ArrayForEach(m, gd_json_path(gc, "status.members")) {
-        if (n >= MAX_MEMBERS || !cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble >= 2147483648.0)
+        if (n >= CH_MAX_MEMBERS || !cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble >= 2147483648.0)
             continue;
         int64_t id = (int64_t)m->valuedouble;
         if (id == leaving || id == joining) continue;
-        out[n] = (member){.id = id, .joining = !has_run(ran, id)};
+        out[n] = (ch_member){.id = id, .joining = !has_run(ran, id)};
         pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
     }
-    if (n > 0 && joining > 0 && n < MAX_MEMBERS) {
-        out[n] = (member){.id = joining, .joining = true};
+    if (n > 0 && joining > 0 && n < CH_MAX_MEMBERS) {
+        out[n] = (ch_member){.id = joining, .joining = true};
         pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
     }
     return n;
@@ -122,7 +112,7 @@ void *ch_quorum_thread(void *arg)
     k8s_client *c = ch_client(x);
     int64_t bad_since[CH_MAX_CLUSTERS] = {0};
     bool reported[CH_MAX_CLUSTERS] = {false};
-    static ran_set ran[CH_MAX_CLUSTERS];        /* one quorum thread per run */
+    static ch_ran_set ran[CH_MAX_CLUSTERS];        /* one quorum thread per run */
     int64_t seq = 0;
     while (c && !atomic_load(&x->stop)) {
         int64_t round = gd_mono_ms();
@@ -139,10 +129,10 @@ void *ch_quorum_thread(void *arg)
         cJSON_ArrayForEach(gc, gd_json_path(gcs, "items")) {
             int ci = ch_cluster_index(x, gd_meta_name(gc));
             const char *phase = gd_json_str_or(gc, "status.status", "");
-            member ms[MAX_MEMBERS];
-            int n = ci < 0 ? 0 : members_of(gc, pods, gds, &ran[ci], ms);
+            ch_member ms[CH_MAX_MEMBERS];
+            int n = ci < 0 ? 0 : ch_members_of(gc, pods, gds, &ran[ci], ms);
             for (int i = 0; i < n; i++)
-                if (ms[i].ip[0]) mark_run(&ran[ci], ms[i].id);
+                if (ms[i].ip[0]) ch_mark_run(&ran[ci], ms[i].id);
             if (ci < 0 || n == 0 || !*phase || !strcmp(phase, "Initializing")) {
                 if (ci >= 0) bad_since[ci] = 0;
                 continue;
@@ -156,7 +146,7 @@ void *ch_quorum_thread(void *arg)
                 reported[ci] = false;
                 continue;
             }
-            for (int i = 0; i < n; i++) down += excused(x, ci, &ms[i]);
+            for (int i = 0; i < n; i++) down += ch_excused(x, ci, &ms[i]);
             int64_t now = ch_now(x);
             if (!bad_since[ci]) bad_since[ci] = now;
             bool should_have_quorum = n - down >= n / 2 + 1;
