@@ -838,6 +838,35 @@ static void test_membership_replicates(void **state)
     stop_cluster(p, 3);
 }
 
+/* Only the leader applies a membership change: a follower that just restarted behind the
+ * others (a member was added while it was down) forwards the forget it is sent to its leader,
+ * so both end with the same membership. Applied to its own stale membership, the change
+ * diverged for good: the member added meanwhile was missing on it, the leader never adopted
+ * a change at an index it already had, and the cluster split its idea of who votes (seen in
+ * the chaos campaign: a survivor left waiting for a majority that included a stopped member). */
+static void test_follower_behind_forwards_to_leader(void **state)
+{
+    (void)state;
+    standin_proc p[3];
+    int peer[3];
+    start_cluster(p, peer, 3);
+    lead(&p[0]);
+    stop(&p[1]);
+    godis_client *c = client(&p[0], 3000);
+    char url4[64];
+    snprintf(url4, sizeof(url4), "http://127.0.0.1:%d", free_port());
+    assert_int_equal(godis_meet(c, 4, url4, 3000), GD_OK);
+    godis_client_destroy(&c);
+    assert_true(wait_members(&p[2], "1,2,3,4", 5000));
+    start_member(&p[1], 1, peer, 3);                        /* back with 1,2,3 */
+    c = client(&p[1], 5000);
+    assert_int_equal(godis_forget(c, 3, 5000), GD_OK);
+    godis_client_destroy(&c);
+    assert_true(wait_members(&p[0], "1,2,4", 3000));
+    assert_true(wait_members(&p[1], "1,2,4", 3000));
+    stop_cluster(p, 3);
+}
+
 int main(void)
 {
     if (access(bin_path(), X_OK) != 0) {
@@ -858,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_clients),
         cmocka_unit_test(test_fault_refuse_and_delay),
         cmocka_unit_test(test_membership_replicates),
+        cmocka_unit_test(test_follower_behind_forwards_to_leader),
         cmocka_unit_test(test_forgotten_follower_disrupts_until_stopped),
         cmocka_unit_test(test_removed_leader_returns_as_voter),
         cmocka_unit_test(test_empty_wal_is_a_fresh_voter),

@@ -186,7 +186,57 @@ static void cmd_mget(standin *s, godis_reply **a, size_t n, sbuf *out)
     pthread_mutex_unlock(&s->mu);
 }
 
-static void cmd_meet(standin *s, godis_reply **a, size_t n, sbuf *out)
+/* A membership change proposed to a follower goes to its leader (over the leader's peer
+ * port), as a Raft follower forwards a proposal: only the leader appends to the log, after
+ * everything it has, so two members never apply different changes at the same index. (A
+ * follower applying it to its own membership diverged for good when it was behind, e.g.
+ * just restarted: a member forgotten meanwhile came back in its membership, and the next
+ * change it pushed carried it to the others.) A forwarded proposal is not forwarded again:
+ * a member that no longer leads answers `-propose canceled by context`. Returns 1 when
+ * forwarded (the leader's answer is in out), 0 when this member leads. */
+static int forward_to_leader(standin *s, godis_reply **a, size_t n, int from_peer, sbuf *out)
+{
+    char url[GODIS_MAX_URL + 1];
+    int who = standin_leader_url(s, url, sizeof(url));
+    if (who == 0)
+        return 0;
+    if (who < 0 || from_peer) {
+        sb_fmt(out, "-propose canceled by context\r\n");
+        return 1;
+    }
+    pthread_mutex_lock(&s->mu);
+    long long before = s->index;
+    pthread_mutex_unlock(&s->mu);
+    godis_client *c = standin_peer_client(url, 3000);
+    const char *argv[8];
+    size_t argc = n < 8 ? n : 8;
+    for (size_t i = 0; i < argc; i++)
+        argv[i] = a[i]->str;
+    godis_reply *r = NULL;
+    gd_err e = c ? godis_command(c, &r, (int)argc, argv) : GD_ERR_TRANSPORT;
+    if (e == GD_OK && r->type == GODIS_REPLY_STATUS) {
+        /* +OK once the change reached this member too (the leader pushes it at once) */
+        for (int waited = 0; waited < 1000; waited += 10) {
+            pthread_mutex_lock(&s->mu);
+            long long now = s->index;
+            pthread_mutex_unlock(&s->mu);
+            if (now > before)
+                break;
+            struct timespec ts = {.tv_nsec = 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        reply_proposal_ok(s, out);
+    } else if (e == GD_OK && r->type == GODIS_REPLY_ERROR) {
+        sb_fmt(out, "-%s\r\n", r->str);
+    } else {
+        sb_fmt(out, "-propose canceled by context\r\n");
+    }
+    godis_reply_destroy(&r);
+    godis_client_destroy(&c);
+    return 1;
+}
+
+static void cmd_meet(standin *s, godis_reply **a, size_t n, int from_peer, sbuf *out)
 {
     if (n < 4)
         crash("short command", "cluster meet");
@@ -196,6 +246,8 @@ static void cmd_meet(standin *s, godis_reply **a, size_t n, sbuf *out)
         sb_fmt(out, "-propose canceled by context\r\n");
         return;
     }
+    if (id && url_ok && strlen(a[2]->str) == a[2]->len && forward_to_leader(s, a, n, from_peer, out))
+        return;
     pthread_mutex_lock(&s->mu);
     if (!id || !url_ok || strlen(a[2]->str) != a[2]->len) {
         /* godis commits the conf change first and dies applying it, on every restart. */
@@ -217,11 +269,12 @@ static void cmd_meet(standin *s, godis_reply **a, size_t n, sbuf *out)
     reply_proposal_ok(s, out);
 }
 
-/* `cluster forget <id>`. The removed member itself learns it only if it leads (the leader
- * applies the entry): it is told once; a removed follower is not told, as in godis. A member
- * asked to forget itself applies its own removal: it hands the new membership to the others
- * and shuts down (exit 0) without saving it, like a removed godis leader. */
-static void cmd_forget(standin *s, godis_reply **a, size_t n, sbuf *out, int *forgotten)
+/* `cluster forget <id>`, applied by the leader (a follower forwards it). A removed follower
+ * is not told, as in godis. The leader asked to forget itself (directly or forwarded) applies
+ * its own removal: it hands the new membership to the others and shuts down (exit 0) without
+ * saving it, like a removed godis leader. */
+static void cmd_forget(standin *s, godis_reply **a, size_t n, int from_peer, sbuf *out,
+                       int *forgotten)
 {
     if (n < 3)
         crash("short command", "cluster forget");
@@ -238,17 +291,13 @@ static void cmd_forget(standin *s, godis_reply **a, size_t n, sbuf *out, int *fo
         sb_fmt(out, "+OK\r\n");
         return;
     }
+    if (forward_to_leader(s, a, n, from_peer, out))
+        return;
     pthread_mutex_lock(&s->mu);
-    char url[GODIS_MAX_URL + 1] = "";
-    for (int i = 0; i < s->nmembers; i++)
-        if (s->members[i].id == id)
-            snprintf(url, sizeof(url), "%s", s->members[i].url);
     if (standin_member_remove(s, id)) {
         standin_replicate_changed(s);
         standin_recheck_quorum(s);
         standin_event(s, "applied-forget %lld", id);
-        if (id == s->leader)
-            standin_replicate_tell_removed(s, id, url);
     }
     standin_state_save(s, NULL, NULL);
     pthread_mutex_unlock(&s->mu);
@@ -311,7 +360,7 @@ static void cmd_standin(standin *s, godis_reply **a, size_t n, sbuf *out)
 }
 
 /* Answers one request into out. Sets *forgotten when this member was removed. */
-static void handle(standin *s, const godis_reply *req, sbuf *out, int *forgotten)
+static void handle(standin *s, const godis_reply *req, int from_peer, sbuf *out, int *forgotten)
 {
     if (req->type == GODIS_REPLY_NIL || (req->type == GODIS_REPLY_ARRAY && req->n == 0)) {
         sb_fmt(out, "-empty request\r\n");
@@ -339,9 +388,9 @@ static void handle(standin *s, const godis_reply *req, sbuf *out, int *forgotten
         if (n < 2)
             crash("short command", "cluster");
         if (!strcmp(a[1]->str, "meet"))
-            cmd_meet(s, a, n, out);
+            cmd_meet(s, a, n, from_peer, out);
         else if (!strcmp(a[1]->str, "forget"))
-            cmd_forget(s, a, n, out, forgotten);
+            cmd_forget(s, a, n, from_peer, out, forgotten);
         else
             sb_fmt(out, "-ERR unknown command\r\n");
     } else if (!strcmp(name, "standin") && n >= 2)
@@ -395,7 +444,7 @@ void *standin_conn_thread(void *arg)
         if (req) {
             int forgotten = 0;
             out.len = 0;
-            handle(s, req, &out, &forgotten);
+            handle(s, req, peer_port, &out, &forgotten);
             godis_reply_destroy(&req);
             memmove(buf, buf + used, len - used);
             len -= used;

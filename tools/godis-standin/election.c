@@ -172,6 +172,19 @@ int standin_wait_leader(standin *s)
     }
 }
 
+int standin_leader_url(standin *s, char *url, size_t cap)
+{
+    pthread_mutex_lock(&s->mu);
+    int who = s->role == ROLE_LEADER ? 0 : -1;
+    for (int i = 0; who < 0 && s->leader && i < s->nmembers; i++)
+        if (s->members[i].id == s->leader) {
+            snprintf(url, cap, "%s", s->members[i].url);
+            who = 1;
+        }
+    pthread_mutex_unlock(&s->mu);
+    return who;
+}
+
 /* `standin leading <term>` from a follower forwarding a proposal. */
 void standin_peer_leading(standin *s, godis_reply **a, size_t n, sbuf *out)
 {

@@ -10,9 +10,9 @@
  * nobody sends it anything (and a sync that no longer lists the receiver is ignored), so it
  * keeps running — and campaigning, election.c — with its old membership until its process
  * is stopped. A removed *leader* does learn it (the leader applies the entry that removes
- * it): it is told once, and exits 0 before saving anything, as godis's leader does.
- * Concurrent changes sent to two different members can diverge (no consensus here); the
- * operator makes one membership change at a time, which is what godis needs too.
+ * it), and exits 0 before saving anything, as godis's leader does. Only the leader applies
+ * a change (a follower forwards it, commands.c), so members never apply two different
+ * changes at the same index.
  * Peers are reached by their peer URL; only loopback addresses are ever connected. */
 #include "standin.h"
 
@@ -27,18 +27,10 @@
 #define PUSH_PERIOD_MS 500
 
 static pthread_cond_t g_push_cv = PTHREAD_COND_INITIALIZER;
-static standin_member g_tell;               /* a removed leader to tell once (id 0: none) */
 
 typedef struct {
     long long id, acked;
 } peer_ack;
-
-void standin_replicate_tell_removed(standin *s, long long id, const char *url)
-{
-    (void)s;
-    g_tell.id = id;
-    snprintf(g_tell.url, sizeof(g_tell.url), "%s", url);
-}
 
 /* Caller holds s->mu. Something changed locally: bump the index and wake the pusher. */
 void standin_replicate_changed(standin *s)
@@ -118,15 +110,11 @@ static void *pusher(void *arg)
         memcpy(snap, s->members, sizeof(snap[0]) * (size_t)n);
         join_members(s->members, n, members, sizeof(members));
         join_ids(s->removed, s->nremoved, removed, sizeof(removed));
-        standin_member tell = g_tell;
-        g_tell.id = 0;
         pthread_mutex_unlock(&s->mu);
         if (index == 0)
             continue;                /* nothing applied here yet: nothing to tell */
         char idx[24];
         snprintf(idx, sizeof(idx), "%lld", index);
-        if (tell.id)
-            push_one(tell.url, idx, members, removed);   /* once, best effort */
         for (int i = 0; i < n; i++) {
             if (snap[i].id == s->self_id)
                 continue;

@@ -103,9 +103,6 @@ void standin_kv_free(standin *s);
 /* replicate.c (stand-in extension: membership reaches the other stand-ins) */
 int  standin_replicate_start(standin *s);
 void standin_replicate_changed(standin *s);  /* caller holds mu */
-/* Caller holds mu: tell `id` (at url) once about the current membership — a removed leader
- * learns its removal that way, as the leader applies the entry that removes it. */
-void standin_replicate_tell_removed(standin *s, long long id, const char *url);
 /* This member applies its own removal: pushes the membership without it to the others now,
  * without saving anything (the caller then exits). Caller does not hold mu. */
 void standin_replicate_final_push(standin *s);
@@ -117,6 +114,9 @@ godis_client *standin_peer_client(const char *url, int timeout_ms);
 int  standin_election_start(standin *s);
 /* Waits up to about a second for a leader (caller does not hold mu): 1 when there is one. */
 int  standin_wait_leader(standin *s);
+/* Who leads now (caller does not hold mu): 0 this member, 1 another (its peer URL in url),
+ * -1 none known. */
+int  standin_leader_url(standin *s, char *url, size_t cap);
 void standin_peer_vote(standin *s, godis_reply **a, size_t n, sbuf *out);
 void standin_peer_heartbeat(standin *s, godis_reply **a, size_t n, sbuf *out);
 void standin_peer_leading(standin *s, godis_reply **a, size_t n, sbuf *out);
