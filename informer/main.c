@@ -186,6 +186,77 @@ static void make_endpoint(char *out, size_t cap, const char *given, const char *
         die_config("runtime dir path too long for an ipc:// endpoint: '%s'", dir);
 }
 
+/* The API client, from --kubeconfig/--context, $KUBECONFIG or in-cluster; NULL after
+ * printing why (exit 2: a configuration the user must fix). */
+static k8s_client *make_client(const flags *f)
+{
+    char err[512] = "";
+    k8s_config_opts co = {.kubeconfig = f->kubeconfig, .context = f->context,
+                          .allow_in_cluster = true};
+    k8s_config *cfg = NULL;
+    if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK) {
+        fprintf(stderr, "godis-informer: %s\n", err[0] ? err : "cannot load kubeconfig");
+        return NULL;
+    }
+    k8s_client_opts ko;
+    k8s_client_opts_default(&ko);
+    ko.user_agent = "godis-operator (informer)";
+    k8s_client *client = k8s_client_new(&cfg, &ko);
+    if (!client)
+        fprintf(stderr, "godis-informer: cannot create the Kubernetes client\n");
+    return client;
+}
+
+/* The PUB and snapshot endpoints (256 bytes each): the flags', else ipc:// sockets in the
+ * runtime directory, which is made (private) when not given; *own_dir tells main to remove
+ * it at exit. Returns that directory (NULL when both endpoints were given). */
+static const char *choose_endpoints(const flags *f, const char *kind, char dirbuf[256],
+                                    bool *own_dir, char *pub_ep, char *snap_ep)
+{
+    const char *dir = f->runtime_dir;
+    if (!f->pub_ep || !f->snap_ep) {
+        if (!dir) {
+            const char *xdg = getenv("XDG_RUNTIME_DIR");
+            if (xdg && *xdg)
+                snprintf(dirbuf, 256, "%s/godis-operator-%d", xdg, (int)getpid());
+            else
+                snprintf(dirbuf, 256, "/tmp/godis-operator-%d-%d", (int)getuid(),
+                         (int)getpid());
+            dir = dirbuf;
+            *own_dir = true;
+        }
+        prepare_runtime_dir(dir);
+    }
+    make_endpoint(pub_ep, 256, f->pub_ep, dir, kind, "pub");
+    make_endpoint(snap_ep, 256, f->snap_ep, dir, kind, "snap");
+    return dir;
+}
+
+/* The reflector thread must not take the signals: the publisher's poll wakes on them
+ * through the eventfd either way, but curl in the reflector should never see EINTR. */
+static int start_reflector(pthread_t *th, inf_reflector_cfg *rc)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int terr = pthread_create(th, NULL, inf_reflector_run, rc);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return terr;
+}
+
+/* The reflector notices the stop within ~100 ms, in a list as in a watch (both poll
+ * g_stop); bound the wait anyway, below the manager's default TERM-to-KILL (2.5 s), so
+ * the socket files are always removed. */
+static bool join_reflector(pthread_t th)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 2;
+    return pthread_timedjoin_np(th, NULL, &ts) == 0;
+}
+
 int main(int argc, char **argv)
 {
     /* One malloc arena, set before any thread starts: the reflector allocates what the
@@ -204,42 +275,13 @@ int main(int argc, char **argv)
     char resbuf[256];
     resolve_resource(&f, &res, &kind, resbuf, sizeof resbuf);
 
-    char err[512] = "";
-    k8s_config_opts co = {.kubeconfig = f.kubeconfig, .context = f.context,
-                          .allow_in_cluster = true};
-    k8s_config *cfg = NULL;
-    if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK) {
-        fprintf(stderr, "godis-informer: %s\n", err[0] ? err : "cannot load kubeconfig");
+    k8s_client *client = make_client(&f);
+    if (!client)
         return GD_EXIT_FATAL_CONFIG;
-    }
-    k8s_client_opts ko;
-    k8s_client_opts_default(&ko);
-    ko.user_agent = "godis-operator (informer)";
-    k8s_client *client = k8s_client_new(&cfg, &ko);
-    if (!client) {
-        fprintf(stderr, "godis-informer: cannot create the Kubernetes client\n");
-        return GD_EXIT_FATAL_CONFIG;
-    }
 
-    char dirbuf[256];
-    const char *dir = f.runtime_dir;
+    char dirbuf[256], pub_ep[256], snap_ep[256];
     bool own_dir = false;
-    if (!f.pub_ep || !f.snap_ep) {
-        if (!dir) {
-            const char *xdg = getenv("XDG_RUNTIME_DIR");
-            if (xdg && *xdg)
-                snprintf(dirbuf, sizeof dirbuf, "%s/godis-operator-%d", xdg, (int)getpid());
-            else
-                snprintf(dirbuf, sizeof dirbuf, "/tmp/godis-operator-%d-%d", (int)getuid(),
-                         (int)getpid());
-            dir = dirbuf;
-            own_dir = true;
-        }
-        prepare_runtime_dir(dir);
-    }
-    char pub_ep[256], snap_ep[256];
-    make_endpoint(pub_ep, sizeof pub_ep, f.pub_ep, dir, kind, "pub");
-    make_endpoint(snap_ep, sizeof snap_ep, f.snap_ep, dir, kind, "snap");
+    const char *dir = choose_endpoints(&f, kind, dirbuf, &own_dir, pub_ep, snap_ep);
 
     static inf_counters ctr;
     atomic_store(&ctr.last_rv, -1);
@@ -273,17 +315,8 @@ int main(int argc, char **argv)
                             .drop = f.drop, .ndrop = f.ndrop, .apply = apply_direct,
                             .apply_ud = pub, .ctr = &ctr,
                             .stop = &g_stop};
-    /* The reflector thread must not take the signals: the publisher's poll wakes on them
-     * through the eventfd either way, but curl in the reflector should never see EINTR. */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
     pthread_t th;
-    int terr = pthread_create(&th, NULL, inf_reflector_run, &rc);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (terr != 0) {
+    if (start_reflector(&th, &rc) != 0) {
         fprintf(stderr, "godis-informer: cannot start the reflector thread\n");
         return GD_EXIT_FAILURE;
     }
@@ -293,13 +326,7 @@ int main(int argc, char **argv)
 
     gd_err e = inf_pub_run(pub);
     g_stop = 1;
-    /* The reflector notices the stop within ~100 ms, in a list as in a watch (both poll
-     * g_stop); bound the wait anyway, below the manager's default TERM-to-KILL (2.5 s), so
-     * the socket files below are always removed. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 2;
-    bool joined = pthread_timedjoin_np(th, NULL, &ts) == 0;
+    bool joined = join_reflector(th);
     GD_INFO("informer stopping", "kind", kind, "reflector", joined ? "joined" : "abandoned");
     g_pub = NULL;
     inf_pub_destroy(&pub);

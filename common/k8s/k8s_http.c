@@ -535,6 +535,46 @@ static gd_err transport_err(CURLcode cc)
     }
 }
 
+/* What one transfer came to: cancelled, stopped by the sink, too large, a transport error
+ * (before or after a stream began), or the API server's answer classified; fills st, and
+ * *ra with Retry-After seconds (-1 when none). */
+static gd_err outcome(const k8s_http_req *rq, const xfer *x, CURLcode cc, long code,
+                      bool cancelled, const char *errbuf, k8s_status *st, int *ra)
+{
+    gd_err err;
+    if (cancelled || (rq->stop && stop_requested(rq->stop)) ||
+        (cc == CURLE_ABORTED_BY_CALLBACK && rq->stop)) {
+        err = GD_ERR_CANCELLED;
+        st->err = err;
+        st->http_status = code;
+        snprintf(st->message, sizeof st->message, "cancelled");
+    } else if (x->sink_stopped) {
+        err = GD_ERR_CANCELLED;           /* the sink asked to stop; it knows why */
+        st->err = err;
+        st->http_status = code;
+    } else if (x->too_large) {
+        err = GD_ERR_TOO_LARGE;
+        st->err = err;
+        st->http_status = code;
+        snprintf(st->message, sizeof st->message, "response body larger than %zu bytes",
+                 x->max);
+    } else if (cc != CURLE_OK) {
+        /* before the stream began: a transport error; after: the stream broke, and the
+         * caller decides (GD_ERR_CLOSED) */
+        bool broke = x->streaming == 1;
+        err = !broke ? transport_err(cc)
+              : cc == CURLE_OPERATION_TIMEDOUT ? GD_ERR_TIMEOUT : GD_ERR_CLOSED;
+        st->err = err;
+        st->http_status = broke ? code : 0;
+        const char *t = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+        k8s_sanitize(st->message, sizeof st->message, t, strlen(t));
+    } else {
+        err = k8s_classify_ex(code, x->buf, x->len, x->retry_after[0] ? x->retry_after : NULL,
+                              st, ra);
+    }
+    return err;
+}
+
 gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s_status *st)
 {
     k8s_status local;
@@ -579,42 +619,8 @@ gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s
         curl_slist_free_all(hdrs);
         pool_put(c, h);
 
-        gd_err err;
         int ra = -1;
-        if (cancelled || (rq->stop && stop_requested(rq->stop)) ||
-            (cc == CURLE_ABORTED_BY_CALLBACK && rq->stop)) {
-            err = GD_ERR_CANCELLED;
-            st->err = err;
-            st->http_status = code;
-            snprintf(st->message, sizeof st->message, "cancelled");
-        } else if (x.sink_stopped) {
-            err = GD_ERR_CANCELLED;           /* the sink asked to stop; it knows why */
-            st->err = err;
-            st->http_status = code;
-        } else if (x.too_large) {
-            err = GD_ERR_TOO_LARGE;
-            st->err = err;
-            st->http_status = code;
-            snprintf(st->message, sizeof st->message, "response body larger than %zu bytes",
-                     x.max);
-        } else if (cc != CURLE_OK && !(x.streaming == 1)) {
-            err = transport_err(cc);
-            st->err = err;
-            st->http_status = 0;
-            k8s_sanitize(st->message, sizeof st->message,
-                         errbuf[0] ? errbuf : curl_easy_strerror(cc),
-                         strlen(errbuf[0] ? errbuf : curl_easy_strerror(cc)));
-        } else if (cc != CURLE_OK) {
-            /* the stream broke after it started: the caller decides (GD_ERR_CLOSED) */
-            err = cc == CURLE_OPERATION_TIMEDOUT ? GD_ERR_TIMEOUT : GD_ERR_CLOSED;
-            st->err = err;
-            st->http_status = code;
-            const char *t = errbuf[0] ? errbuf : curl_easy_strerror(cc);
-            k8s_sanitize(st->message, sizeof st->message, t, strlen(t));
-        } else {
-            err = k8s_classify_ex(code, x.buf, x.len, x.retry_after[0] ? x.retry_after : NULL,
-                                  st, &ra);
-        }
+        gd_err err = outcome(rq, &x, cc, code, cancelled, errbuf, st, &ra);
         if (err == GD_ERR_UNAUTHORIZED) {
             /* a rotated token file is read again; an exec plugin runs again, and as the
              * request was refused, not done, it goes out once more with the new credential */
