@@ -158,7 +158,7 @@ test_webhook_LINK := webhook/review webhook/decide webhook/certs webhook/registe
 test_node_agent_pod_LINK := tools/node-agent/agent_util tools/node-agent/agent_proc tools/node-agent/agent_pod tools/node-agent/agent_pod_volumes tools/node-agent/agent_pod_ctr tools/node-agent/agent_pod_status tools/node-agent/agent_workers
 test_node_agent_proc_LINK := tools/node-agent/agent_util tools/node-agent/agent_proc
 test_node_agent_util_LINK := tools/node-agent/agent_util
-test_godis_spread_LINK := worker/godis/godis_children worker/godis/godis_pdb
+test_godis_spread_LINK := worker/godis/godis_children worker/godis/godis_pdb worker/godis/godis_place
 test_chaos_checks_LINK := tools/chaos/state tools/chaos/procs tools/chaos/faults tools/chaos/membership tools/chaos/audit tools/chaos/quorum
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)
 	@mkdir -p $(dir $@)

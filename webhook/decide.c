@@ -177,7 +177,7 @@ static int member_count(const cJSON *cluster)
     return (int)gd_json_int_or(cluster, "spec.replicas", 0);
 }
 
-void wh_explain(const cJSON *cluster, wh_action *act, wh_verdict *v)
+void wh_explain(const cJSON *cluster, const char *pod_name, wh_action *act, wh_verdict *v)
 {
     if (!cluster || (*act != WH_ACT_MARK && *act != WH_ACT_WAIT)) return;
     const char *name = gd_meta_name(cluster);
@@ -192,7 +192,17 @@ void wh_explain(const cJSON *cluster, wh_action *act, wh_verdict *v)
     const cJSON *c;
     cJSON_ArrayForEach(c, gd_json_path(cluster, "status.conditions")) {
         const char *type = gd_json_str_or(c, "type", ""), *reason = gd_json_str_or(c, "reason", "");
-        if (strcmp(type, "Progressing") || (strncmp(reason, "Waiting", 7) && strcmp(reason, "QuorumLost")))
+        if (strcmp(type, "Progressing")) continue;
+        if (!strcmp(reason, "CannotMoveMember") || !strcmp(reason, "MemberUnschedulable")) {
+            /* The move cannot happen now: say so first, not "is being moved". The pod stays
+             * marked (or is marked), so the move starts once a node can take it. */
+            say(v, false, 429, "TooManyRequests", "godis member pod %s/%s is not evicted: GodisCluster "
+                "%s cannot move it now (%s: %.300s); it moves once a node can take its "
+                "replacement (uncordon or add one); retry", gd_meta_namespace(cluster), pod_name,
+                name, reason, gd_json_str_or(c, "message", ""));
+            return;
+        }
+        if (strncmp(reason, "Waiting", 7) && strcmp(reason, "QuorumLost"))
             continue;
         size_t n = strlen(v->message);
         snprintf(v->message + n, sizeof v->message - n, " (GodisCluster %s: %s: %.200s)", name,

@@ -60,8 +60,10 @@ wh_action wh_decide(const wh_review *r, const cJSON *pod, wh_limiter *lim, int64
  * the move adds a member first, and 1 Ready of 2 is no quorum — so nothing is marked (act
  * becomes WH_ACT_WAIT) and the message says why and what to do. A move the operator holds
  * up (condition Progressing with reason Waiting…, or QuorumLost) is quoted, so the person
- * running kubectl drain reads why it waits. */
-void wh_explain(const cJSON *cluster, wh_action *act, wh_verdict *v);
+ * running kubectl drain reads why it waits. A move the operator cannot make now (reason
+ * CannotMoveMember: no other schedulable node, or MemberUnschedulable: the replacement's pod
+ * is Unschedulable) replaces the message: the pod (pod_name) is not evicted and why. */
+void wh_explain(const cJSON *cluster, const char *pod_name, wh_action *act, wh_verdict *v);
 
 /* The answer when marking failed: 404 if the pod vanished meanwhile, else 429 naming the
  * error so kubectl retries. */

@@ -54,7 +54,7 @@ static void decide_and_act(wh_handler *h, const wh_review *r, wh_verdict *v, wh_
         cJSON *gc = NULL;
         k8s_get(h->client, &K8S_RES_GODISCLUSTERS, r->ns, cluster, &gc, NULL);
         bool was_mark = *act == WH_ACT_MARK;
-        wh_explain(gc, act, v);
+        wh_explain(gc, r->name, act, v);
         if (was_mark && *act != WH_ACT_MARK && h->lim && !r->dry_run) {
             char key[512];
             snprintf(key, sizeof key, "%s/%s", r->ns, cluster);

@@ -32,7 +32,7 @@ typedef struct {
     bool allowed;
     int code;                 /* denied: 429, 404, ...; allowed: 200 */
     const char *reason;       /* metav1.StatusReason: "TooManyRequests", "NotFound", ... */
-    char message[512];
+    char message[1024];
 } wh_verdict;
 
 /* The AdmissionReview response (same apiVersion as the request, uid echoed), as a

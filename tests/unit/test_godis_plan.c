@@ -26,6 +26,8 @@ typedef struct {
     int ready_in[128];       /* steps until a created Godis's pod is Ready (0 = Ready) */
     bool bad[128];
     bool lost_volume[128];
+    bool no_node[128];       /* no other node could take its replacement (godis_place.c) */
+    bool unsched[128];       /* its pod is Unschedulable (never Ready while set) */
     bool ever_used[128];     /* ids handed out so far */
     bool ever_member[128];   /* ids that were Raft members once */
     int steps;
@@ -50,6 +52,11 @@ static void sync_view(world *w)
         m->ready = w->running[id] && w->ready_in[id] == 0;
         m->node_bad = w->bad[id];
         m->volume_lost = w->lost_volume[id];
+        m->no_node = w->no_node[id];
+        m->unschedulable = w->unsched[id];
+        if (m->unschedulable) m->ready = false;
+        m->blocked_why = m->no_node ? "cannot be moved: no other schedulable node (test)"
+                         : m->unschedulable ? "cannot be scheduled: 0/3 nodes are available (test)" : NULL;
     }
 }
 
@@ -528,6 +535,88 @@ static void test_migrate_cordoned_adds_first(void **state)
     assert_false(w.raft[1]);
 }
 
+/* Issue 19.2: a move that cannot keep quorum or has nowhere to go waits, says why (a
+ * warning step naming the member), and changes nothing; it proceeds once a node appears. */
+static void test_move_blocked_without_a_node(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.bad[2] = true;             /* cordoned, Ready, every other node unusable */
+    w.no_node[2] = true;
+    for (int i = 0; i < 20; i++) {
+        sync_view(&w);
+        godis_step s = godis_plan_next(&w.v);
+        assert_int_equal(s.kind, GP_WAIT);
+        assert_true(s.warn);
+        assert_int_equal(s.id, 2);
+        assert_string_equal(s.reason, "CannotMoveMember");
+        assert_non_null(strstr(s.why, "no other schedulable node"));
+        assert_int_equal(apply(&w), GP_WAIT);
+    }
+    assert_consistent(&w, 3);
+    assert_int_equal(w.v.next_id, 4);           /* no scale-out was even recorded */
+    w.no_node[2] = false;        /* uncordoned */
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[2]);
+}
+
+static void test_single_member_cannot_move(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 1);
+    run_until_converged(&w);
+    w.bad[1] = true;
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_WAIT);
+    assert_true(s.warn);
+    assert_int_equal(s.id, 1);
+    assert_string_equal(s.reason, "CannotMoveMember");
+    assert_non_null(strstr(s.why, "only member"));
+    assert_consistent(&w, 1);
+}
+
+/* The replacement (or a new member) cannot be scheduled: the wait for readiness says so. */
+static void test_unschedulable_member_is_surfaced(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.bad[1] = true;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT);
+    w.unsched[4] = true;
+    godis_step s = {0};
+    for (int i = 0; i < 20 && !s.warn; i++) {
+        sync_view(&w);
+        s = godis_plan_next(&w.v);
+        apply(&w);
+    }
+    assert_int_equal(s.kind, GP_WAIT);
+    assert_string_equal(s.reason, "MemberUnschedulable");
+    assert_int_equal(s.id, 4);
+    assert_non_null(strstr(s.why, "cannot be scheduled"));
+    assert_true(w.raft[1]);      /* nothing forgotten while its replacement is not Ready */
+    w.unsched[4] = false;
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[1]);
+    /* a scale-out beyond what the nodes take: converged in membership, said all the same */
+    w.v.desired = 4;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT);
+    int64_t id = w.v.next_id - 1;
+    w.unsched[id] = true;
+    for (int i = 0; i < 20; i++) apply(&w);
+    sync_view(&w);
+    s = godis_plan_next(&w.v);
+    assert_string_equal(s.reason, "MemberUnschedulable");
+    assert_int_equal(s.id, id);
+}
+
 static void test_migrate_dead_member_removes_first(void **state)
 {
     (void)state;
@@ -721,6 +810,9 @@ int main(void)
         cmocka_unit_test(test_configmap_deleted_is_rebuilt_not_reinitialised),
         cmocka_unit_test(test_migrate_cordoned_adds_first),
         cmocka_unit_test(test_migrate_dead_member_removes_first),
+        cmocka_unit_test(test_move_blocked_without_a_node),
+        cmocka_unit_test(test_single_member_cannot_move),
+        cmocka_unit_test(test_unschedulable_member_is_surfaced),
         cmocka_unit_test(test_victim_order),
         cmocka_unit_test(test_crash_resumes_recorded_step),
         cmocka_unit_test(test_paused_stops_changes),

@@ -1,6 +1,6 @@
 /* Tests of the member pods' spread (issue 19.3): pod anti-affinity on kubernetes.io/hostname
  * against the other members of the same cluster — preferred by default, required or none on
- * request (spec.antiAffinity). */
+ * request (spec.antiAffinity) — and where a moving member's replacement could go (issue 19.2). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include "godis_children.h"
 #include "godis_pdb.h"
+#include "godis_place.h"
 #include "gd_json.h"
 
 static cJSON *rs_with(const char *mode)
@@ -82,12 +83,77 @@ static void test_pdb(void **st)
     }
 }
 
+static cJSON *nodes_json(void)
+{
+    return cJSON_Parse(
+        "[{\"metadata\":{\"name\":\"n1\"},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+        " {\"metadata\":{\"name\":\"n2\"},\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":"
+        "\"node.kubernetes.io/unschedulable\",\"effect\":\"NoSchedule\"}]},\"status\":{\"conditions\":"
+        "[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+        " {\"metadata\":{\"name\":\"n3\"},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}},"
+        " {\"metadata\":{\"name\":\"n4\"},\"spec\":{\"taints\":[{\"key\":\"gpu\",\"effect\":"
+        "\"PreferNoSchedule\"},{\"key\":\"dedicated\",\"effect\":\"NoExecute\"}]},\"status\":"
+        "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+        " {\"metadata\":{\"name\":\"n5\"},\"spec\":{\"taints\":[{\"key\":\"soft\",\"effect\":"
+        "\"PreferNoSchedule\"}]},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}]");
+}
+
+/* The coarse scheduler question: its own node, cordoned, not Ready, a NoSchedule/NoExecute
+ * taint and (required) a node holding another member are out; PreferNoSchedule is not. */
+static void test_place_candidates(void **st)
+{
+    (void)st;
+    cJSON *nodes = nodes_json();
+    const char *held[] = {"n1", "n5"};
+    godis_place_req r = {.own_node = "n1", .member_nodes = held, .nmember_nodes = 2};
+    char why[GODIS_BLOCKED_WHY_MAX];
+    assert_int_equal(godis_place_candidates(nodes, &r, why, sizeof why), 1);   /* n5 */
+    assert_string_equal(why, "");
+    r.required = true;                          /* n5 holds another member */
+    assert_int_equal(godis_place_candidates(nodes, &r, why, sizeof why), 0);
+    assert_string_equal(why, "cannot be moved: no other schedulable node for its replacement "
+                        "(n1: its own node, n2: cordoned, n3: not Ready, n4: taint dedicated:NoExecute, "
+                        "n5: holds another member (antiAffinity required))");
+    r.required = false;
+    r.own_node = "n5";                          /* n1 is a candidate for a member on n5 */
+    assert_int_equal(godis_place_candidates(nodes, &r, why, sizeof why), 1);
+    cJSON *none = cJSON_CreateArray();          /* an empty cache is not judged */
+    assert_int_equal(godis_place_candidates(none, &r, why, sizeof why), -1);
+    char tiny[20];                              /* a short buffer truncates, never overflows */
+    r.own_node = "n1";
+    r.required = true;
+    assert_int_equal(godis_place_candidates(nodes, &r, tiny, sizeof tiny), 0);
+    assert_int_equal(strlen(tiny), sizeof tiny - 1);
+    cJSON_Delete(none);
+    cJSON_Delete(nodes);
+}
+
+static void test_pod_unschedulable(void **st)
+{
+    (void)st;
+    char msg[200];
+    cJSON *p = cJSON_Parse("{\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+                           "\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"0/3 nodes are "
+                           "available: 3 node(s) were unschedulable.\"}]}}");
+    assert_true(godis_pod_unschedulable(p, msg, sizeof msg));
+    assert_string_equal(msg, "cannot be scheduled: 0/3 nodes are available: 3 node(s) were unschedulable.");
+    cJSON_Delete(p);
+    p = cJSON_Parse("{\"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"True\"}]}}");
+    assert_false(godis_pod_unschedulable(p, msg, sizeof msg));
+    cJSON_Delete(p);
+    p = cJSON_Parse("{\"status\":{}}");                /* not looked at by the scheduler yet */
+    assert_false(godis_pod_unschedulable(p, msg, sizeof msg));
+    cJSON_Delete(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preferred_by_default),
         cmocka_unit_test(test_required_and_none),
         cmocka_unit_test(test_pdb),
+        cmocka_unit_test(test_place_candidates),
+        cmocka_unit_test(test_pod_unschedulable),
     };
     return cmocka_run_group_tests_name("godis_spread", tests, NULL, NULL);
 }

@@ -292,14 +292,14 @@ static void test_explain_with_the_cluster(void **st)
                              "\"spec\":{\"replicas\":1},\"status\":{\"members\":[1]}}");
     wh_action a = wh_decide(&r, p, NULL, 0, &v);
     assert_int_equal(a, WH_ACT_MARK);
-    wh_explain(one, &a, &v);
+    wh_explain(one, "web-1-a", &a, &v);
     assert_int_equal(a, WH_ACT_WAIT);
     assert_int_equal(v.code, 429);
     assert_non_null(strstr(v.message, "single member"));
     /* spec.replicas 1 before any status says the same */
     cJSON *fresh = cJSON_Parse("{\"metadata\":{\"name\":\"web\"},\"spec\":{\"replicas\":1}}");
     a = wh_decide(&r, p, NULL, 0, &v);
-    wh_explain(fresh, &a, &v);
+    wh_explain(fresh, "web-1-a", &a, &v);
     assert_int_equal(a, WH_ACT_WAIT);
     /* three members, the operator waiting: quoted, still marked */
     cJSON *held = cJSON_Parse("{\"metadata\":{\"name\":\"web\"},\"status\":{\"members\":[1,2,3],"
@@ -307,24 +307,39 @@ static void test_explain_with_the_cluster(void **st)
                               "{\"type\":\"Progressing\",\"status\":\"True\",\"reason\":\"WaitingForQuorum\","
                               "\"message\":\"migration waits for enough Ready members\"}]}}");
     a = wh_decide(&r, p, NULL, 0, &v);
-    wh_explain(held, &a, &v);
+    wh_explain(held, "web-1-a", &a, &v);
     assert_int_equal(a, WH_ACT_MARK);
     assert_non_null(strstr(v.message, "being moved"));
     assert_non_null(strstr(v.message, "WaitingForQuorum: migration waits for enough Ready members"));
+    /* the operator cannot move it (no other schedulable node): said first, not "being
+     * moved"; still marked, so the move starts once a node can take the replacement */
+    cJSON *stuck = cJSON_Parse("{\"metadata\":{\"name\":\"web\",\"namespace\":\"ns1\"},\"status\":"
+                               "{\"members\":[1,2,3],\"conditions\":[{\"type\":\"Progressing\",\"status\":"
+                               "\"True\",\"reason\":\"CannotMoveMember\",\"message\":\"member 1 cannot be "
+                               "moved: no other schedulable node for its replacement (n2: cordoned)\"}]}}");
+    a = wh_decide(&r, p, NULL, 0, &v);
+    wh_explain(stuck, "web-1-a", &a, &v);
+    assert_int_equal(a, WH_ACT_MARK);
+    assert_int_equal(v.code, 429);
+    assert_null(strstr(v.message, "being moved"));
+    assert_non_null(strstr(v.message, "ns1/web-1-a is not evicted"));
+    assert_non_null(strstr(v.message, "CannotMoveMember: member 1 cannot be moved: no other "
+                                      "schedulable node for its replacement (n2: cordoned)"));
+    cJSON_Delete(stuck);
     /* converged three: the answer is unchanged; no cluster known: unchanged */
     cJSON *fine = cJSON_Parse("{\"metadata\":{\"name\":\"web\"},\"status\":{\"members\":[1,2,3],"
                               "\"conditions\":[{\"type\":\"Progressing\",\"reason\":\"Converged\"}]}}");
     a = wh_decide(&r, p, NULL, 0, &v);
-    char before[512];
+    char before[1024];
     snprintf(before, sizeof before, "%s", v.message);
-    wh_explain(fine, &a, &v);
+    wh_explain(fine, "web-1-a", &a, &v);
     assert_int_equal(a, WH_ACT_MARK);
     assert_string_equal(v.message, before);
-    wh_explain(NULL, &a, &v);
+    wh_explain(NULL, "web-1-a", &a, &v);
     assert_string_equal(v.message, before);
     /* an allowed or gone answer is never touched */
     wh_action gone = WH_ACT_GONE;
-    wh_explain(one, &gone, &v);
+    wh_explain(one, "web-1-a", &gone, &v);
     assert_int_equal(gone, WH_ACT_GONE);
     cJSON_Delete(one); cJSON_Delete(fresh); cJSON_Delete(held); cJSON_Delete(fine); cJSON_Delete(p);
 }

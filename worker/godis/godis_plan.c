@@ -94,6 +94,14 @@ static godis_step step(godis_step_kind k, int64_t id, const char *reason, const 
     return s;
 }
 
+/* A wait the user must resolve (issue 19.2): Warning Event, and the webhook quotes it. */
+static godis_step blocked(int64_t id, const char *reason, const char *why)
+{
+    godis_step s = step(GP_WAIT, id, reason, why);
+    s.warn = true;
+    return s;
+}
+
 int64_t godis_plan_victim(const godis_view *v)
 {
     int64_t best = 0;
@@ -293,6 +301,14 @@ static godis_step plan_running(const godis_view *v)
         /* Add before remove when the bigger cluster keeps quorum with today's Ready members;
          * a member that is already down is removed first instead (a dead member in a bigger
          * cluster would make quorum harder, not easier). */
+        if (v->nmembers == 1)
+            return blocked(id, "CannotMoveMember", "cannot be moved: it is the only member (a move "
+                           "adds a member first, and 1 Ready of 2 is no quorum); scale the cluster to "
+                           "3 first, or delete its pod to accept the outage");
+        const godis_member *m = observed(v, id);
+        if (ready >= majority(v->nmembers + 1) && m && m->no_node)
+            return blocked(id, "CannotMoveMember", m->blocked_why ? m->blocked_why
+                           : "cannot be moved: no other schedulable node for its replacement");
         if (ready >= majority(v->nmembers + 1))
             return step(GP_RECORD_SCALE_OUT, v->next_id, "Migrating", "replacement for a member on a bad node");
         if (!member_ready(v, id) && scale_in_safe(v, id))
@@ -302,7 +318,30 @@ static godis_step plan_running(const godis_view *v)
     return step(GP_NOTHING, 0, "Converged", "membership matches spec");
 }
 
+/* A wait for readiness, or a converged cluster short of Ready members, behind which a
+ * member's pod cannot be scheduled (a move's replacement, a scale-out beyond the nodes that
+ * anti-affinity allows): say so, with the scheduler's message, rather than wait silently. */
+static godis_step explain_unschedulable(const godis_view *v, godis_step s)
+{
+    if (s.kind != GP_WAIT && (s.kind != GP_NOTHING || strcmp(s.reason, "Converged"))) return s;
+    if (s.kind == GP_WAIT && (s.warn || strncmp(s.reason, "Waiting", 7))) return s;
+    for (int i = 0; i < v->nobserved; i++) {
+        const godis_member *m = &v->observed[i];
+        if (m->unschedulable && has_id(v->members, v->nmembers, m->id))
+            return blocked(m->id, "MemberUnschedulable", m->blocked_why ? m->blocked_why
+                           : "cannot be scheduled");
+    }
+    return s;
+}
+
+static godis_step plan_next(const godis_view *v);
+
 godis_step godis_plan_next(const godis_view *v)
+{
+    return explain_unschedulable(v, plan_next(v));
+}
+
+static godis_step plan_next(const godis_view *v)
 {
     const char *phase = v->phase ? v->phase : "";
     if (!v->members_recorded) {

@@ -40,6 +40,9 @@ typedef struct {
     bool volume_lost;      /* its PVC is gone (Godis status.volumeLost): never restart it */
     bool running;          /* its ReplicaSet wants a pod, or one of its pods is not deleting */
     bool pod_exists;       /* any pod of it exists, even one being deleted */
+    bool no_node;          /* to move, but no other node could take its replacement (godis_place.h) */
+    bool unschedulable;    /* its pod is Pending: PodScheduled=False, reason Unschedulable */
+    const char *blocked_why; /* for no_node / unschedulable: "cannot be ...: <why>" */
 } godis_member;
 
 typedef struct {
@@ -95,6 +98,9 @@ typedef struct {
     int64_t via_id;        /* GP_MEET / GP_FORGET: the member to send the command to */
     const char *reason;    /* short CamelCase reason for Events/conditions */
     const char *why;       /* human sentence for logs/conditions */
+    bool warn;             /* GP_WAIT that needs the user (the member cannot be moved or
+                              scheduled): condition message "member <id> <why>", and a
+                              Warning Event when it appears or changes */
 } godis_step;
 
 godis_step godis_plan_next(const godis_view *v);

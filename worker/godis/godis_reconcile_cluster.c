@@ -9,6 +9,7 @@
 #include "godis_children.h"
 #include "godis_client.h"
 #include "godis_input.h"
+#include "godis_place.h"
 #include "godis_plan.h"
 #include "godis_retire.h"
 #include "godis_status.h"
@@ -33,6 +34,8 @@ typedef struct {
     godis_view v;
     char phase[32];
     char pod_ip[GODIS_MAX_MEMBERS][64]; /* by observed index */
+    char pod_node[GODIS_MAX_MEMBERS][GODIS_NODE_NAME_MAX];       /* by observed index */
+    char blocked_why[GODIS_MAX_MEMBERS][GODIS_BLOCKED_WHY_MAX];  /* godis_member.blocked_why */
     int64_t grace_wait_ms;   /* >0: a member's node turns bad for migration after this long */
 } cluster_ctx;
 
@@ -94,6 +97,11 @@ static void observe_runtime(cluster_ctx *c, int idx, const char *godis_name)
         m->node_bad = node_bad(c, gd_json_str_or(pod, "spec.nodeName", NULL));
         m->reschedule |= gd_meta_annotation(pod, "godis.kumkeehyun.github.com/reschedule") != NULL;
         snprintf(c->pod_ip[idx], sizeof c->pod_ip[idx], "%s", gd_json_str_or(pod, "status.podIP", ""));
+        snprintf(c->pod_node[idx], sizeof c->pod_node[idx], "%s", gd_json_str_or(pod, "spec.nodeName", ""));
+        if (godis_pod_unschedulable(pod, c->blocked_why[idx], sizeof c->blocked_why[idx])) {
+            m->unschedulable = true;
+            m->blocked_why = c->blocked_why[idx];
+        }
     }
     cJSON_Delete(pods);
     cJSON *rs = c->e->get(c->e, "ReplicaSet", c->ns, godis_name);
@@ -228,6 +236,7 @@ static void observe(cluster_ctx *c)
     cJSON_ArrayForEach(g, c->godises) observe_godis(c, g);
     for (int i = 0; i < v->nmembers; i++) observe_departed(c, v->members[i]);
     observe_departed(c, v->scale_in_id);
+    godis_place_observe(c->e, c->cluster, v, c->pod_node, c->blocked_why);
     v->bootstrap_fresh = gd_meta_annotation(c->cluster, GODIS_ANN_BOOTSTRAP_FRESH) != NULL;
 }
 

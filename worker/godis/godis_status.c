@@ -6,6 +6,8 @@
 #include "gd_json.h"
 #include "gd_time.h"
 
+#define GODIS_STEP_MSG_MAX 600   /* "member <id> " + a blocked member's why (godis_place.h) */
+
 static void now_rfc3339(char out[32])
 {
     gd_format_rfc3339_micro(gd_wall_ms() * 1000, out);
@@ -43,13 +45,15 @@ void godis_set_condition(cJSON *status, const char *type, bool value, const char
     else cJSON_AddItemToArray(conds, n);
 }
 
-/* Whether status has condition `type` with the given reason. */
-static bool condition_is(const cJSON *status, const char *type, const char *reason)
+/* Whether status has condition `type` with the given reason (and message, unless NULL). */
+static bool condition_is(const cJSON *status, const char *type, const char *reason,
+                         const char *message)
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
         if (strcmp(gd_json_str_or(c, "type", ""), type) == 0)
-            return strcmp(gd_json_str_or(c, "reason", ""), reason) == 0;
+            return strcmp(gd_json_str_or(c, "reason", ""), reason) == 0 &&
+                   (!message || strcmp(gd_json_str_or(c, "message", ""), message) == 0);
     return false;
 }
 
@@ -159,7 +163,7 @@ static const char *apply_step(cJSON *st, const godis_view *v, const godis_step *
 /* Ready=True means the cluster takes writes: every member Ready and a write through a
  * member succeeded (v->writable) — pods turn Ready seconds before godis has a leader. */
 static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
-                           const int64_t *members, int n, int ready, int64_t gen)
+                           const char *pmsg, int n, int ready, int64_t gen)
 {
     const char *phase = gd_json_str_or(st, "status", "");
     bool lost = s->kind == GP_ALL_LOST;
@@ -174,11 +178,10 @@ static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
                         ready_ok ? "AllMembersReady" : serving ? "NotWritable" : s->reason, m, gen);
     bool progressing = !lost && (busy || s->kind == GP_WAIT);
     godis_set_condition(st, "Progressing", progressing, progressing ? s->reason : lost ? s->reason : "Converged",
-                        s->why, gen);
+                        pmsg, gen);
     bool degraded = lost || ready < n || (v->paused && n != v->desired);
     const char *why = lost ? s->reason : v->paused && ready == n ? "Paused" : "MembersNotReady";
     godis_set_condition(st, "Degraded", degraded, degraded ? why : "AsExpected", lost ? s->why : m, gen);
-    (void)members;
 }
 
 godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
@@ -193,25 +196,34 @@ godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_v
     cJSON *before = cJSON_Duplicate(st, 1);
     int64_t members[GODIS_MAX_MEMBERS];
     int n = 0;
-    char msg[256] = "";
+    char msg[GODIS_STEP_MSG_MAX] = "";
     const char *reason = apply_step(st, v, s, members, &n, msg, sizeof msg);
     set_members(st, members, n);
     int ready = ready_count(v, members, n);
     set_int(st, "readyReplicas", ready);
     int64_t gen = gd_meta_generation(cluster);
     set_int(st, "observedGeneration", gen);
-    set_conditions(st, v, s, members, n, ready, gen);
+    /* A blocked member is named in the condition the webhook quotes to kubectl drain. */
+    char pmsg[GODIS_STEP_MSG_MAX];
+    if (s->warn) snprintf(pmsg, sizeof pmsg, "member %lld %s", (long long)s->id, s->why);
+    else snprintf(pmsg, sizeof pmsg, "%s", s->why);
+    set_conditions(st, v, s, pmsg, n, ready, gen);
     bool settled = s->kind == GP_NOTHING || s->kind == GP_WAIT || s->kind == GP_ALL_LOST;
     godis_result r = {.kind = settled ? GODIS_DONE : GODIS_REQUEUE};
-    if (s->kind == GP_ALL_LOST && !condition_is(before, "Degraded", s->reason)) {
+    if (s->kind == GP_ALL_LOST && !condition_is(before, "Degraded", s->reason, NULL)) {
         reason = s->reason;                  /* once, when the condition appears */
         snprintf(msg, sizeof msg, "%s", s->why);
+    }
+    if (s->warn && !condition_is(before, "Progressing", s->reason, pmsg)) {
+        reason = s->reason;                  /* once per blocked member and cause */
+        snprintf(msg, sizeof msg, "%s", pmsg);
     }
     if (!cJSON_Compare(before, st, 1)) {
         gd_err err = gw_update_status_out(e, &K8S_RES_GODISCLUSTERS, obj, written);
         if (err) r = gw_result(err);
         else if (reason)
-            godis_emit_event(e, cluster, s->kind == GP_ALL_LOST ? "Warning" : "Normal", reason, msg);
+            godis_emit_event(e, cluster, s->kind == GP_ALL_LOST || s->warn ? "Warning" : "Normal",
+                             reason, msg);
     }
     cJSON_Delete(before);
     cJSON_Delete(obj);

@@ -74,7 +74,10 @@ cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char
         return cache_list(c, kind, (cache_index)idx, v);
     }
     list_ctx l = {label_key, label_value, arr};
-    cache_each_indexed(c, kind, CACHE_IDX_NAMESPACE, ns, add_if_labelled, &l);
+    if (!*ns)                      /* cluster-scoped (Nodes): not in the namespace index */
+        cache_each(c, kind, add_if_labelled, &l);
+    else
+        cache_each_indexed(c, kind, CACHE_IDX_NAMESPACE, ns, add_if_labelled, &l);
     return arr;
 }
 

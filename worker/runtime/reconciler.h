@@ -55,7 +55,8 @@ typedef struct gd_reconciler_set {
  * with rec_wrote so the next reconcile of the key waits for the cache to show it. */
 cJSON *rec_cache_get(rec_ctx *ctx, const char *kind, const char *ns, const char *name);
 /* Objects of kind in ns whose label label_key equals label_value (label_key NULL: every
- * object of ns), as a JSON array ordered by key; never NULL except on NOMEM. */
+ * object of ns; ns "": every object of a cluster-scoped kind such as Node), as a JSON array
+ * ordered by key; never NULL except on NOMEM. */
 cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char *label_key,
                       const char *label_value);
 /* After a successful write of kind ns/name that produced rv (deleted: it was a delete). */
