@@ -11,7 +11,8 @@
  * the data is readable, no member runs on the drained node, and the moved members have fresh
  * ids. Scenarios: one member on the node (members spread by the default anti-affinity), two
  * members on the node (anti-affinity none, created while the third node was cordoned), and a
- * node holding members of ten clusters at once.
+ * node holding members of ten clusters at once. A move with no other schedulable node waits
+ * and says why (condition, Event, the eviction's message) until a node is uncordoned.
  *
  * kubectl is given --pod-selector for this test's clusters: the devcluster is shared by the
  * tests of a run, and a leftover member of another test's cluster, whose operator is gone,
@@ -553,6 +554,131 @@ static void test_drain_with_webhook_down_pdb_alone(void **state)
     drain_and_check("pdb", node, 1, "pdb-alone-one-member-on-node", false);
 }
 
+/* ---------- a move with nowhere to go (issue 19.2) ---------- */
+static gd_err evict_pod(const char *pod, k8s_status *st)
+{
+    char path[300], body[300];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/eviction", ns, pod);
+    snprintf(body, sizeof body, "{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"}}", pod, ns);
+    memset(st, 0, sizeof *st);
+    return k8s_request(c, "POST", path, body, "application/json", NULL, st);
+}
+
+typedef struct {
+    char want[64];       /* "member <id> " */
+    char seen[600];
+} blocked_arg;
+
+static bool progressing_blocked(const char *type, const cJSON *obj, void *arg)
+{
+    blocked_arg *a = arg;
+    const cJSON *cnd;
+    (void)type;
+    cJSON_ArrayForEach(cnd, gd_json_path(obj, "status.conditions")) {
+        if (strcmp(gd_json_str_or(cnd, "type", ""), "Progressing")) continue;
+        const char *m = gd_json_str_or(cnd, "message", "");
+        if (!strcmp(gd_json_str_or(cnd, "reason", ""), "CannotMoveMember") && !strncmp(m, a->want, strlen(a->want))) {
+            snprintf(a->seen, sizeof a->seen, "%s", m);
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool blocked_event(const char *type, const cJSON *obj, void *arg)
+{
+    blocked_arg *a = arg;
+    (void)type;
+    return !strcmp(gd_json_str_or(obj, "type", ""), "Warning") &&
+           !strcmp(gd_json_str_or(obj, "reason", ""), "CannotMoveMember") &&
+           strstr(gd_json_str_or(obj, "message", ""), a->want) &&
+           strstr(gd_json_str_or(obj, "message", ""), "no other schedulable node");
+}
+
+/* Every node but the members' own is cordoned: the evicted member's replacement has nowhere
+ * to go. The cluster gets Progressing=CannotMoveMember naming the member and the cordoned
+ * nodes, a Warning Event, the eviction stays denied with that reason, and nothing changes
+ * (no scale-out recorded, quorum and data kept). Uncordon one node: the move proceeds, the
+ * old pod goes (the eviction then gets 404), the replacement runs there under a fresh id. */
+static void test_move_waits_for_a_schedulable_node(void **state)
+{
+    (void)state;
+    uncordon_all();
+    assert_int_equal(cordon("node-2"), 0);
+    assert_int_equal(cordon("node-3"), 0);
+    assert_true(create_cluster("stuck", NULL));
+    assert_true(e2e_wait_converged(c, ns, "stuck", 3, 180000));
+    member_pod m[MAXM];
+    int n = member_pods(c, "stuck", m, MAXM);
+    assert_int_equal(n, 3);
+    int64_t before[MAXM];
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(m[i].node, "node-1");
+        before[i] = m[i].id;
+    }
+    write_data("stuck");
+    cJSON *gc = e2e_cluster_get(c, ns, "stuck");
+    int64_t next_before = gd_json_int_or(gc, "status.nextID", 0);
+    cJSON_Delete(gc);
+    e2e_history h;
+    assert_true(e2e_history_start(&h, c, ns, "stuck"));
+    sampler s;
+    sampler_start(&s, "stuck");
+    k8s_status st;
+    assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);   /* marks it */
+    blocked_arg a = {.seen = ""};
+    snprintf(a.want, sizeof a.want, "member %lld ", (long long)m[0].id);
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=stuck",
+                                progressing_blocked, &a, 60000));
+    fprintf(stderr, "drain: stuck: condition: %s\n", a.seen);
+    assert_non_null(strstr(a.seen, "no other schedulable node"));
+    assert_non_null(strstr(a.seen, "node-2: cordoned"));
+    assert_non_null(strstr(a.seen, "node-3: cordoned"));
+    assert_true(e2e_watch_until(c, &K8S_RES_EVENTS, ns, NULL, "involvedObject.name=stuck",
+                                blocked_event, &a, 30000));
+    /* kubectl's retry: denied, and told why */
+    assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);
+    fprintf(stderr, "drain: stuck: eviction: %s\n", st.message);
+    assert_non_null(strstr(st.message, "is not evicted"));
+    assert_non_null(strstr(st.message, "CannotMoveMember"));
+    assert_non_null(strstr(st.message, "node-2: cordoned"));
+    gc = e2e_cluster_get(c, ns, "stuck");
+    assert_int_equal(gd_json_int_or(gc, "status.nextID", 0), next_before);   /* nothing started */
+    assert_int_equal(gd_json_int_or(gc, "status.scaleOutID", 0), 0);
+    cJSON_Delete(gc);
+    /* a node comes back: the move proceeds; the eviction ends with 404 as kubectl's loop does */
+    assert_int_equal(uncordon("node-2"), 0);
+    int64_t deadline = e2e_now_ms() + 180000;
+    gd_err e;
+    while ((e = evict_pod(m[0].pod, &st)) == GD_ERR_TOO_MANY_REQUESTS && e2e_now_ms() < deadline)
+        usleep(1000000);
+    assert_int_equal(e, GD_ERR_NOT_FOUND);
+    assert_true(e2e_wait_converged(c, ns, "stuck", 3, 120000));
+    assert_true(e2e_wait_consistent(c, ns, "stuck", 60000));
+    sampler_stop(&s);
+    assert_true(e2e_history_stop(&h));
+    assert_int_equal(s.no_quorum, 0);
+    assert_int_equal(s.multi_change, 0);
+    assert_true(s.max_unavailable <= 1);
+    n = member_pods(c, "stuck", m, MAXM);
+    assert_int_equal(n, 3);
+    int moved = 0;
+    for (int i = 0; i < n; i++) {
+        bool old = false;
+        for (int j = 0; j < 3; j++) old |= before[j] == m[i].id;
+        if (old) continue;
+        moved++;
+        assert_true(m[i].id >= next_before);                 /* a fresh id */
+        assert_string_equal(m[i].node, "node-2");
+    }
+    assert_int_equal(moved, 1);
+    check_data("stuck", before, 3);
+    uncordon_all();
+    /* gone before the drains below, whose figures its members' moves would disturb */
+    assert_int_equal(k8s_delete(c, &K8S_RES_GODISCLUSTERS, ns, "stuck", NULL, NULL), GD_OK);
+}
+
 /* ---------- the webhook under a drain of 100 pods ---------- */
 #define NPODS 100
 typedef struct {
@@ -630,11 +756,14 @@ static void test_webhook_answers_a_drain_of_100_pods(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_move_waits_for_a_schedulable_node),
         cmocka_unit_test(test_drain_node_with_one_member),
         cmocka_unit_test(test_drain_node_with_two_members),
         cmocka_unit_test(test_drain_node_with_ten_clusters),
         cmocka_unit_test(test_drain_with_webhook_down_pdb_alone),
         cmocka_unit_test(test_webhook_answers_a_drain_of_100_pods),
     };
+    const char *only = getenv("ITEST_CASES");     /* a glob of test names, for one-off runs */
+    if (only && *only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests_name("itest_drain", tests, setup, teardown);
 }
