@@ -565,6 +565,30 @@ static gd_err evict_pod(const char *pod, k8s_status *st)
     return k8s_request(c, "POST", path, body, "application/json", NULL, st);
 }
 
+/* The webhook answers the API server's calls for pod: a dry-run eviction gets its 429 (the
+ * manager registers its configuration a moment after it starts, and the API server picks a
+ * new configuration up a moment later; until then, with failurePolicy Ignore, an eviction
+ * is simply allowed). */
+static bool webhook_answers_for(const char *pod)
+{
+    char path[300], body[400];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/eviction", ns, pod);
+    snprintf(body, sizeof body, "{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"deleteOptions\":{\"dryRun\":[\"All\"]}}",
+             pod, ns);
+    int64_t deadline = e2e_now_ms() + 60000;
+    for (;;) {
+        k8s_status st = {0};
+        gd_err e = k8s_request(c, "POST", path, body, "application/json", NULL, &st);
+        if (e == GD_ERR_TOO_MANY_REQUESTS && strstr(st.message, "admission webhook")) return true;
+        if (e2e_now_ms() >= deadline) {
+            fprintf(stderr, "drain: the webhook does not answer for %s: %s %s\n", pod, gd_strerror(e), st.message);
+            return false;
+        }
+        usleep(200000);
+    }
+}
+
 typedef struct {
     char want[64];       /* "member <id> " */
     char seen[600];
@@ -625,6 +649,7 @@ static void test_move_waits_for_a_schedulable_node(void **state)
     assert_true(e2e_history_start(&h, c, ns, "stuck"));
     sampler s;
     sampler_start(&s, "stuck");
+    assert_true(webhook_answers_for(m[0].pod));
     k8s_status st;
     assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);   /* marks it */
     blocked_arg a = {.seen = ""};
