@@ -7,7 +7,9 @@
  *  - --cert-dir (what a cert-manager Secret mounts: tls.crt, tls.key, ca.crt, made here with
  *    the openssl command): its ca.crt is registered; replaced by a new pair from a new CA,
  *    the files are re-read within seconds, the new CA is merged into the caBundle and the API
- *    server's calls keep being answered. */
+ *    server's calls keep being answered;
+ *  - --client-ca: the API server presents its client certificate (the devcluster's
+ *    AdmissionConfiguration) and gets through; clients without it are refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -19,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include <curl/curl.h>
 #include "e2e_lib.h"
 #include "e2e_procs.h"
 #include "e2e_webhook.h"
@@ -51,6 +54,8 @@ static int teardown(void **state)
     snprintf(name, sizeof name, "itest-renew-%d", (int)getpid());
     delete_config(name);
     snprintf(name, sizeof name, "itest-certdir-%d", (int)getpid());
+    delete_config(name);
+    snprintf(name, sizeof name, "itest-clientca-%d", (int)getpid());
     delete_config(name);
     e2e_ns_delete(c, ns);
     e2e_remove_dir(tmp);
@@ -109,12 +114,14 @@ static bool api_server_reaches_webhook(void)
     return e == GD_ERR_NOT_FOUND && strstr(st.message, "admission webhook");
 }
 
+static char last_url[128];     /* the URL of the webhook started last */
+
 static pid_t start_webhook(const char *name, const char *extra1, const char *extra2, char *log, size_t cap)
 {
     int port = e2e_free_port();
-    char bind[64], url[128];
+    char bind[64], *url = last_url;
     snprintf(bind, sizeof bind, "127.0.0.1:%d", port);
-    snprintf(url, sizeof url, "https://127.0.0.1:%d/eviction", port);
+    snprintf(last_url, sizeof last_url, "https://127.0.0.1:%d/eviction", port);
     snprintf(log, cap, "%s/%s.log", logdir, name);
     const char *argv[] = {"bin/godis-webhook", "--kubeconfig", getenv("KUBECONFIG"), "--bind-address", bind,
                           "--url", url, "--configuration-name", name, extra1, extra2, NULL};
@@ -189,11 +196,102 @@ static void test_cert_dir_reload(void **state)
     delete_config(name);
 }
 
+/* The configuration's caBundle as PEM (malloc'd), NULL when missing. */
+static char *bundle_pem(const char *name)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", name);
+    cJSON *v = NULL;
+    if (k8s_request(c, "GET", path, NULL, NULL, &v, NULL) != GD_OK) return NULL;
+    const char *b64 = gd_json_str_or(cJSON_GetArrayItem(gd_json_path(v, "webhooks"), 0), "clientConfig.caBundle", "");
+    unsigned char *pem = NULL;
+    size_t len = 0;
+    char *out = NULL;
+    if (*b64 && gd_base64_decode(b64, strlen(b64), &pem, &len) == GD_OK && (out = malloc(len + 1))) {
+        memcpy(out, pem, len);
+        out[len] = '\0';
+    }
+    free(pem);
+    cJSON_Delete(v);
+    return out;
+}
+
+static size_t keep_body(char *p, size_t sz, size_t n, void *ud)
+{
+    char *buf = ud;
+    size_t have = strlen(buf), len = sz * n;
+    if (have + len < 512) { memcpy(buf + have, p, len); buf[have + len] = '\0'; }
+    return sz * n;
+}
+
+/* POSTs a malformed review straight to the webhook, trusting the caBundle, presenting the
+ * client certificate cert/key (NULL: none). Returns the HTTP status, 0 without an answer. */
+static long post_direct(const char *ca_pem, const char *cert, const char *key, char *out)
+{
+    CURL *h = curl_easy_init();
+    struct curl_blob b = {(void *)ca_pem, strlen(ca_pem), CURL_BLOB_COPY};
+    out[0] = '\0';
+    curl_easy_setopt(h, CURLOPT_URL, last_url);
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "[]");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+    if (cert) {
+        curl_easy_setopt(h, CURLOPT_SSLCERT, cert);
+        curl_easy_setopt(h, CURLOPT_SSLKEY, key);
+    }
+    long code = 0;
+    if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    return code;
+}
+
+/* --client-ca with the real API server: the devcluster's AdmissionConfiguration makes
+ * kube-apiserver present a client certificate to webhooks (signed by
+ * DEVCLUSTER_WEBHOOK_CLIENT_CA, a CA of its own). A webhook that requires it still gets the
+ * API server's eviction calls (its own 404 comes back through the API server; failurePolicy
+ * Ignore would otherwise hide a refused call as an allowed eviction), while a client without
+ * it — no certificate, or the cluster CA's admin certificate — is refused with 403, and the
+ * API server's certificate presented by hand gets the review's own 400. */
+static void test_client_ca_admits_the_api_server_only(void **state)
+{
+    (void)state;
+    const char *ca = getenv("DEVCLUSTER_WEBHOOK_CLIENT_CA"), *dir = getenv("DEVCLUSTER_DIR");
+    if (!ca || !dir || access(ca, R_OK))
+        fail_msg("no DEVCLUSTER_WEBHOOK_CLIENT_CA: this devcluster predates its webhook client "
+                 "certificate (tools/devcluster down, then up)");
+    char name[64], log[512];
+    snprintf(name, sizeof name, "itest-clientca-%d", (int)getpid());
+    pid_t p = start_webhook(name, "--client-ca", ca, log, sizeof log);
+    assert_true(p > 0);
+    assert_true(wait_bundle(name, 1, 30000));
+    assert_true(api_server_reaches_webhook());
+    char *pem = bundle_pem(name);
+    assert_non_null(pem);
+    char out[512], cert[300], key[300];
+    assert_int_equal(post_direct(pem, NULL, NULL, out), 403);
+    assert_non_null(strstr(out, "client certificate"));
+    snprintf(cert, sizeof cert, "%s/pki/admin.crt", dir);
+    snprintf(key, sizeof key, "%s/pki/admin.key", dir);
+    assert_int_equal(post_direct(pem, cert, key, out), 403);
+    snprintf(cert, sizeof cert, "%s/pki/webhook-client.crt", dir);
+    snprintf(key, sizeof key, "%s/pki/webhook-client.key", dir);
+    assert_int_equal(post_direct(pem, cert, key, out), 400);
+    assert_non_null(strstr(out, "invalid AdmissionReview"));
+    free(pem);
+    assert_true(api_server_reaches_webhook());
+    int st = e2e_stop(p, 10000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    delete_config(name);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_self_managed_renewal),
         cmocka_unit_test(test_cert_dir_reload),
+        cmocka_unit_test(test_client_ca_admits_the_api_server_only),
     };
     return cmocka_run_group_tests_name("itest_webhook_certs", tests, setup, teardown);
 }
