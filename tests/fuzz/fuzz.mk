@@ -2,7 +2,8 @@
 # Included by the top Makefile. Each tests/fuzz/fuzz_<t>.c is one target, built with clang
 # -fsanitize=fuzzer,address,undefined against its own sanitised copy of common/ (the
 # runtime is Debian's libclang-rt-14-dev, installed by tools/deps.sh). Product files of
-# manager/, informer/ and worker/ are #included by the targets, as the unit tests do.
+# manager/, informer/ and worker/ are #included by the targets: each needs them compiled
+# with the fuzzer instrumentation, which the programs' own objects do not have.
 #   make fuzz FUZZ_SECONDS=N   every target N seconds; ends "fuzz: T targets, E execs, K crashes"
 #   make fuzz-test             every target over its corpus plus FUZZ_TEST_SECONDS (make test)
 # Corpora: tests/fuzz/corpus/<t>/ (seeds and every crash as a regression input) is read,

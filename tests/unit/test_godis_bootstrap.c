@@ -12,15 +12,15 @@
 #include <stdio.h>
 #include <string.h>
 #include "client_fixture.h"
-#include "godis_children.c"
-#include "godis_plan.c"
-#include "godis_status.c"
-#include "godis_write.c"
-#include "godis_status_check.c"
-#include "godis_input.c"
-#include "godis_place.c"
-#include "godis_reconcile_cluster.c"
-#include "godis_retire.c"
+#include "godis_children.h"
+#include "godis_plan.h"
+#include "godis_status.h"
+#include "godis_write.h"
+#include "godis_status_check.h"
+#include "godis_input.h"
+#include "godis_place.h"
+#include "godis_reconcile.h"
+#include "godis_retire.h"
 #include "gd_json.h"
 
 #define CLUSTER_META                                                                         \

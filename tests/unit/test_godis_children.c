@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "godis_children.c"
+#include "godis_children.h"
 #include "gd_json.h"
 
 static godis_child_spec spec(bool preferred)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <cmocka.h>
-#include "godis_plan.c"
+#include "godis_plan.h"
 #include "gd_json.h"
 
 /* ---------- a small world model ---------- */

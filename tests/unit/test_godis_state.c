@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "client_fixture.h"
-#include "godis_children.c"
-#include "godis_write.c"
-#include "godis_reconcile_godis.c"
-#include "godis_retire.c"
+#include "godis_children.h"
+#include "godis_write.h"
+#include "godis_reconcile.h"
+#include "godis_retire.h"
 #include "gd_json.h"
 
 typedef struct {

@@ -8,8 +8,11 @@
 #include <stdbool.h>
 #include <string.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cjson/cJSON.h>
-#include "godis_status_check.c"
+#include "godis_status_check.h"
 
 static bool check(const char *status_json, char *msg)
 {
