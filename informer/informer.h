@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "gd_err.h"
+#include "gd_curve.h"
 #include "gd_proto.h"
 #include "k8s_client.h"
 
@@ -154,6 +155,10 @@ typedef struct {
     void *zctx;
     const char *kind;
     const char *pub_endpoint, *snap_endpoint;
+    /* Optional second endpoints for remote workers, bound after the first ones with CURVE
+     * (libzmq captures socket options per bind: the ipc:// endpoint stays plain). */
+    const char *tcp_pub_endpoint, *tcp_snap_endpoint;
+    const gd_curve_keys *curve;      /* server keys; NULL: no tcp:// allowed */
     int heartbeat_ms;
     int64_t resync_ms;               /* 0: off */
     int pub_hwm;                     /* 0: 100000 */

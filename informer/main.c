@@ -46,6 +46,7 @@ static void die_config(const char *fmt, const char *arg)
 typedef struct {
     const char *kind, *resource, *ns, *label_selector, *field_selector, *kubeconfig, *context;
     const char *runtime_dir, *pub_ep, *snap_ep, *log_level, *log_format;
+    const char *tcp_pub_ep, *tcp_snap_ep, *curve_server_key, *curve_allow;
     const char *drop[MAX_DROP];
     size_t ndrop;
     int page_size, pub_hwm;
@@ -98,6 +99,10 @@ static int parse_flags(int argc, char **argv, flags *f)
         FLAG(GD_FLAG_STRING, "runtime-dir", &f->runtime_dir, "private 0700 directory for ipc:// endpoints, created if missing (default $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)", .metavar = "DIR"),
         FLAG(GD_FLAG_STRING, "pub-endpoint", &f->pub_ep, "PUB endpoint (default ipc://DIR/<kind>.pub)", .metavar = "EP"),
         FLAG(GD_FLAG_STRING, "snap-endpoint", &f->snap_ep, "ROUTER endpoint (default ipc://DIR/<kind>.snap)", .metavar = "EP"),
+        FLAG(GD_FLAG_STRING, "tcp-pub-endpoint", &f->tcp_pub_ep, "also bind the PUB here for remote workers (tcp://HOST:PORT, CURVE: needs --curve-server-key and --curve-allow)", .metavar = "EP"),
+        FLAG(GD_FLAG_STRING, "tcp-snap-endpoint", &f->tcp_snap_ep, "also bind the snapshot ROUTER here (tcp://HOST:PORT, CURVE)", .metavar = "EP"),
+        FLAG(GD_FLAG_STRING, "curve-server-key", &f->curve_server_key, "the server's CURVE secret key (z85 file, godis-manager keygen) for every tcp:// endpoint", .metavar = "FILE"),
+        FLAG(GD_FLAG_STRING, "curve-allow", &f->curve_allow, "allow-list of client public keys (z85, one per line, optional name), re-read when it changes", .metavar = "FILE"),
         FLAG(GD_FLAG_INT, "pub-hwm", &f->pub_hwm, "PUB send high-water mark per subscriber (1..100000000)", .metavar = "N", .min = 1, .max = 100000000),
         SECTION("Timing"),
         FLAG(GD_FLAG_INT, "page-size", &f->page_size, "list page size (limit), 0 = unpaginated (0..100000)", .metavar = "N", .min = 0, .max = 100000),
@@ -175,9 +180,6 @@ static void make_endpoint(char *out, size_t cap, const char *given, const char *
                           const char *kind, const char *suffix)
 {
     if (given) {
-        if (strncmp(given, "tcp://", 6) == 0)
-            die_config("%s: tcp:// endpoints need CURVE keys, which this build does not "
-                       "configure yet; use ipc:// or inproc://", given);
         snprintf(out, cap, "%s", given);
         return;
     }
@@ -283,6 +285,19 @@ int main(int argc, char **argv)
     bool own_dir = false;
     const char *dir = choose_endpoints(&f, kind, dirbuf, &own_dir, pub_ep, snap_ep);
 
+    /* tcp:// only with CURVE (docs/PROTOCOL.md §3.2): keys and an allow-list, or nothing */
+    const char *eps[] = {pub_ep, snap_ep, f.tcp_pub_ep, f.tcp_snap_ep};
+    bool tcp = false;
+    for (int i = 0; i < 4; i++)
+        tcp |= eps[i] && gd_curve_needed(eps[i]);
+    static gd_curve_keys keys;
+    if (tcp && (!f.curve_server_key || !f.curve_allow))
+        die_config("%s: a tcp:// endpoint needs --curve-server-key and --curve-allow "
+                   "(there is no plaintext tcp)", f.tcp_pub_ep ? f.tcp_pub_ep :
+                   f.tcp_snap_ep ? f.tcp_snap_ep : gd_curve_needed(pub_ep) ? pub_ep : snap_ep);
+    if (tcp && gd_curve_load_key(f.curve_server_key, true, &keys, err, sizeof err) != GD_OK)
+        die_config("--curve-server-key: %s", err);
+
     static inf_counters ctr;
     atomic_store(&ctr.last_rv, -1);
     void *zctx = zmq_ctx_new();
@@ -290,8 +305,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "godis-informer: out of memory\n");
         return GD_EXIT_FAILURE;
     }
+    gd_curve_zap *zap = tcp ? gd_curve_zap_new(zctx, f.curve_allow) : NULL;
+    if (tcp && !zap)
+        return GD_EXIT_FAILURE;
     inf_pub_cfg pc = {.zctx = zctx, .kind = kind, .pub_endpoint = pub_ep,
-                      .snap_endpoint = snap_ep, .heartbeat_ms = (int)f.heartbeat_ms,
+                      .snap_endpoint = snap_ep, .tcp_pub_endpoint = f.tcp_pub_ep,
+                      .tcp_snap_endpoint = f.tcp_snap_ep, .curve = tcp ? &keys : NULL, .heartbeat_ms = (int)f.heartbeat_ms,
                       .resync_ms = f.resync_ms, .pub_hwm = (int)f.pub_hwm,
                       .ctr = &ctr, .stop = &g_stop};
     inf_pub *pub = inf_pub_new(&pc);
@@ -332,6 +351,7 @@ int main(int argc, char **argv)
     inf_pub_destroy(&pub);
     if (joined)
         k8s_client_destroy(&client);
+    gd_curve_zap_destroy(&zap);
     zmq_ctx_term(zctx);
     /* libzmq leaves ipc socket files behind; remove ours so the directory can go too. */
     if (strncmp(pub_ep, "ipc://", 6) == 0)

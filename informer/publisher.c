@@ -188,7 +188,8 @@ static void on_change(void *ud, gd_ev ev, const inf_obj *old, const inf_obj *new
 
 /* ------------------------------------------------------------ lifecycle */
 
-static void *bind_socket(void *zctx, int type, const char *ep, int sndhwm)
+static void *bind_socket(void *zctx, int type, const char *ep, const char *ep2,
+                         const gd_curve_keys *curve, int sndhwm)
 {
     void *s = zmq_socket(zctx, type);
     if (!s)
@@ -200,10 +201,17 @@ static void *bind_socket(void *zctx, int type, const char *ep, int sndhwm)
         int one = 1;   /* a vanished requester is an error we see, not a silent drop */
         zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     }
-    if (zmq_bind(s, ep) != 0) {
-        GD_ERROR("cannot bind", "endpoint", ep, "error", zmq_strerror(errno));
-        zmq_close(s);
-        return NULL;
+    const char *eps[2] = {ep, ep2};
+    for (int i = 0; i < 2; i++) {
+        if (!eps[i])
+            continue;
+        gd_err rc = gd_curve_bind(s, eps[i], curve);
+        if (rc != GD_OK) {
+            GD_ERROR("cannot bind", "endpoint", eps[i], "error",
+                     rc == GD_ERR_CONFIG ? "tcp:// needs CURVE keys" : zmq_strerror(errno));
+            zmq_close(s);
+            return NULL;
+        }
     }
     return s;
 }
@@ -224,9 +232,11 @@ inf_pub *inf_pub_new(const inf_pub_cfg *cfg)
     p->store = inf_store_new();
     int hwm = cfg->pub_hwm > 0 ? cfg->pub_hwm : 100000;
     if (p->store)
-        p->pub = bind_socket(cfg->zctx, ZMQ_PUB, cfg->pub_endpoint, hwm);
+        p->pub = bind_socket(cfg->zctx, ZMQ_PUB, cfg->pub_endpoint, cfg->tcp_pub_endpoint,
+                             cfg->curve, hwm);
     if (p->pub)
-        p->router = bind_socket(cfg->zctx, ZMQ_ROUTER, cfg->snap_endpoint, 0);
+        p->router = bind_socket(cfg->zctx, ZMQ_ROUTER, cfg->snap_endpoint, cfg->tcp_snap_endpoint,
+                                cfg->curve, 0);
     if (!p->router || p->wake_fd < 0) {
         inf_pub_destroy(&p);
         return NULL;

@@ -6,6 +6,7 @@
 #include "gd_err.h"
 #include "gd_log.h"
 #include "gd_version.h"
+#include "keygen.h"
 #include "manager.h"
 
 /* Handlers only set flags; the main loop does the work (nginx's ngx_signal_handler). */
@@ -27,6 +28,8 @@ int main(int argc, char **argv)
 {
     mgr_config cfg;
     char err[512];
+    if (argc > 1 && strcmp(argv[1], "keygen") == 0)
+        return mgr_keygen_main(argc - 1, argv + 1);
     mgr_config_default(&cfg, argv[0]);
     if (mgr_config_parse(&cfg, argc, argv, err, sizeof err) != GD_OK) {
         fprintf(stderr, "godis-manager: %s (see godis-manager --help)\n", err);

@@ -76,13 +76,16 @@ int main(int argc, char **argv)
     static worker_opts o;
     worker_opts_default(&o);
     const char *shards = NULL, *endpoints = NULL, *level = "info", *format = "text";
+    const char *curve_key = NULL, *curve_server = NULL;
     static char rec_help[1024];
     reconciler_help(rec_help, sizeof rec_help);
     gd_flag defs[] = {
         FLAG(GD_FLAG_INT, "index", &o.index, "worker index given by the manager (0..100000; -1: standalone)", .metavar = "N", .min = 0, .max = 100000, .no_default = true),
         FLAG(GD_FLAG_STRING, "control-endpoint", &o.control_endpoint, "the manager's GDW1 ROUTER, e.g. ipc:///run/x/control; without it the worker runs standalone", .metavar = "EP"),
         FLAG(GD_FLAG_STRING, "runtime-dir", &o.runtime_dir, "informers at ipc://DIR/<Kind>.pub and .snap", .metavar = "DIR"),
-        FLAG(GD_FLAG_STRING, "informer-endpoints", &endpoints, "instead of --runtime-dir, only these kinds: \"Kind=PUB,SNAP;Kind=PUB,SNAP\" (ipc:// only)", .metavar = "SPEC"),
+        FLAG(GD_FLAG_STRING, "informer-endpoints", &endpoints, "instead of --runtime-dir, only these kinds: \"Kind=PUB,SNAP;Kind=PUB,SNAP\" (ipc://, or tcp:// with the CURVE flags)", .metavar = "SPEC"),
+        FLAG(GD_FLAG_STRING, "curve-key", &curve_key, "our CURVE secret key (z85 file, godis-manager keygen): needed for tcp:// endpoints, which always use CURVE", .metavar = "FILE"),
+        FLAG(GD_FLAG_STRING, "curve-server-public", &curve_server, "the manager's CURVE public key (z85 file) that tcp:// endpoints must present", .metavar = "FILE"),
         FLAG(GD_FLAG_STRING, "shards", &shards, "standalone: shards to own, e.g. \"0-255\", \"3,17\" or \"all\"", .metavar = "LIST", .def = "all"),
         FLAG(GD_FLAG_INT, "max-concurrent-reconciles", &o.max_concurrent, "reconcile threads per controller (1..1024)", .metavar = "N", .min = 1, .max = 1024),
         FLAG(GD_FLAG_FUNC, "queue-rate-limits", NULL, "per-controller workqueue rate limiter, client-go's MaxOf(per-key exponential, overall token bucket): any subset of \"base-ms=5,max-ms=1000000,qps=10,burst=100\" (the defaults); qps=0 disables the bucket", .metavar = "SPEC", .fn = rate_limits, .ud = &o),
@@ -125,13 +128,17 @@ int main(int argc, char **argv)
     if (o.control_endpoint) {
         if (shards)
             return gd_flags_fail(&fs, "--shards is for standalone mode; the manager assigns shards");
-        if (strncmp(o.control_endpoint, "ipc://", 6) != 0)
-            return gd_flags_fail(&fs, "--control-endpoint must be ipc:// (tcp needs CURVE keys), got \"%s\"",
+        if (strncmp(o.control_endpoint, "ipc://", 6) != 0 &&
+            strncmp(o.control_endpoint, "tcp://", 6) != 0)
+            return gd_flags_fail(&fs, "--control-endpoint must be ipc:// or tcp://, got \"%s\"",
                                  o.control_endpoint);
     } else if (gdw_parse_shards(shards ? shards : "all", o.shards, &o.nshards, why,
                                 sizeof why) != GD_OK) {
         return gd_flags_fail(&fs, "--shards: %s", why);
     }
+    if (worker_opts_need_curve(&o) &&
+        worker_curve_load(&o, curve_key, curve_server, why, sizeof why) != GD_OK)
+        return gd_flags_fail(&fs, "%s", why);
     if (!gd_reconciler_find(o.reconciler))
         return gd_flags_fail(&fs, "--reconciler: unknown reconciler set \"%s\"", o.reconciler);
     return worker_run(&o);

@@ -39,6 +39,8 @@ typedef struct {
 struct gd_sub {
     gd_sub_opts o;
     char kind[64], pub_ep[256], snap_ep[256];
+    gd_curve_keys curve;            /* copies of the options' keys ( when none) */
+    char server_public[GD_CURVE_Z85_LEN + 1];
     void *zctx, *sub, *dealer;
     pthread_rwlock_t lock;            /* guards cache only */
     gd_map *cache;
@@ -112,6 +114,12 @@ gd_sub *gd_sub_new(void *zctx, const gd_sub_opts *o)
         free(s);
         return NULL;
     }
+    if (o->curve)
+        s->curve = *o->curve;
+    if (o->server_public)
+        snprintf(s->server_public, sizeof s->server_public, "%s", o->server_public);
+    s->o.curve = &s->curve;
+    s->o.server_public = s->server_public;
     s->o.kind = s->kind;
     s->o.pub_endpoint = s->pub_ep;
     s->o.snap_endpoint = s->snap_ep;
@@ -124,8 +132,10 @@ gd_sub *gd_sub_new(void *zctx, const gd_sub_opts *o)
     int linger = 0;
     zmq_setsockopt(s->sub, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s->sub, ZMQ_RCVHWM, &s->o.rcvhwm, sizeof s->o.rcvhwm);
-    if (zmq_connect(s->sub, s->pub_ep) != 0) {
-        GD_ERROR("gd_sub: cannot connect", "endpoint", s->pub_ep, "error", zmq_strerror(errno));
+    if (gd_curve_connect(s->sub, s->pub_ep, &s->curve, s->server_public) != GD_OK) {
+        GD_ERROR("gd_sub: cannot connect", "endpoint", s->pub_ep, "error",
+                 gd_curve_needed(s->pub_ep) && !s->curve.secret_z85[0] ? "tcp:// needs CURVE keys"
+                                                                      : zmq_strerror(errno));
         goto fail;
     }
     return s;
@@ -432,7 +442,7 @@ static gd_err open_dealer(gd_sub *s)
     int linger = 0, hwm = 0;
     zmq_setsockopt(s->dealer, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s->dealer, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    if (zmq_connect(s->dealer, s->snap_ep) != 0) {
+    if (gd_curve_connect(s->dealer, s->snap_ep, &s->curve, s->server_public) != GD_OK) {
         close_dealer(s);
         return GD_ERR_ZMQ;
     }

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "gd_curve.h"
 #include "gd_err.h"
 #include "gd_proto.h"
 
@@ -61,6 +62,10 @@ typedef struct {
      * gd_sub_set_shards/gd_sub_poll give up within ~100 ms (GD_ERR_CANCELLED), so a
      * stopping process is not held up by an informer that is not synced yet. */
     const atomic_bool *stop;
+    /* tcp:// endpoints (remote workers, PROTOCOL.md §3.2): the client's key pair and the
+     * server's public key (both copied); ipc:// needs neither. */
+    const gd_curve_keys *curve;
+    const char *server_public;
 } gd_sub_opts;
 void gd_sub_opts_default(gd_sub_opts *o);
 

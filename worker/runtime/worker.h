@@ -19,6 +19,7 @@
 #define WORKER_WORKER_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "gd_curve.h"
 #include "gd_err.h"
 #include "gd_proto.h"
 
@@ -54,6 +55,9 @@ typedef struct {
     const char *manager_identity;       /* NULL, or the manager's Lease identity: in User-Agent */
     int64_t stop_grace_ms;              /* SIGTERM: how long in-flight reconciles may take */
     const char *cluster_domain;         /* --cluster-domain: godis Service names' DNS suffix */
+    /* tcp:// endpoints (remote workers, PROTOCOL.md §3.2): our key pair, the server's key */
+    gd_curve_keys curve;
+    char server_public[GD_CURVE_Z85_LEN + 1];
 } worker_opts;
 
 void worker_opts_default(worker_opts *o);
@@ -66,6 +70,12 @@ gd_err worker_endpoints_from_dir(worker_opts *o, const char *dir);
 gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_t cap);
 
 /* Parses "base-ms=5,max-ms=1000000,qps=10,burst=100" (any subset) into o. */
+/* True when an informer or the control endpoint is not ipc:// (it needs CURVE keys). */
+bool worker_opts_need_curve(const worker_opts *o);
+/* Loads --curve-key (our secret key) and --curve-server-public (the server's public key);
+ * GD_ERR_CONFIG/IO/PARSE with why on a missing or bad file. */
+gd_err worker_curve_load(worker_opts *o, const char *key_file, const char *server_file,
+                         char *why, size_t cap);
 gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, size_t cap);
 
 /* Runs until STOP, a signal, or a fatal error. Returns the process exit code. */

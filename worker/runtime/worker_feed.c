@@ -167,12 +167,15 @@ gd_err worker_setup_subs(worker *w)
         const worker_endpoint *e = &w->o->informers[i];
         s->w = w;
         snprintf(s->kind, sizeof s->kind, "%s", e->kind);
-        snprintf(s->ipc_path, sizeof s->ipc_path, "%s", e->pub + 6);   /* after ipc:// */
+        if (strncmp(e->pub, "ipc://", 6) == 0)      /* a tcp:// informer has no file */
+            snprintf(s->ipc_path, sizeof s->ipc_path, "%s", e->pub + 6);
         gd_sub_opts so;
         gd_sub_opts_default(&so);
         so.kind = e->kind;
         so.pub_endpoint = e->pub;
         so.snap_endpoint = e->snap;
+        so.curve = &w->o->curve;        /* used for tcp:// only (PROTOCOL.md §3.2) */
+        so.server_public = w->o->server_public;
         so.on_event = on_sub_event;
         so.ud = s;
         so.snapshot_timeout_ms = 1000;

@@ -174,7 +174,8 @@ gd_err worker_setup_control(worker *w)
     int linger = 500;
     zmq_setsockopt(w->control, ZMQ_ROUTING_ID, id, strlen(id));
     zmq_setsockopt(w->control, ZMQ_LINGER, &linger, sizeof linger);
-    if (zmq_connect(w->control, w->o->control_endpoint) != 0) {
+    if (gd_curve_connect(w->control, w->o->control_endpoint, &w->o->curve,
+                         w->o->server_public) != GD_OK) {
         gd_log(GD_LOG_ERROR, "cannot connect to the manager", "endpoint",
                w->o->control_endpoint, "error", zmq_strerror(errno), NULL);
         return GD_ERR_CONFIG;

@@ -60,11 +60,37 @@ gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, siz
     return rc;
 }
 
+/* ipc:// or tcp:// (the latter only with CURVE keys, checked once they are loaded). */
 static gd_err check_endpoint(const char *ep)
 {
-    if (strncmp(ep, "ipc://", 6) == 0 && ep[6])
+    if ((strncmp(ep, "ipc://", 6) == 0 && ep[6]) || (strncmp(ep, "tcp://", 6) == 0 && ep[6]))
         return GD_OK;
-    return GD_ERR_CONFIG;   /* tcp:// needs CURVE keys, which the worker does not do yet */
+    return GD_ERR_CONFIG;
+}
+
+bool worker_opts_need_curve(const worker_opts *o)
+{
+    bool need = o->control_endpoint && gd_curve_needed(o->control_endpoint);
+    for (int i = 0; i < o->ninformers; i++)
+        need |= gd_curve_needed(o->informers[i].pub) || gd_curve_needed(o->informers[i].snap);
+    return need;
+}
+
+gd_err worker_curve_load(worker_opts *o, const char *key_file, const char *server_file,
+                         char *why, size_t cap)
+{
+    if (!key_file || !server_file) {
+        snprintf(why, cap, "tcp:// endpoints need --curve-key and --curve-server-public "
+                 "(there is no plaintext tcp)");
+        return GD_ERR_CONFIG;
+    }
+    gd_err rc = gd_curve_load_key(key_file, true, &o->curve, why, cap);
+    gd_curve_keys server;
+    if (rc == GD_OK)
+        rc = gd_curve_load_key(server_file, false, &server, why, cap);
+    if (rc == GD_OK)
+        memcpy(o->server_public, server.public_z85, sizeof o->server_public);
+    return rc;
 }
 
 static gd_err add_endpoint(worker_opts *o, const char *kind, const char *pub, const char *snap)
@@ -118,7 +144,7 @@ gd_err worker_endpoints_parse(worker_opts *o, const char *spec, char *why, size_
             break;
         }
         if (add_endpoint(o, tok, eq + 1, comma + 1) != GD_OK) {
-            snprintf(why, cap, "%s: endpoints must be ipc://… (at most %d kinds)", tok,
+            snprintf(why, cap, "%s: endpoints must be ipc://… or tcp://… (at most %d kinds)", tok,
                      WORKER_MAX_KINDS);
             rc = GD_ERR_CONFIG;
             break;

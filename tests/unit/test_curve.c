@@ -1,0 +1,350 @@
+/* test_curve.c — CURVE keys, the tcp:// policy and the ZAP allow-list handler
+ * (common/proto/gd_curve*.c, docs/PROTOCOL.md §3.2) over real libzmq sockets on
+ * 127.0.0.1: an allowed client receives, a client with an unknown key receives nothing and is
+ * counted as refused, the allow-list is re-read when the file changes (a bad update keeps the
+ * previous list), and one socket serves plain ipc:// and CURVE tcp:// side by side.
+ *
+ * Waits are on socket-monitor events (handshake succeeded / failed auth) or on messages,
+ * each with a deadline: no fixed sleeps. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <zmq.h>
+#include "gd_curve.h"
+#include "gd_time.h"
+
+#define DEADLINE_MS 10000
+
+typedef struct {
+    char dir[64];
+    char allow[128];
+    void *zctx;
+    gd_curve_zap *zap;
+    gd_curve_keys server, a, b;
+    void *socks[8];
+    int nsocks;
+} fx;
+
+static void write_allow(fx *f, const char *text)
+{
+    /* write + rename, as a Secret update swaps the file: a new inode */
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", f->allow);
+    FILE *o = fopen(tmp, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    fclose(o);
+    assert_int_equal(rename(tmp, f->allow), 0);
+}
+
+static void *sock(fx *f, int type)
+{
+    void *s = zmq_socket(f->zctx, type);
+    assert_non_null(s);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    f->socks[f->nsocks++] = s;
+    return s;
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/test-curve-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->allow, sizeof f->allow, "%s/allow", f->dir);
+    assert_int_equal(gd_curve_keygen(&f->server), GD_OK);
+    assert_int_equal(gd_curve_keygen(&f->a), GD_OK);
+    assert_int_equal(gd_curve_keygen(&f->b), GD_OK);
+    char text[200];
+    snprintf(text, sizeof text, "# workers\n%s worker-a\n", f->a.public_z85);
+    write_allow(f, text);
+    f->zctx = zmq_ctx_new();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    for (int i = 0; i < f->nsocks; i++)
+        zmq_close(f->socks[i]);
+    gd_curve_zap_destroy(&f->zap);
+    zmq_ctx_term(f->zctx);
+    char cmd[100];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+/* A PAIR reading the socket's monitor events. */
+static void *monitor(fx *f, void *s, const char *name)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://mon-%s", name);
+    assert_int_equal(zmq_socket_monitor(s, ep, ZMQ_EVENT_ALL), 0);
+    void *m = sock(f, ZMQ_PAIR);
+    assert_int_equal(zmq_connect(m, ep), 0);
+    return m;
+}
+
+/* Waits for one of the two events; returns the one seen, 0 at the deadline. */
+static int wait_event(void *mon, int want1, int want2)
+{
+    int64_t end = gd_mono_ms() + DEADLINE_MS;
+    while (gd_mono_ms() < end) {
+        int timeout = 200;
+        zmq_setsockopt(mon, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+        uint8_t ev[6];
+        char addr[256];
+        if (zmq_recv(mon, ev, sizeof ev, 0) < 0)
+            continue;
+        zmq_recv(mon, addr, sizeof addr, 0);
+        uint16_t e;
+        memcpy(&e, ev, 2);
+        if (e == want1 || e == want2)
+            return e;
+    }
+    return 0;
+}
+
+static void last_endpoint(void *s, char *out, size_t cap)
+{
+    size_t len = cap;
+    assert_int_equal(zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, out, &len), 0);
+}
+
+static void test_keys_files(void **state)
+{
+    fx *f = *state;
+    char why[300];
+    assert_true(gd_curve_valid_z85(f->a.public_z85));
+    assert_false(gd_curve_valid_z85("short"));
+    assert_int_equal(gd_curve_write_pair(f->dir, "srv", &f->server, why, sizeof why), GD_OK);
+    /* never overwrites a key */
+    assert_int_equal(gd_curve_write_pair(f->dir, "srv", &f->a, why, sizeof why), GD_ERR_IO);
+    char path[160];
+    snprintf(path, sizeof path, "%s/srv.key", f->dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    gd_curve_keys k;
+    assert_int_equal(gd_curve_load_key(path, true, &k, why, sizeof why), GD_OK);
+    assert_string_equal(k.public_z85, f->server.public_z85);   /* derived from the secret */
+    assert_string_equal(k.secret_z85, f->server.secret_z85);
+    snprintf(path, sizeof path, "%s/srv.pub", f->dir);
+    assert_int_equal(gd_curve_load_key(path, false, &k, why, sizeof why), GD_OK);
+    assert_string_equal(k.public_z85, f->server.public_z85);
+    assert_string_equal(k.secret_z85, "");
+    /* bad input: named in the message */
+    assert_int_equal(gd_curve_load_key(f->allow, true, &k, why, sizeof why), GD_ERR_PARSE);
+    assert_non_null(strstr(why, f->allow));
+    snprintf(path, sizeof path, "%s/none", f->dir);
+    assert_int_equal(gd_curve_load_key(path, true, &k, why, sizeof why), GD_ERR_IO);
+    assert_non_null(strstr(why, "No such file"));
+}
+
+static void test_allow_parse(void **state)
+{
+    fx *f = *state;
+    static gd_curve_allow al;
+    char why[200], text[400];
+    snprintf(text, sizeof text, "\n# c\n#another\n  %s  worker-a #trailing\n%s\n", f->a.public_z85,
+             f->b.public_z85);
+    assert_int_equal(gd_curve_allow_parse(text, &al, why, sizeof why), GD_OK);
+    assert_int_equal(al.n, 2);
+    uint8_t bin[32];
+    zmq_z85_decode(bin, f->a.public_z85);
+    assert_string_equal(gd_curve_allow_find(&al, bin), "worker-a");
+    zmq_z85_decode(bin, f->b.public_z85);
+    assert_string_equal(gd_curve_allow_find(&al, bin), "");
+    zmq_z85_decode(bin, f->server.public_z85);
+    assert_null(gd_curve_allow_find(&al, bin));
+    snprintf(text, sizeof text, "%s\nnot-a-key\n", f->a.public_z85);
+    assert_int_equal(gd_curve_allow_parse(text, &al, why, sizeof why), GD_ERR_PARSE);
+    assert_non_null(strstr(why, "line 2"));
+    /* z85 has '#' in its alphabet (never first in a group): a key containing one is a key */
+    gd_curve_keys k;
+    bool seen = false;
+    for (int i = 0; i < 5000 && !seen; i++) {
+        assert_int_equal(gd_curve_keygen(&k), GD_OK);
+        assert_int_not_equal(k.public_z85[0], '#');
+        if (!strchr(k.public_z85, '#'))
+            continue;
+        snprintf(text, sizeof text, "# leading comment\n%s named\n", k.public_z85);
+        assert_int_equal(gd_curve_allow_parse(text, &al, why, sizeof why), GD_OK);
+        assert_int_equal(al.n, 1);
+        zmq_z85_decode(bin, k.public_z85);
+        assert_string_equal(gd_curve_allow_find(&al, bin), "named");
+        seen = true;
+    }
+    assert_true(seen);
+    snprintf(text, sizeof text, "%s a b\n", f->a.public_z85);
+    assert_int_equal(gd_curve_allow_parse(text, &al, why, sizeof why), GD_ERR_PARSE);
+    assert_non_null(strstr(why, "line 1"));
+}
+
+/* No plaintext tcp://: a tcp endpoint without keys is a configuration error; ipc is not. */
+static void test_no_plain_tcp(void **state)
+{
+    fx *f = *state;
+    void *s = sock(f, ZMQ_PUB);
+    assert_int_equal(gd_curve_bind(s, "tcp://127.0.0.1:*", NULL), GD_ERR_CONFIG);
+    gd_curve_keys pub_only = f->server;
+    pub_only.secret_z85[0] = '\0';
+    assert_int_equal(gd_curve_bind(s, "tcp://127.0.0.1:*", &pub_only), GD_ERR_CONFIG);
+    void *c = sock(f, ZMQ_SUB);
+    assert_int_equal(gd_curve_connect(c, "tcp://127.0.0.1:5", NULL, f->server.public_z85),
+                     GD_ERR_CONFIG);
+    assert_int_equal(gd_curve_connect(c, "tcp://127.0.0.1:5", &f->a, "bad"), GD_ERR_CONFIG);
+    char ep[128];
+    snprintf(ep, sizeof ep, "ipc://%s/plain", f->dir);
+    assert_int_equal(gd_curve_bind(s, ep, NULL), GD_OK);
+    assert_true(gd_curve_needed("tcp://x:1"));
+    assert_false(gd_curve_needed(ep));
+}
+
+/* Publishes numbered messages until sub got n of them (PUB/SUB joins late); returns the
+ * number it published. */
+static int publish_until(void *pub, void *sub, int n)
+{
+    int sent = 0, got = 0;
+    int64_t end = gd_mono_ms() + DEADLINE_MS;
+    while (got < n && gd_mono_ms() < end) {
+        char m[32];
+        snprintf(m, sizeof m, "m-%d", sent++);
+        zmq_send(pub, m, strlen(m), 0);
+        zmq_pollitem_t it = {.socket = sub, .events = ZMQ_POLLIN};
+        while (zmq_poll(&it, 1, got ? 0 : 20) > 0) {
+            char buf[32];
+            if (zmq_recv(sub, buf, sizeof buf, ZMQ_DONTWAIT) >= 0)
+                got++;
+        }
+    }
+    assert_true(got >= n);
+    return sent;
+}
+
+static void assert_nothing(void *s)
+{
+    char buf[32];
+    assert_int_equal(zmq_recv(s, buf, sizeof buf, ZMQ_DONTWAIT), -1);
+}
+
+/* An allowed key receives; an unknown key is refused by ZAP and receives nothing. One
+ * socket also serves a plain ipc:// subscriber bound before the CURVE options. */
+static void test_unknown_key_receives_nothing(void **state)
+{
+    fx *f = *state;
+    f->zap = gd_curve_zap_new(f->zctx, f->allow);
+    assert_non_null(f->zap);
+    void *pub = sock(f, ZMQ_PUB);
+    char ipc[128], tcp[128];
+    snprintf(ipc, sizeof ipc, "ipc://%s/pub", f->dir);
+    assert_int_equal(gd_curve_bind(pub, ipc, &f->server), GD_OK);
+    assert_int_equal(gd_curve_bind(pub, "tcp://127.0.0.1:*", &f->server), GD_OK);
+    last_endpoint(pub, tcp, sizeof tcp);
+
+    void *good = sock(f, ZMQ_SUB), *bad = sock(f, ZMQ_SUB), *local = sock(f, ZMQ_SUB);
+    void *mgood = monitor(f, good, "good"), *mbad = monitor(f, bad, "bad");
+    for (int i = 0; i < f->nsocks; i++)
+        if (f->socks[i] == good || f->socks[i] == bad || f->socks[i] == local)
+            zmq_setsockopt(f->socks[i], ZMQ_SUBSCRIBE, "", 0);
+    assert_int_equal(gd_curve_connect(good, tcp, &f->a, f->server.public_z85), GD_OK);
+    assert_int_equal(gd_curve_connect(bad, tcp, &f->b, f->server.public_z85), GD_OK);
+    assert_int_equal(gd_curve_connect(local, ipc, NULL, NULL), GD_OK);
+    assert_int_equal(wait_event(mgood, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    assert_int_equal(wait_event(mbad, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+    publish_until(pub, good, 50);
+    publish_until(pub, local, 50);
+    assert_nothing(bad);
+    gd_curve_zap_stats st;
+    gd_curve_zap_get_stats(f->zap, &st);
+    assert_true(st.accepted >= 1);
+    assert_true(st.refused >= 1);
+    assert_int_equal(st.keys, 1);
+}
+
+/* The list is re-read when the file changes: b is refused, then allowed after the update;
+ * a broken update keeps the previous list (a still connects) and is counted. */
+static void test_allow_reload(void **state)
+{
+    fx *f = *state;
+    f->zap = gd_curve_zap_new(f->zctx, f->allow);
+    assert_non_null(f->zap);
+    void *router = sock(f, ZMQ_ROUTER);
+    char tcp[128];
+    assert_int_equal(gd_curve_bind(router, "tcp://127.0.0.1:*", &f->server), GD_OK);
+    last_endpoint(router, tcp, sizeof tcp);
+
+    void *b1 = sock(f, ZMQ_DEALER), *m1 = monitor(f, b1, "b1");
+    assert_int_equal(gd_curve_connect(b1, tcp, &f->b, f->server.public_z85), GD_OK);
+    assert_int_equal(wait_event(m1, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+
+    char text[200];
+    snprintf(text, sizeof text, "%s worker-a\n%s worker-b\n", f->a.public_z85, f->b.public_z85);
+    write_allow(f, text);
+    void *b2 = sock(f, ZMQ_DEALER), *m2 = monitor(f, b2, "b2");
+    assert_int_equal(gd_curve_connect(b2, tcp, &f->b, f->server.public_z85), GD_OK);
+    assert_int_equal(wait_event(m2, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    assert_int_equal(zmq_send(b2, "hello", 5, 0), 5);
+    int timeout = DEADLINE_MS;
+    zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    char id[64], body[16];
+    assert_true(zmq_recv(router, id, sizeof id, 0) > 0);
+    assert_int_equal(zmq_recv(router, body, sizeof body, 0), 5);
+
+    write_allow(f, "garbage\n");
+    void *a1 = sock(f, ZMQ_DEALER), *m3 = monitor(f, a1, "a1");
+    assert_int_equal(gd_curve_connect(a1, tcp, &f->a, f->server.public_z85), GD_OK);
+    assert_int_equal(wait_event(m3, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    gd_curve_zap_stats st;
+    gd_curve_zap_get_stats(f->zap, &st);
+    assert_int_equal(st.keys, 2);
+    assert_int_equal(st.reloads, 2);
+    assert_int_equal(st.reload_errors, 1);
+    assert_true(st.refused >= 1);
+}
+
+/* A client that pins the wrong server key never completes the handshake. */
+static void test_wrong_server_key(void **state)
+{
+    fx *f = *state;
+    f->zap = gd_curve_zap_new(f->zctx, f->allow);
+    void *pub = sock(f, ZMQ_PUB), *good = sock(f, ZMQ_SUB), *impostor = sock(f, ZMQ_SUB);
+    char tcp[128];
+    assert_int_equal(gd_curve_bind(pub, "tcp://127.0.0.1:*", &f->server), GD_OK);
+    last_endpoint(pub, tcp, sizeof tcp);
+    zmq_setsockopt(good, ZMQ_SUBSCRIBE, "", 0);
+    zmq_setsockopt(impostor, ZMQ_SUBSCRIBE, "", 0);
+    assert_int_equal(gd_curve_connect(good, tcp, &f->a, f->server.public_z85), GD_OK);
+    assert_int_equal(gd_curve_connect(impostor, tcp, &f->a, f->b.public_z85), GD_OK);
+    publish_until(pub, good, 20);
+    assert_nothing(impostor);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_keys_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow_parse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_plain_tcp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_key_receives_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow_reload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_server_key, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
