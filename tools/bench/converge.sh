@@ -28,7 +28,7 @@
 # (200) --kube-api-burst $CONVERGE_API_BURST (400): the operator sends ~2 700 requests for
 # 100 x 3, which the default 50 qps per worker alone stretches to ~27 s (an operator run at
 # this scale raises its client limit; the API server's priority and fairness stays the real
-# guard), against a devcluster with the node agent (3 nodes, pods as local processes, godis
+# guard), against a devcluster with the node agent (NODES nodes, below: room for every member's CPU request; pods as local processes, godis
 # stand-ins), started fresh in its own run directory and stopped at the end (see
 # fresh_devcluster below). The timeline bench-converge prints (objects, pods Running/Ready,
 # members, converged clusters), the API server's request mix, the CPU seconds of every
@@ -71,9 +71,14 @@ MGR_PID=
 # served other benchmarks is measurably slower (the same floor run on one devcluster took
 # 21.5, 22.7, 24.1, 24.0 s in a row), so each figure starts from the same state.
 export DEVCLUSTER_DIR=${CONVERGE_DEVCLUSTER_DIR:-$ROOT/build/bench-converge-devcluster}
+# Enough nodes for the members' default requests (100m CPU each: GODIS_DEFAULT_CPU_REQUEST)
+# on the node agent's 8-CPU, 110-pod nodes, at about 70 pods a node and never fewer than 3:
+# 100 x 3 on 3 nodes left 60 pods Pending ("Insufficient cpu") and the run timed out.
+NODES=$(( (COUNT * REPLICAS + 69) / 70 ))
+[ "$NODES" -ge 3 ] || NODES=3
 fresh_devcluster() {
   tools/devcluster down >/dev/null 2>&1 || true
-  tools/devcluster up --nodes 3 >/dev/null
+  tools/devcluster up --nodes "$NODES" >/dev/null
   eval "$(tools/devcluster env)"
   sleep 2   # the controllers' first resyncs behind us
 }
