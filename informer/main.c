@@ -291,12 +291,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < 4; i++)
         tcp |= eps[i] && gd_curve_needed(eps[i]);
     static gd_curve_keys keys;
+    char kerr[600];
     if (tcp && (!f.curve_server_key || !f.curve_allow))
         die_config("%s: a tcp:// endpoint needs --curve-server-key and --curve-allow "
                    "(there is no plaintext tcp)", f.tcp_pub_ep ? f.tcp_pub_ep :
                    f.tcp_snap_ep ? f.tcp_snap_ep : gd_curve_needed(pub_ep) ? pub_ep : snap_ep);
-    if (tcp && gd_curve_load_key(f.curve_server_key, true, &keys, err, sizeof err) != GD_OK)
-        die_config("--curve-server-key: %s", err);
+    if (tcp && gd_curve_load_key(f.curve_server_key, true, &keys, kerr, sizeof kerr) != GD_OK)
+        die_config("--curve-server-key: %s", kerr);
 
     static inf_counters ctr;
     atomic_store(&ctr.last_rv, -1);
