@@ -156,8 +156,7 @@ static void try_register(webhook *w, int64_t now)
     char why[700];
     bool changed = false;
     if (wh_register(w->client, &ro, w->certs.ca_pem, &changed, why, sizeof why) != GD_OK) {
-        w->register_backoff_ms = w->register_backoff_ms ? w->register_backoff_ms * 2 : 1000;
-        if (w->register_backoff_ms > 30000) w->register_backoff_ms = 30000;
+        w->register_backoff_ms = wh_register_backoff_ms(w->register_backoff_ms);
         w->next_register_ms = now + w->register_backoff_ms;
         GD_WARN("cannot register the webhook configuration; retrying", "error", why);
         return;
@@ -242,8 +241,9 @@ int main(int argc, char **argv)
     if (rc >= 0) return rc;
     char err[512] = "";
     k8s_config_opts co = {.kubeconfig = f.kubeconfig, .context = f.context, .allow_in_cluster = true};
-    k8s_config *cfg = NULL;
-    if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK) {
+    k8s_config *cfg = NULL, *reg_cfg = NULL;
+    if (k8s_config_load(&co, &cfg, err, sizeof err) != GD_OK ||
+        k8s_config_load(&co, &reg_cfg, err, sizeof err) != GD_OK) {
         fprintf(stderr, "godis-webhook: %s\n", err[0] ? err : "cannot load kubeconfig");
         return GD_EXIT_FATAL_CONFIG;
     }
@@ -261,9 +261,16 @@ int main(int argc, char **argv)
     static webhook w;
     static wh_handler h;
     w.f = &f;
-    h.client = w.client = k8s_client_new(&cfg, &ko);
+    h.client = k8s_client_new(&cfg, &ko);
+    /* Registration has a client of its own, with the default 30 s request timeout: the
+     * reviews' 4 s is for answering within the webhook's timeout, but a registration should
+     * wait for a slow API server (at start-up under load), not time out and back off. */
+    k8s_client_opts ro;
+    k8s_client_opts_default(&ro);
+    ro.user_agent = ko.user_agent;
+    w.client = k8s_client_new(&reg_cfg, &ro);
     h.lim = wh_limiter_new(f.mark_interval_ms, 4096);
-    if (!w.client || !h.lim) {
+    if (!w.client || !h.client || !h.lim) {
         fprintf(stderr, "godis-webhook: cannot create the Kubernetes client\n");
         return GD_EXIT_FAILURE;
     }
@@ -305,6 +312,7 @@ int main(int argc, char **argv)
     wh_certs_free(&w.certs);
     wh_limiter_destroy(&h.lim);
     k8s_client_destroy(&w.client);
+    k8s_client_destroy(&h.client);
     free(client_ca);
     return GD_EXIT_OK;
 }

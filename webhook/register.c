@@ -101,11 +101,14 @@ static cJSON *new_config(const wh_reg_opts *o, cJSON *entry)
     return v;
 }
 
-/* One attempt: GET, then create or update. GD_ERR_CONFLICT/ALREADY_EXISTS: try again. */
+/* One attempt: GET, then create or update. GD_ERR_CONFLICT/ALREADY_EXISTS: try again.
+ * *step names the request that failed; st is cleared before each, so a failure never
+ * carries the message of the request before it (a GET's NotFound on a failed create). */
 static gd_err attempt(k8s_client *c, const wh_reg_opts *o, const char *own_ca, bool *changed,
-                      k8s_status *st)
+                      k8s_status *st, const char **step)
 {
     cJSON *cur = NULL;
+    *step = "get";
     gd_err e = k8s_get(c, &WH_RES_VWC, NULL, o->name, &cur, st);
     if (e != GD_OK && e != GD_ERR_NOT_FOUND) return e;
     const cJSON *old = cur ? our_entry(cur) : NULL;
@@ -117,8 +120,10 @@ static gd_err attempt(k8s_client *c, const wh_reg_opts *o, const char *own_ca, b
     }
     cJSON *entry = wh_webhook_entry(o, ca);
     free(ca);
+    memset(st, 0, sizeof *st);
     if (!cur) {
         cJSON *obj = new_config(o, entry);
+        *step = "create";
         e = k8s_create(c, &WH_RES_VWC, NULL, obj, NULL, st);
         cJSON_Delete(obj);
         *changed = e == GD_OK;
@@ -145,6 +150,7 @@ static gd_err attempt(k8s_client *c, const wh_reg_opts *o, const char *own_ca, b
     if (!same) {
         cJSON_ReplaceItemInObjectCaseSensitive(cur, "webhooks", webhooks);
         webhooks = NULL;
+        *step = "update";
         e = k8s_update(c, &WH_RES_VWC, cur, NULL, st);
         *changed = e == GD_OK;
     }
@@ -158,16 +164,23 @@ gd_err wh_register(k8s_client *c, const wh_reg_opts *o, const char *own_ca, bool
 {
     k8s_status st;
     gd_err e = GD_OK;
+    const char *step = "get";
     *changed = false;
     for (int i = 0; i < 8; i++) {
         memset(&st, 0, sizeof st);
-        e = attempt(c, o, own_ca, changed, &st);
+        e = attempt(c, o, own_ca, changed, &st, &step);
         if (e != GD_ERR_CONFLICT && e != GD_ERR_ALREADY_EXISTS) break;
     }
     if (e != GD_OK)
-        snprintf(why, whylen, "ValidatingWebhookConfiguration %s: %s: %s", o->name,
-                 gd_strerror(e), st.message);
+        snprintf(why, whylen, "ValidatingWebhookConfiguration %s: %s: HTTP %ld %s: %s", o->name,
+                 step, st.http_status, gd_strerror(e), st.message[0] ? st.message : "(no message)");
     return e;
+}
+
+int64_t wh_register_backoff_ms(int64_t prev_ms)
+{
+    int64_t next = prev_ms > 0 ? prev_ms * 2 : WH_REGISTER_BACKOFF_MIN_MS;
+    return next > WH_REGISTER_BACKOFF_MAX_MS ? WH_REGISTER_BACKOFF_MAX_MS : next;
 }
 
 /* "https://HOST[:PORT]/path" → HOST (brackets of an IPv6 literal removed). */

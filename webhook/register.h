@@ -5,6 +5,7 @@
 #ifndef WH_REGISTER_H
 #define WH_REGISTER_H
 #include <stdbool.h>
+#include <stdint.h>
 #include <cjson/cJSON.h>
 #include "gd_err.h"
 #include "k8s_client.h"
@@ -32,6 +33,15 @@ cJSON *wh_webhook_entry(const wh_reg_opts *o, const char *ca_b64);
  * *changed tells whether anything was written. */
 gd_err wh_register(k8s_client *c, const wh_reg_opts *o, const char *own_ca, bool *changed,
                    char *why, size_t whylen);
+
+/* A failed registration is retried after 0.5 s, doubling up to 5 s. Until it succeeds the
+ * API server does not call this webhook (failurePolicy Ignore: evictions go through on the
+ * PDB alone), so the wait is kept short: a retry costs one GET. (It was 1 s doubling up to
+ * 30 s: a few failed attempts while the API server was slow to answer at start-up left the
+ * configuration missing for over 30 s, itest_deploy_manager's deadline.) */
+#define WH_REGISTER_BACKOFF_MIN_MS 500
+#define WH_REGISTER_BACKOFF_MAX_MS 5000
+int64_t wh_register_backoff_ms(int64_t prev_ms);
 
 /* "https://HOST[:PORT]/path" → HOST (an IPv6 literal without its brackets); false for
  * anything else (another scheme, no host, userinfo). */

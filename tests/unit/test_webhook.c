@@ -26,6 +26,7 @@
 #include "../../webhook/server.h"
 #include "gd_json.h"
 #include "gd_log.h"
+#include "client_fixture.h"
 #include "httpd_helper.h"
 
 static char *review_json(const char *api, const char *ev_api, const char *name, const char *extra_req,
@@ -577,6 +578,40 @@ static long post(int port, const char *path, const char *body, const char *ca_pe
     return code;
 }
 
+/* A failed registration says which request failed with its own status, never the message
+ * of the request before it (a GET's NotFound quoted for a failed create misled a flake hunt),
+ * and is retried soon: 0.5 s doubling up to 5 s. */
+static void test_register_failure_names_the_request(void **st)
+{
+    (void)st;
+    httpd *h = httpd_start(NULL);
+    assert_non_null(h);
+    cfg_spec cs = {.server = httpd_url(h)};
+    k8s_client *c = make_client(&cs, NULL);
+    client_push(h, 404, NULL, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                "\"reason\":\"NotFound\",\"code\":404,\"message\":\"validatingwebhookconfigurations "
+                "\\\"x\\\" not found\"}");
+    client_push(h, 503, "Content-Type: text/plain\n", "upstream connect error");
+    wh_reg_opts o = {.name = "x", .url = "https://127.0.0.1:9443/eviction", .failure_policy = "Ignore",
+                     .timeout_s = 10};
+    bool changed = true;
+    char why[700];
+    assert_int_not_equal(wh_register(c, &o, NULL, &changed, why, sizeof why), GD_OK);
+    assert_false(changed);
+    assert_string_equal(httpd_request(h, 1)->method, "POST");
+    assert_non_null(strstr(why, "x: create: HTTP 503"));
+    assert_null(strstr(why, "not found"));
+    k8s_client_destroy(&c);
+    httpd_stop(&h);
+    int64_t b = 0, seen[8];
+    for (int i = 0; i < 8; i++) seen[i] = b = wh_register_backoff_ms(b);
+    assert_int_equal(seen[0], 500);
+    assert_int_equal(seen[1], 1000);
+    assert_int_equal(seen[3], 4000);
+    assert_int_equal(seen[4], 5000);
+    assert_int_equal(seen[7], 5000);
+}
+
 static void test_server_https(void **st)
 {
     (void)st;
@@ -651,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_certs_generate_and_verify),
         cmocka_unit_test(test_certs_load_dir),
         cmocka_unit_test(test_webhook_entry_and_url),
+        cmocka_unit_test(test_register_failure_names_the_request),
         cmocka_unit_test(test_server_https),
     };
     int rc = cmocka_run_group_tests_name("webhook", tests, NULL, NULL);
