@@ -70,21 +70,33 @@ static void delete_config(const char *name)
     k8s_request(c, "DELETE", path, NULL, NULL, NULL, NULL);
 }
 
-/* Certificates in the configuration's caBundle (0 when it or the bundle is missing). */
-static int bundle_certs(const char *name)
+/* The configuration's caBundle as PEM (malloc'd), NULL when missing. */
+static char *bundle_pem(const char *name)
 {
     char path[300];
     snprintf(path, sizeof path, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", name);
     cJSON *v = NULL;
-    if (k8s_request(c, "GET", path, NULL, NULL, &v, NULL) != GD_OK) return 0;
+    if (k8s_request(c, "GET", path, NULL, NULL, &v, NULL) != GD_OK) return NULL;
     const char *b64 = gd_json_str_or(cJSON_GetArrayItem(gd_json_path(v, "webhooks"), 0), "clientConfig.caBundle", "");
     unsigned char *pem = NULL;
     size_t len = 0;
-    int n = 0;
-    if (gd_base64_decode(b64, strlen(b64), &pem, &len) == GD_OK)
-        for (size_t i = 0; i + 17 <= len; i++) n += !memcmp(pem + i, "BEGIN CERTIFICATE", 17);
+    char *out = NULL;
+    if (*b64 && gd_base64_decode(b64, strlen(b64), &pem, &len) == GD_OK && (out = malloc(len + 1))) {
+        memcpy(out, pem, len);
+        out[len] = '\0';
+    }
     free(pem);
     cJSON_Delete(v);
+    return out;
+}
+
+/* Certificates in the configuration's caBundle (0 when it or the bundle is missing). */
+static int bundle_certs(const char *name)
+{
+    char *pem = bundle_pem(name);
+    int n = 0;
+    for (const char *p = pem; p && (p = strstr(p, "BEGIN CERTIFICATE")); p++) n++;
+    free(pem);
     return n;
 }
 
@@ -194,26 +206,6 @@ static void test_cert_dir_reload(void **state)
     assert_int_equal(system(cmd), 0);
     e2e_stop(p, 10000);
     delete_config(name);
-}
-
-/* The configuration's caBundle as PEM (malloc'd), NULL when missing. */
-static char *bundle_pem(const char *name)
-{
-    char path[300];
-    snprintf(path, sizeof path, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", name);
-    cJSON *v = NULL;
-    if (k8s_request(c, "GET", path, NULL, NULL, &v, NULL) != GD_OK) return NULL;
-    const char *b64 = gd_json_str_or(cJSON_GetArrayItem(gd_json_path(v, "webhooks"), 0), "clientConfig.caBundle", "");
-    unsigned char *pem = NULL;
-    size_t len = 0;
-    char *out = NULL;
-    if (*b64 && gd_base64_decode(b64, strlen(b64), &pem, &len) == GD_OK && (out = malloc(len + 1))) {
-        memcpy(out, pem, len);
-        out[len] = '\0';
-    }
-    free(pem);
-    cJSON_Delete(v);
-    return out;
 }
 
 static size_t keep_body(char *p, size_t sz, size_t n, void *ud)
