@@ -590,7 +590,8 @@ static bool webhook_answers_for(const char *pod)
 }
 
 typedef struct {
-    char want[64];       /* "member <id> " */
+    const char *reason;  /* CannotMoveMember, MemberUnschedulable */
+    char want[64];       /* "member <id> " ("member " for any) */
     char seen[600];
 } blocked_arg;
 
@@ -602,7 +603,7 @@ static bool progressing_blocked(const char *type, const cJSON *obj, void *arg)
     cJSON_ArrayForEach(cnd, gd_json_path(obj, "status.conditions")) {
         if (strcmp(gd_json_str_or(cnd, "type", ""), "Progressing")) continue;
         const char *m = gd_json_str_or(cnd, "message", "");
-        if (!strcmp(gd_json_str_or(cnd, "reason", ""), "CannotMoveMember") && !strncmp(m, a->want, strlen(a->want))) {
+        if (!strcmp(gd_json_str_or(cnd, "reason", ""), a->reason) && !strncmp(m, a->want, strlen(a->want))) {
             snprintf(a->seen, sizeof a->seen, "%s", m);
             return true;
         }
@@ -615,9 +616,9 @@ static bool blocked_event(const char *type, const cJSON *obj, void *arg)
     blocked_arg *a = arg;
     (void)type;
     return !strcmp(gd_json_str_or(obj, "type", ""), "Warning") &&
-           !strcmp(gd_json_str_or(obj, "reason", ""), "CannotMoveMember") &&
+           !strcmp(gd_json_str_or(obj, "reason", ""), a->reason) &&
            strstr(gd_json_str_or(obj, "message", ""), a->want) &&
-           strstr(gd_json_str_or(obj, "message", ""), "no other schedulable node");
+           strstr(gd_json_str_or(obj, "message", ""), "cannot be ");
 }
 
 /* Every node but the members' own is cordoned: the evicted member's replacement has nowhere
@@ -652,7 +653,7 @@ static void test_move_waits_for_a_schedulable_node(void **state)
     assert_true(webhook_answers_for(m[0].pod));
     k8s_status st;
     assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);   /* marks it */
-    blocked_arg a = {.seen = ""};
+    blocked_arg a = {.reason = "CannotMoveMember", .seen = ""};
     snprintf(a.want, sizeof a.want, "member %lld ", (long long)m[0].id);
     assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=stuck",
                                 progressing_blocked, &a, 60000));
@@ -702,6 +703,47 @@ static void test_move_waits_for_a_schedulable_node(void **state)
     uncordon_all();
     /* gone before the drains below, whose figures its members' moves would disturb */
     assert_int_equal(k8s_delete(c, &K8S_RES_GODISCLUSTERS, ns, "stuck", NULL, NULL), GD_OK);
+}
+
+/* Required anti-affinity, one member per node on all three nodes. A fourth member cannot be
+ * scheduled anywhere: its pod's PodScheduled=False/Unschedulable is surfaced (condition
+ * MemberUnschedulable quoting the scheduler, a Warning Event) and scaling back to 3 removes
+ * it. Then an evicted member cannot be moved either (every other node holds a member): the
+ * operator says so before it adds anything, and the eviction stays denied with that reason. */
+static void test_unschedulable_member_is_surfaced(void **state)
+{
+    (void)state;
+    uncordon_all();
+    assert_true(create_cluster("wide", "required"));
+    assert_true(e2e_wait_converged(c, ns, "wide", 3, 180000));
+    assert_true(e2e_cluster_scale(c, ns, "wide", 4));
+    blocked_arg a = {.reason = "MemberUnschedulable", .want = "member ", .seen = ""};
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=wide",
+                                progressing_blocked, &a, 120000));
+    fprintf(stderr, "drain: wide: condition: %s\n", a.seen);
+    assert_non_null(strstr(a.seen, "cannot be scheduled: 0/3 nodes are available"));
+    assert_true(e2e_watch_until(c, &K8S_RES_EVENTS, ns, NULL, "involvedObject.name=wide",
+                                blocked_event, &a, 30000));
+    assert_true(e2e_cluster_scale(c, ns, "wide", 3));
+    assert_true(e2e_wait_converged(c, ns, "wide", 3, 120000));
+    assert_true(e2e_wait_consistent(c, ns, "wide", 60000));
+    member_pod m[MAXM];
+    assert_int_equal(member_pods(c, "wide", m, MAXM), 3);
+    assert_true(webhook_answers_for(m[0].pod));
+    k8s_status st;
+    assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);
+    blocked_arg b = {.reason = "CannotMoveMember", .seen = ""};
+    snprintf(b.want, sizeof b.want, "member %lld ", (long long)m[0].id);
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=wide",
+                                progressing_blocked, &b, 60000));
+    fprintf(stderr, "drain: wide: condition: %s\n", b.seen);
+    assert_non_null(strstr(b.seen, "holds another member (antiAffinity required)"));
+    assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);
+    assert_non_null(strstr(st.message, "antiAffinity required"));
+    cJSON *gc = e2e_cluster_get(c, ns, "wide");
+    assert_int_equal(gd_json_int_or(gc, "status.scaleOutID", 0), 0);
+    cJSON_Delete(gc);
+    assert_int_equal(k8s_delete(c, &K8S_RES_GODISCLUSTERS, ns, "wide", NULL, NULL), GD_OK);
 }
 
 /* ---------- the webhook under a drain of 100 pods ---------- */
@@ -782,6 +824,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_move_waits_for_a_schedulable_node),
+        cmocka_unit_test(test_unschedulable_member_is_surfaced),
         cmocka_unit_test(test_drain_node_with_one_member),
         cmocka_unit_test(test_drain_node_with_two_members),
         cmocka_unit_test(test_drain_node_with_ten_clusters),
