@@ -347,8 +347,7 @@ static void test_keys_only(void **state)
     initial_list(f, 100);
     assert_int_equal(gd_sub_set_all(s), GD_OK);
     converge(f, s, NULL, 0);
-    churn(f, 1000);
-    gd_sleep_ms(50);
+    churn(f, 1000);                            /* converge() waits for all of it */
     converge(f, s, NULL, 0);
     assert_true(k.taken > 0 && k.events > k.taken);
     for (int i = 0; i < NKEYS; i++) {
@@ -373,7 +372,7 @@ static void test_lagged(void **state)
     gd_sub_stats st = {0};
     for (int round = 0; round < 3 || (st.gaps == 0 && round < 30); round++) {
         churn(f, 1500);
-        gd_sleep_ms(100);
+        gd_sleep_ms(100);                      /* unread meanwhile: the round's gap, if any */
         converge(f, s, NULL, 0);
         gd_sub_get_stats(s, &st);
     }
@@ -388,8 +387,7 @@ static void test_shards(void **state)
     fx *f = *state;
     counts c = {0};
     gd_sub *s = new_sub(f, &c, 0);
-    initial_list(f, 100);
-    gd_sleep_ms(100);
+    initial_list(f, 100);                      /* converge() below waits for it */
     int sh1[] = {1, 3};
     assert_int_equal(gd_sub_set_shards(s, sh1, 2), GD_OK);
     converge(f, s, sh1, 2);

@@ -22,6 +22,7 @@
 #include "gd_log.h"
 #include "../../tools/node-agent/agent.h"
 #include "httpd_helper.h"
+#include "../support/test_wait.h"
 
 typedef struct {
     httpd *h;
@@ -183,9 +184,18 @@ static void test_run_and_delete(void **state)
 static void test_grace_then_kill(void **state)
 {
     fixture *f = *state;
-    apply(f, "ADDED", pod("stubborn", "trap '' TERM; while :; do sleep 1; done", NULL, NULL));
+    /* the shell says when its trap is set (a file in its emptyDir): deleting it before would
+     * test nothing */
+    apply(f, "ADDED", pod("stubborn", "trap '' TERM; : > \\\"$DATA/trapped\\\"; while :; do sleep 1; done",
+                          ",\"volumes\":[{\"name\":\"scratch\",\"emptyDir\":{}}]",
+                          ",\"env\":[{\"name\":\"DATA\",\"value\":\"/data\"}],"
+                          "\"volumeMounts\":[{\"name\":\"scratch\",\"mountPath\":\"/data\"}]"));
     tick_until(f, 0, "PATCH", "/pods/stubborn/status", "\"phase\":\"Running\"", 3000);
-    gd_sleep_ms(300);                          /* let the shell install its trap first */
+    char trapped[NA_PATH_MAX + 64];
+    snprintf(trapped, sizeof trapped, "%s/pods/ns_stubborn_uid-stubborn/volumes/scratch/trapped",
+             f->a.state_dir);
+    WAIT_UNTIL(access(trapped, F_OK) == 0, 5000);
+    assert_int_equal(access(trapped, F_OK), 0);
     int from = httpd_request_count(f->h);
     cJSON *d = pod("stubborn", "x", NULL, NULL);
     gd_json_set(d, "metadata.deletionTimestamp", cJSON_CreateString("2026-01-01T00:00:00Z"));

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include "gd_time.h"
 #include "workqueue.h"
+#include "../support/test_wait.h"
 
 #define MS 1000000LL
 static _Atomic int64_t fake_now_ns;
@@ -335,15 +336,30 @@ static void test_add_after_heap_random(void **state)
 
 /* ---- blocking gets (real clock) ---- */
 
+/* Thread tid of this process is asleep (state S: a getter waiting on the queue's condition
+ * variable), as /proc shows it: what "the getter is waiting by now" means, observed. */
+static bool thread_sleeping(pid_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *e = strrchr(buf, ')');
+    return e && e[1] == ' ' && e[2] == 'S';
+}
+
 typedef struct {
     wq *q;
-    int64_t delay_ms;
+    pid_t getter;
 } adder_arg;
 
 static void *late_adder(void *arg)
 {
     adder_arg *a = arg;
-    usleep((useconds_t)(a->delay_ms * 1000));
+    WAIT_UNTIL(thread_sleeping(a->getter), 5000);     /* the getter blocks first */
     wq_add(a->q, "late");
     return NULL;
 }
@@ -356,7 +372,7 @@ static void test_blocking_get(void **state)
     assert_null(wq_get(q, 30, NULL));                   /* timeout */
     assert_true(gd_mono_ms() - t0 >= 30);
     pthread_t th;
-    adder_arg a = {q, 20};
+    adder_arg a = {q, gettid()};
     pthread_create(&th, NULL, late_adder, &a);
     const char *k = wq_get(q, 5000, NULL);              /* woken by the add */
     assert_non_null(k);
@@ -399,11 +415,18 @@ static void test_shutdown(void **state)
     wq_destroy(&q);
 }
 
+typedef struct {
+    wq *q;
+    _Atomic int64_t done_at;
+} done_arg;
+
+/* The in-flight key is done once the drain has begun (observed), not after a guessed time. */
 static void *late_done(void *arg)
 {
-    wq *q = arg;
-    usleep(20000);
-    wq_done(q, "busy");
+    done_arg *d = arg;
+    WAIT_UNTIL(wq_shutting_down(d->q), 5000);
+    atomic_store(&d->done_at, gd_mono_ms());
+    wq_done(d->q, "busy");
     return NULL;
 }
 
@@ -414,10 +437,12 @@ static void test_shutdown_drain(void **state)
     wq_add(q, "busy");
     assert_string_equal(try_get(q), "busy");
     pthread_t th;
-    pthread_create(&th, NULL, late_done, q);
-    int64_t t0 = gd_mono_ms();
+    done_arg d = {.q = q};
+    pthread_create(&th, NULL, late_done, &d);
     assert_int_equal(wq_shutdown_drain(q, 5000), GD_OK);
-    assert_true(gd_mono_ms() - t0 >= 15);
+    int64_t drained_at = gd_mono_ms();
+    assert_true(atomic_load(&d.done_at) > 0);
+    assert_true(drained_at >= atomic_load(&d.done_at));   /* it waited for the key's Done */
     assert_int_equal(wq_processing(q), 0);
     pthread_join(th, NULL);
     wq_destroy(&q);
@@ -528,11 +553,13 @@ static void test_metrics(void **state)
 typedef struct {
     wq *q;
     atomic_int got;
+    atomic_int tid;
 } hold_ctx;
 
 static void *blocked_getter(void *arg)
 {
     hold_ctx *h = arg;
+    atomic_store(&h->tid, (int)gettid());
     const char *k = wq_get(h->q, 10000, NULL);     /* real time: up to 10 s */
     if (k) {
         atomic_fetch_add(&h->got, 1);
@@ -559,7 +586,8 @@ static void test_hold_wakeups(void **state)
     hold_ctx h = {.q = q};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, blocked_getter, &h), 0);
-    usleep(50000);                                  /* the getter is waiting by now */
+    WAIT_UNTIL(atomic_load(&h.tid) && thread_sleeping(atomic_load(&h.tid)), 5000);
+    assert_true(thread_sleeping(atomic_load(&h.tid)));      /* the getter is waiting */
     wq_hold_wakeups();
     assert_int_equal(wq_add(q, "b"), GD_OK);
     wq_release_wakeups();                           /* wakes it */
