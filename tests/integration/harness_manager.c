@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -43,6 +44,7 @@
 #include "harness_manager.h"
 #include "cli_run.h"
 #include "gd_time.h"
+#include "../support/test_wait.h"
 
 /* ---- stand-in children ---- */
 static volatile sig_atomic_t fake_term;
@@ -328,15 +330,62 @@ double metric(int port, const char *series)
 static pid_t started[16];
 static int started_n;
 
-/* Per-test teardown: SIGKILL what is left (its children follow by PDEATHSIG). */
+int mgr_children(pid_t mgr, const char *prog, const char *what, pid_t *out, int cap)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)) && n < cap) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0) continue;
+        char p[64], buf[4096], state = 0;
+        snprintf(p, sizeof p, "/proc/%d/stat", pid);
+        FILE *f = fopen(p, "r");
+        if (!f) continue;
+        int ppid = 0;
+        if (fscanf(f, "%*d (%*[^)]) %c %d", &state, &ppid) != 2) ppid = 0;
+        fclose(f);
+        if (ppid != mgr || state == 'Z' || state == 'X') continue;
+        snprintf(p, sizeof p, "/proc/%d/cmdline", pid);
+        f = fopen(p, "r");
+        if (!f) continue;
+        size_t l = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < l; i++) if (!buf[i]) buf[i] = ' ';
+        buf[l] = '\0';
+        if ((!prog || strstr(buf, prog)) && (!what || strstr(buf, what))) out[n++] = pid;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* Gone: no such process, or a zombie (an orphan's zombie waits for init, not for us). */
+static bool proc_gone(pid_t pid)
+{
+    char p[64], state = 0;
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return true;
+    if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
+    fclose(f);
+    return state == 'Z' || state == 'X';
+}
+
+/* Per-test teardown: SIGKILL what is left; its children follow by PDEATHSIG, and the next
+ * test starts once they are gone (observed, 10 s at most), not after a guessed time. */
 int kill_started(void **st)
 {
     (void)st;
     for (int i = 0; i < started_n; i++) {
+        pid_t kids[64];
+        int nk = mgr_children(started[i], NULL, NULL, kids, 64);
         if (kill(started[i], SIGKILL) == 0) waitpid(started[i], NULL, 0);
+        for (int k = 0; k < nk; k++) {
+            WAIT_UNTIL(proc_gone(kids[k]), 10000);
+            if (!proc_gone(kids[k])) kill(kids[k], SIGKILL);    /* a stuck child: still gone */
+        }
     }
     started_n = 0;
-    usleep(100000);
     return 0;
 }
 

@@ -56,6 +56,10 @@ int stop_mgr(mgr_proc *m, int sig, int ms);
 bool wait_for(bool (*cond)(mgr_proc *, void *), mgr_proc *m, void *arg, int ms);
 bool is_ready(mgr_proc *m, void *arg);     /* /readyz answers 200 */
 
+/* Running children of manager mgr whose command line contains prog and what (NULL: any),
+ * e.g. ("godis-worker", "--index 1 "), into out (cap); returns how many. */
+int mgr_children(pid_t mgr, const char *prog, const char *what, pid_t *out, int cap);
+
 /* Pid in FAKE_DIR/name (the stand-ins write fake-w<i>.pid, fake-i-<Kind>.pid); 0 if none. */
 pid_t read_pid(const char *name);
 bool pid_alive(pid_t p);

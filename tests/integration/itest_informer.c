@@ -19,6 +19,7 @@
 #include <setjmp.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,16 @@
 #include <cmocka.h>
 #include "gd_time.h"
 #include "harness_informer.h"
+#include "../support/test_wait.h"
 
 /* ------------------------------------------------------------------ tests */
 
 #define WRITERS 4
 #define KEYS_PER_WRITER 5
 #define ROUNDS 7
+
+/* Set by the consuming thread once the informer reports a watch restart. */
+static atomic_int watch_restarted;
 
 typedef struct {
     const char *ns;
@@ -52,6 +57,8 @@ static void *write_loop(void *arg)
 {
     writer *w = arg;
     for (int r = 0; r < ROUNDS && w->err == GD_OK; r++) {
+        if (r == ROUNDS - 1)                /* a watch restart falls inside the writes: seen */
+            WAIT_UNTIL(atomic_load(&watch_restarted), 30000);
         for (int k = 0; k < KEYS_PER_WRITER && w->err == GD_OK; k++) {
             char name[64], rv[64] = "", val[32];
             snprintf(name, sizeof name, "w%d-k%d", w->id, k);
@@ -73,7 +80,7 @@ static void *write_loop(void *arg)
                 break;
             }
         }
-        gd_sleep_ms(700);   /* ~5 s in all: several watch timeouts (2-4 s) fall inside */
+        gd_sleep_ms(700);   /* pacing: ~5 s in all, so several watch timeouts (2-4 s) fall inside */
     }
     return NULL;
 }
@@ -89,6 +96,8 @@ static void test_concurrent_writes(void **state)
     gd_sub *s = follow(&inf, &rec, 0);
     wait_synced(s, 30000);
 
+    atomic_store(&watch_restarted, 0);
+    long long restarts0 = stat_value(&inf, "godis_informer_watch_restarts_total");
     writer w[WRITERS];
     pthread_t th[WRITERS];
     memset(w, 0, sizeof w);
@@ -97,10 +106,12 @@ static void test_concurrent_writes(void **state)
         w[i].id = i;
         pthread_create(&th[i], NULL, write_loop, &w[i]);
     }
-    /* keep consuming while they write */
+    /* keep consuming while they write, and tell them when the watch has restarted */
     bool joined[WRITERS] = {false};
     for (int left = WRITERS; left > 0;) {
         gd_sub_poll(s, 50);
+        if (!atomic_load(&watch_restarted) && stat_value(&inf, "godis_informer_watch_restarts_total") > restarts0)
+            atomic_store(&watch_restarted, 1);
         for (int i = 0; i < WRITERS; i++)
             if (!joined[i] && pthread_tryjoin_np(th[i], NULL) == 0) {
                 joined[i] = true;

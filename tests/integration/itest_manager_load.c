@@ -13,9 +13,9 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +26,7 @@
 #include "k8s_client.h"
 #include "gd_json.h"
 #include "e2e_lib.h"
+#include "../support/test_wait.h"
 
 #define NKEYS 500
 static k8s_client *kc;
@@ -33,60 +34,46 @@ static char ns[64], record[400];
 
 static const k8s_resource *gc_res(void) { return &K8S_RES_GODISCLUSTERS; }
 
-/* Children of manager `mgr` whose command line contains `what` (e.g. "--index 1"). */
-static int children_matching(pid_t mgr, const char *prog, const char *what, pid_t *out, int cap)
+/* A child of mgr matching prog and what, other than `not` (0: any), once it runs (30 s at
+ * most); 0 when none came. */
+static pid_t await_child(pid_t mgr, const char *prog, const char *what, pid_t not)
 {
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    int n = 0;
-    while (d && (e = readdir(d)) && n < cap) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0) continue;
-        char p[64], buf[4096];
-        snprintf(p, sizeof p, "/proc/%d/stat", pid);
-        FILE *f = fopen(p, "r");
-        if (!f) continue;
-        int ppid = 0;
-        if (fscanf(f, "%*d (%*[^)]) %*c %d", &ppid) != 1) ppid = 0;
-        fclose(f);
-        if (ppid != mgr) continue;
-        snprintf(p, sizeof p, "/proc/%d/cmdline", pid);
-        f = fopen(p, "r");
-        if (!f) continue;
-        size_t l = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        for (size_t i = 0; i < l; i++) if (!buf[i]) buf[i] = ' ';
-        buf[l] = '\0';
-        if (strstr(buf, prog) && (!what || strstr(buf, what))) out[n++] = pid;
-    }
-    if (d) closedir(d);
-    return n;
+    pid_t p[8], found = 0;
+    WAIT_UNTIL((found = mgr_children(mgr, prog, what, p, 8) > 0 && p[0] != not ? p[0] : 0), 30000);
+    return found;
 }
 
-static void kill_child(pid_t mgr, const char *prog, const char *what)
+static atomic_int created;                  /* GodisClusters of generation 1 created so far */
+
+typedef struct { mgr_proc *m; char err[160]; } chaos_arg;
+
+/* Kills the child and waits until the manager runs its replacement (observed, so every
+ * fault has happened and been answered before the next). */
+static bool kill_child(chaos_arg *a, const char *prog, const char *what)
 {
-    pid_t p[8];
-    int n = children_matching(mgr, prog, what, p, 8);
-    if (n > 0) kill(p[0], SIGKILL);
+    pid_t old = await_child(a->m->pid, prog, what, 0);
+    if (old) kill(old, SIGKILL);
+    if (old && await_child(a->m->pid, prog, what, old)) return true;
+    snprintf(a->err, sizeof a->err, "%s %s: %s", prog, what, old ? "not restarted" : "never ran");
+    return false;
 }
 
-typedef struct { mgr_proc *m; } chaos_arg;
-
+/* The faults land while the objects are created, each once a share of them exists (create_all
+ * counts them), not after guessed times. */
 static void *chaos(void *arg)
 {
-    mgr_proc *m = ((chaos_arg *)arg)->m;
-    usleep(1500000);
-    kill_child(m->pid, "godis-worker", "--index 0 ");
-    usleep(1000000);
-    kill_child(m->pid, "godis-informer", "--kind GodisCluster ");
-    usleep(1000000);
-    write_file(m->cfg, "workers: 4\n");
-    kill(m->pid, SIGHUP);
-    usleep(2000000);
-    kill_child(m->pid, "godis-worker", "--index 2 ");
-    usleep(2000000);
-    write_file(m->cfg, "workers: 1\n");
-    kill(m->pid, SIGHUP);
+    chaos_arg *a = arg;
+    WAIT_UNTIL(atomic_load(&created) >= NKEYS / 5, 120000);
+    if (!kill_child(a, "godis-worker", "--index 0 ")) return NULL;
+    WAIT_UNTIL(atomic_load(&created) >= 2 * NKEYS / 5, 120000);
+    if (!kill_child(a, "godis-informer", "--kind GodisCluster ")) return NULL;
+    WAIT_UNTIL(atomic_load(&created) >= 3 * NKEYS / 5, 120000);
+    write_file(a->m->cfg, "workers: 4\n");
+    kill(a->m->pid, SIGHUP);
+    if (!kill_child(a, "godis-worker", "--index 2 ")) return NULL;    /* one of the new ones */
+    WAIT_UNTIL(atomic_load(&created) >= 4 * NKEYS / 5, 120000);
+    write_file(a->m->cfg, "workers: 1\n");
+    kill(a->m->pid, SIGHUP);
     return NULL;
 }
 
@@ -111,6 +98,7 @@ static void create_all(int gen)
                           NULL, NULL, NULL);
         }
         if (e != GD_OK) fail_msg("writing %s: %s", name, gd_strerror(e));
+        if (gen == 1) atomic_fetch_add(&created, 1);
     }
 }
 
@@ -193,14 +181,16 @@ static void test_load_with_kills_and_rescale(void **st)
     mgr_proc m;
     start_mgr_v(&m, 2, x);
     pthread_t th;
-    chaos_arg ca = {&m};
+    chaos_arg ca = {.m = &m};
+    atomic_store(&created, 0);
     pthread_create(&th, NULL, chaos, &ca);
     create_all(1);
     pthread_join(th, NULL);
+    if (ca.err[0]) fail_msg("fault injection: %s", ca.err);
     create_all(2);                                   /* generation 2 for everyone */
     long long end = now_ms() + 90000;
     int c = 0;
-    while (now_ms() < end && (c = converged()) < NKEYS) usleep(500000);
+    while (now_ms() < end && (c = converged()) < NKEYS) usleep(500000);   /* poll, deadline */
     printf("load: %d of %d objects reconciled after their last change\n", c, NKEYS);
     assert_int_equal(c, NKEYS);
     assert_true(check_record() == NKEYS);

@@ -25,6 +25,7 @@
 #include "gd_time.h"
 #include "k8s_client.h"
 #include "k8s_config.h"
+#include "../support/test_wait.h"
 
 #define NKEYS 500
 #define NEDITS 100
@@ -324,8 +325,11 @@ static void test_500_keys_against_api(void **state)
     informer_pid = spawn(inf);
     worker_pid = spawn(wrk);
     t0 = gd_mono_ms();
-    /* spec edits while the first reconciles run: generation 2 must be observed too */
-    gd_sleep_ms(500);
+    /* spec edits while the first reconciles run (the record shows they began, whenever that
+     * is): generation 2 must be observed too */
+    struct stat rs;
+    WAIT_UNTIL(stat(rec_path, &rs) == 0 && rs.st_size > 0, 60000);
+    assert_true(stat(rec_path, &rs) == 0 && rs.st_size > 0);
     for (int i = 0; i < NEDITS; i++)
         edit_cluster((i * 7) % NKEYS, 5);
     int converged = 0, total = 0;

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 #include "k8s_client.h"
 #include "gd_time.h"
 #include "client_fixture.h"
+#include "../support/test_wait.h"
 
 typedef struct {
     int n, stop_after;
@@ -160,10 +162,29 @@ static void test_watch_big_and_oversized(void **state)
     free(s);
 }
 
+/* The stop flag is raised once the stream's four events were delivered (observed), while
+ * the server holds the stream open. */
+typedef struct {
+    watch_sink w;
+    atomic_int seen;
+    volatile int stop;
+    _Atomic int64_t stop_at;
+} stopper;
+
+static int on_watch_counted(void *ud, const char *type, cJSON *obj)
+{
+    stopper *c = ud;
+    int r = on_watch(&c->w, type, obj);
+    atomic_fetch_add(&c->seen, 1);
+    return r;
+}
+
 static void *set_stop_later(void *arg)
 {
-    gd_sleep_ms(300);
-    __atomic_store_n((volatile int *)arg, 1, __ATOMIC_RELEASE);
+    stopper *c = arg;
+    WAIT_UNTIL(atomic_load(&c->seen) >= 4, 5000);
+    atomic_store(&c->stop_at, gd_mono_ms());
+    __atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -171,23 +192,25 @@ static void test_watch_stop_flag_and_callback_stop(void **state)
 {
     client_fixture *f = *state;
     httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
-    volatile int stop = 0;
+    stopper c = {.w = {0}};
     pthread_t t;
-    pthread_create(&t, NULL, set_stop_later, (void *)&stop);
-    watch_sink w = {0};
-    k8s_watch_opts o = {.stop = &stop};
+    pthread_create(&t, NULL, set_stop_later, &c);
+    k8s_watch_opts o = {.stop = &c.stop};
     k8s_status st;
-    int64_t t0 = gd_mono_ms();
-    assert_int_equal(watch_pods(f, &r, &o, &w, &st), GD_ERR_CANCELLED);
-    int64_t took = gd_mono_ms() - t0;
+    httpd_push(f->h, &r);
+    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", &o, on_watch_counted, &c, &st),
+                     GD_ERR_CANCELLED);
+    int64_t returned = gd_mono_ms();
     pthread_join(t, NULL);
-    assert_int_equal(w.n, 4);
-    assert_true(took >= 250 && took < 2500);    /* the stream would hang 10 s */
+    assert_int_equal(c.w.n, 4);
+    int64_t stop_at = atomic_load(&c.stop_at);
+    assert_true(stop_at > 0 && returned >= stop_at);    /* it ended on the flag, */
+    assert_true(returned - stop_at < 2500);              /* not the stream's 10 s hang */
 
     /* the callback asks to stop after the second event */
     httpd_resp r2 = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
     watch_sink w2 = {.stop_after = 2};
-    t0 = gd_mono_ms();
+    int64_t t0 = gd_mono_ms();
     assert_int_equal(watch_pods(f, &r2, NULL, &w2, &st), GD_ERR_CANCELLED);
     assert_int_equal(w2.n, 2);
     assert_true(gd_mono_ms() - t0 < 5000);
