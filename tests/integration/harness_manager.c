@@ -362,13 +362,10 @@ int mgr_children(pid_t mgr, const char *prog, const char *what, pid_t *out, int 
 /* Gone: no such process, or a zombie (an orphan's zombie waits for init, not for us). */
 static bool proc_gone(pid_t pid)
 {
-    char p[64], state = 0;
+    char p[64];
     snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(p, "r");
-    if (!f) return true;
-    if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = 0;
-    fclose(f);
-    return state == 'Z' || state == 'X';
+    char st = test_proc_state(p);
+    return st == 0 || st == 'Z' || st == 'X';
 }
 
 /* Per-test teardown: SIGKILL what is left; its children follow by PDEATHSIG, and the next

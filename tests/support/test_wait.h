@@ -9,10 +9,27 @@
 #ifndef TEST_WAIT_H
 #define TEST_WAIT_H
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include "gd_time.h"
 
 #define WAIT_UNTIL(cond, ms)                                                              \
     for (int64_t wait_until_end_ = gd_mono_ms() + (ms); !(cond) && gd_mono_ms() < wait_until_end_;) \
         gd_sleep_ms(10)
+
+/* The state letter in a /proc stat file ("/proc/<pid>/stat", "/proc/self/task/<tid>/stat"):
+ * 'R', 'S' (asleep: a thread blocked on a condition variable), 'Z' (a zombie), ...; 0 when
+ * there is no such process. What a test observes instead of guessing how long a step takes. */
+static inline char test_proc_state(const char *stat_path)
+{
+    char buf[512];
+    FILE *f = fopen(stat_path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');            /* the command name may hold spaces */
+    return rp && rp[1] == ' ' ? rp[2] : 0;
+}
 
 #endif

@@ -340,15 +340,9 @@ static void test_add_after_heap_random(void **state)
  * variable), as /proc shows it: what "the getter is waiting by now" means, observed. */
 static bool thread_sleeping(pid_t tid)
 {
-    char path[64], buf[256];
+    char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *e = strrchr(buf, ')');
-    return e && e[1] == ' ' && e[2] == 'S';
+    return test_proc_state(path) == 'S';
 }
 
 typedef struct {
