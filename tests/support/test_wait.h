@@ -2,7 +2,8 @@
  * deadline, never a fixed sleep (a busy machine makes every fixed sleep too short one day).
  *
  *   WAIT_UNTIL(cond, ms);          re-evaluates cond every 10 ms until it holds or ms passed
- *   assert_true(cond);             then the test asserts it (the deadline is only a bound)
+ *   assert_true(cond);             then the test asserts it (the deadline is only a bound,
+ *                                  stretched under valgrind: test_scaled_ms)
  *
  * A test that asserts something did NOT happen within a time keeps its sleep, with a comment
  * saying that the quiet period is the behaviour under test. */
@@ -10,11 +11,22 @@
 #define TEST_WAIT_H
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gd_time.h"
 
+/* A deadline of ms on this machine: stretched k times under GD_TEST_TIME_SCALE=k (1..100;
+ * tests/valgrind/run-unit.sh sets 10, where the code runs 20-50x slower). */
+static inline int64_t test_scaled_ms(int64_t ms)
+{
+    const char *v = getenv("GD_TEST_TIME_SCALE");
+    int k = v ? atoi(v) : 1;
+    return ms * (k > 0 && k <= 100 ? k : 1);
+}
+
 #define WAIT_UNTIL(cond, ms)                                                              \
-    for (int64_t wait_until_end_ = gd_mono_ms() + (ms); !(cond) && gd_mono_ms() < wait_until_end_;) \
+    for (int64_t wait_until_end_ = gd_mono_ms() + test_scaled_ms(ms);                     \
+         !(cond) && gd_mono_ms() < wait_until_end_;)                                      \
         gd_sleep_ms(10)
 
 /* The state letter in a /proc stat file ("/proc/<pid>/stat", "/proc/self/task/<tid>/stat"):

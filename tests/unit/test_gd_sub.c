@@ -16,6 +16,7 @@
 #include "gd_sub.h"
 #include "gd_time.h"
 #include "../../informer/informer.h"
+#include "../support/test_wait.h"   /* test_scaled_ms: deadlines stretch under valgrind */
 
 #define NKEYS 300
 
@@ -99,15 +100,6 @@ static int setup_common(void **state, int pub_hwm, int64_t resync_ms)
 static int setup(void **state) { return setup_common(state, 0, 0); }
 static int setup_lag(void **state) { return setup_common(state, 5, 0); }
 static int setup_resync(void **state) { return setup_common(state, 0, 100); }
-
-/* The deadlines below stretch under valgrind (GD_TEST_TIME_SCALE=10 from
- * tests/valgrind/run-unit.sh), where the code runs 20-50x slower, more on a busy machine. */
-static int64_t scaled(int64_t ms)
-{
-    const char *v = getenv("GD_TEST_TIME_SCALE");
-    int k = v ? atoi(v) : 1;
-    return ms * (k > 0 && k <= 100 ? k : 1);
-}
 
 static int teardown(void **state)
 {
@@ -211,7 +203,7 @@ static bool replica_equal(fx *f, gd_sub *s, const int *shards, int n, bool verbo
 
 static void converge(fx *f, gd_sub *s, const int *shards, int n)
 {
-    int64_t until = gd_mono_ms() + scaled(10000);
+    int64_t until = gd_mono_ms() + test_scaled_ms(10000);
     while (gd_mono_ms() < until) {
         gd_sub_poll(s, 20);
         char rv[32], want[32];
@@ -241,7 +233,7 @@ static gd_sub *new_sub_with(fx *f, gd_sub_event_fn fn, void *ud, int rcvhwm, boo
     o.snap_endpoint = f->snap_ep;
     o.on_event = fn;
     o.ud = ud;
-    o.snapshot_timeout_ms = (int)scaled(2000);
+    o.snapshot_timeout_ms = (int)test_scaled_ms(2000);
     o.keys_only = keys_only;
     if (rcvhwm)
         o.rcvhwm = rcvhwm;
