@@ -117,6 +117,8 @@ static void test_exit_2_is_fatal(void **st)
     mgr_sup_want(s, p);
     RUN_UNTIL(s, p->state == MGR_PROC_FATAL, 5000);
     assert_int_equal(p->state, MGR_PROC_FATAL);
+    run_for(s, 120);                                  /* quiet: more than the 50 ms backoff */
+    assert_int_equal(p->state, MGR_PROC_FATAL);
     assert_int_equal(p->starts, 1);                   /* never restarted */
     assert_true(mgr_sup_fatal(s));
     assert_true(WIFEXITED(p->last_status) && WEXITSTATUS(p->last_status) == 2);
