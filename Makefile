@@ -165,6 +165,7 @@ test_godis_plan_LINK := worker/godis/godis_plan
 test_godis_state_LINK := worker/godis/godis_children worker/godis/godis_write worker/godis/godis_reconcile_godis worker/godis/godis_retire
 test_godis_status_check_LINK := worker/godis/godis_status_check
 test_godis_stray_LINK := worker/godis/godis_children worker/godis/godis_plan worker/godis/godis_status worker/godis/godis_write worker/godis/godis_status_check worker/godis/godis_input worker/godis/godis_place worker/godis/godis_reconcile_cluster worker/godis/godis_retire
+test_godis_forget_memo_LINK := worker/godis/godis_children worker/godis/godis_plan worker/godis/godis_status worker/godis/godis_write worker/godis/godis_status_check worker/godis/godis_input worker/godis/godis_place worker/godis/godis_reconcile_cluster worker/godis/godis_retire
 test_godis_spread_LINK := worker/godis/godis_children worker/godis/godis_pdb worker/godis/godis_place
 test_chaos_checks_LINK := tools/chaos/state tools/chaos/procs tools/chaos/faults tools/chaos/membership tools/chaos/audit tools/chaos/quorum
 $(B)/tests/%: $(B)/tests/unit/%.o $(TEST_HELP:%.c=$(B)/%.o) $$(foreach o,$$($$*_LINK),$(B)/$$(o).o) $(COMMON_LIB)

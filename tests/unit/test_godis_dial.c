@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "client_fixture.h"
+#include "godis_fake.h"
 #include "godis_client.h"
 #include "godis_children.h"
 #include "godis_plan.h"
@@ -79,17 +80,6 @@ static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const ch
     return arr;
 }
 
-static int closed_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof a;
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* The Event the reconcile posted (its message), or NULL. */
 static char *event_message(client_fixture *f)
 {
@@ -110,7 +100,8 @@ static void meet_fails(client_fixture *f, const char *domain, const char *want_n
 {
     setenv(GODIS_LOOPBACK_ENV, "1", 1);       /* the test environment: never ask DNS */
     unsetenv("GODIS_HOSTS_FILE");
-    int port = closed_port();
+    int port = gf_closed_port();
+    assert_true(port > 0);
     godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .godis_port = port,
                    .godis_timeout_ms = 200, .node_notready_grace_ms = 40000,
                    .cluster_domain = domain};

@@ -1,8 +1,10 @@
 /* Tests of the GodisCluster membership planner, step by step and by simulation: a model of
  * the API objects and of the godis Raft membership applies each planned step, and
  * invariants are checked after every one (ids never reused, one membership change at a
- * time, forget before stop before delete, a forgotten member never running into the next
- * step, quorum kept, ConfigMap == status.members == Raft members at rest). */
+ * time, a member stopped before its forget only where the others commit without it and
+ * forgotten only once its process is gone, forget before delete, a forgotten member never
+ * running into the next step, quorum kept, ConfigMap == status.members == Raft members at
+ * rest). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -72,6 +74,12 @@ static int raft_ready(world *w)
     int n = 0;
     for (int i = 0; i < 128; i++) n += w->raft[i] && w->running[i] && w->ready_in[i] == 0;
     return n;
+}
+
+/* Ready Raft members other than id. */
+static int others_ready(world *w, int64_t id)
+{
+    return raft_ready(w) - (w->raft[id] && w->running[id] && w->ready_in[id] == 0);
 }
 
 static void set_members(world *w, const int64_t *ids, int n)
@@ -184,6 +192,9 @@ static godis_step_kind apply(world *w)
         assert_int_not_equal(s.via_id, s.id);
         /* the forget commits in the current configuration, the victim voting if it runs */
         assert_true(raft_ready(w) >= raft_size(w) / 2 + 1);
+        /* where the others commit it alone, the victim was stopped first and is gone */
+        if (others_ready(w, s.id) >= raft_size(w) / 2 + 1)
+            assert_false(w->running[s.id] || w->pod_gone_in[s.id] > 0);
         w->raft[s.id] = false;
         stop(w, s.id);             /* the executor stops it right after +OK */
         v->forget_acked = true;    /* ...then rewrites the ConfigMap, as the executor does */
@@ -195,7 +206,8 @@ static godis_step_kind apply(world *w)
         break;
     }
     case GP_STOP_MEMBER:
-        assert_false(w->raft[s.id]);   /* never stopped while still a member */
+        /* stopped while still a member only if the others commit its forget without it */
+        if (w->raft[s.id]) assert_true(others_ready(w, s.id) >= raft_size(w) / 2 + 1);
         stop(w, s.id);
         break;
     case GP_DELETE_GODIS:
@@ -340,7 +352,7 @@ static void test_heal_deleted_godis(void **state)
 
 /* Deleted by hand: the finalizer holds the Godis; forgotten while it still runs, stopped
  * in the same step, its Godis released only once its pod is gone; a new id replaces it. */
-static void test_hand_deleted_godis_forgotten_then_stopped(void **state)
+static void test_hand_deleted_godis_stopped_then_forgotten(void **state)
 {
     (void)state;
     world w;
@@ -353,10 +365,14 @@ static void test_hand_deleted_godis_forgotten_then_stopped(void **state)
     assert_string_equal(s.reason, "MemberDeleted");
     apply(&w);
     assert_true(w.running[2]);
-    assert_int_equal(apply(&w), GP_FORGET);
+    /* 1 and 3 commit its forget alone: stopped first, forgotten once its pod is gone */
+    assert_int_equal(apply(&w), GP_STOP_MEMBER);
     assert_false(w.running[2]);
-    assert_true(w.godis[2]);                         /* the finalizer still holds it */
-    assert_int_equal(apply(&w), GP_WAIT);            /* its pod is still going */
+    assert_true(w.raft[2] && w.godis[2]);            /* still a member; the finalizer holds it */
+    while (w.pod_gone_in[2] > 0)                     /* its pod is still going */
+        assert_int_equal(apply(&w), GP_WAIT);
+    assert_int_equal(apply(&w), GP_FORGET);
+    assert_false(w.raft[2]);
     assert_true(w.godis[2]);
     run_until_converged(&w);
     assert_consistent(&w, 3);
@@ -394,38 +410,118 @@ static void test_configmap_missing_mid_scale_in(void **state)
     w.v.cm_n = 0;
     assert_int_equal(apply(&w), GP_ENSURE_CONFIGMAP);
     assert_int_equal(w.v.cm_n, 3);
+    assert_int_equal(apply(&w), GP_STOP_MEMBER);     /* 1 and 2 commit its forget alone */
+    while (w.pod_gone_in[3] > 0) assert_int_equal(apply(&w), GP_WAIT);
     assert_int_equal(apply(&w), GP_FORGET);
     run_until_converged(&w);
     assert_consistent(&w, 2);
 }
 
-/* A worker killed between the forget and the stop: the next one (the ConfigMap still lists
- * the victim) forgets again — idempotent — and stops; one killed after the ConfigMap record
- * but before the stop took effect stops first. */
+/* A 2-member cluster scaled to 1: the intent recorded, and member 2's forget applied by
+ * godis — nothing the operator did after it is seen. */
+static void two_to_one_forget_applied(world *w)
+{
+    world_new(w, 2);
+    run_until_converged(w);
+    w->v.desired = 1;
+    assert_int_equal(apply(w), GP_RECORD_SCALE_IN);
+    w->raft[2] = false;
+    sync_view(w);
+}
+
+/* 2 -> 1 (forget first), a worker killed between the forget and the stop: the next one
+ * (the ConfigMap still lists the victim, no +OK remembered) forgets again — idempotent —
+ * and stops; one killed after the ConfigMap record but before the stop stops first. */
 static void test_crash_between_forget_and_stop(void **state)
 {
     (void)state;
     world w;
-    world_new(&w, 3);
-    run_until_converged(&w);
-    w.v.desired = 2;
-    assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
-    w.raft[3] = false;                               /* forget applied, nothing after it */
-    sync_view(&w);
+    two_to_one_forget_applied(&w);                   /* nothing after the forget */
     godis_step s = godis_plan_next(&w.v);
     assert_int_equal(s.kind, GP_FORGET);
-    assert_int_equal(s.id, 3);
-    w.raft[3] = true;
+    assert_int_equal(s.id, 2);
+    w.raft[2] = true;
     world w2 = w;
-    w2.raft[3] = false;                              /* forgotten and recorded, not stopped */
-    int64_t ids[] = {1, 2};
-    cm_from(&w2, ids, 2);
+    w2.raft[2] = false;                              /* forgotten and recorded, not stopped */
+    int64_t ids[] = {1};
+    cm_from(&w2, ids, 1);
     sync_view(&w2);
     s = godis_plan_next(&w2.v);
     assert_int_equal(s.kind, GP_STOP_MEMBER);
-    assert_int_equal(s.id, 3);
+    assert_int_equal(s.id, 2);
     run_until_converged(&w);
-    assert_consistent(&w, 2);
+    assert_consistent(&w, 1);
+}
+
+/* The forget got +OK, then the API server was unreachable: neither the ConfigMap record nor
+ * the stop went through, and a removed leader may be back from its WAL as a voter. The
+ * worker remembers the +OK (forget_acked), so the retry stops the member first, then
+ * records — never a second forget, which the restarted member's campaigns would keep from
+ * committing (seen in chaos seed 21: a 2 -> 1 stuck for minutes). Without the memo the same
+ * state plans the forget again. */
+static void test_forget_acked_record_failed(void **state)
+{
+    (void)state;
+    world w;
+    two_to_one_forget_applied(&w);                   /* +OK; the record and the stop failed */
+    assert_int_equal(godis_plan_next(&w.v).kind, GP_FORGET);      /* nothing remembered */
+    w.v.forget_acked = true;                         /* the worker remembers the +OK */
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_STOP_MEMBER);
+    assert_int_equal(s.id, 2);
+    apply(&w);
+    assert_false(w.running[2]);
+    sync_view(&w);
+    assert_int_equal(godis_plan_next(&w.v).kind, GP_ENSURE_CONFIGMAP);
+    int64_t ids[GODIS_MAX_MEMBERS];
+    assert_int_equal(godis_plan_configmap_ids(&w.v, ids), 1);
+    assert_int_equal(ids[0], 1);
+    apply(&w);
+    w.v.forget_acked = false;                        /* the ConfigMap is the record now */
+    run_until_converged(&w);
+    assert_consistent(&w, 1);
+}
+
+/* The order of a removal by size: where the Ready members besides the victim are a majority
+ * of today's membership, the victim is stopped first and forgotten once its pods are gone;
+ * 2 -> 1 (its vote is needed) forgets first. */
+static void test_stop_first_where_the_others_commit(void **state)
+{
+    (void)state;
+    for (int n = 2; n <= 5; n++) {
+        world w;
+        world_new(&w, n);
+        run_until_converged(&w);
+        w.v.desired = n - 1;
+        assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+        sync_view(&w);
+        assert_int_equal(godis_plan_stop_first(&w.v, n), n >= 3);
+        if (n >= 3) {
+            assert_int_equal(apply(&w), GP_STOP_MEMBER);
+            assert_true(w.raft[n]);
+            while (w.pod_gone_in[n] > 0) assert_int_equal(apply(&w), GP_WAIT);
+        }
+        assert_int_equal(apply(&w), GP_FORGET);
+        assert_false(w.running[n] || w.raft[n]);
+        run_until_converged(&w);
+        assert_consistent(&w, n - 1);
+    }
+    /* 4 -> 3 with member 2 not Ready: 2 is the victim, and 1, 3, 4 commit alone */
+    world w;
+    world_new(&w, 4);
+    run_until_converged(&w);
+    stop(&w, 2);
+    w.v.desired = 3;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+    assert_int_equal(w.v.scale_in_id, 2);
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    /* 5 members, two besides the victim not Ready: 2 of 5 cannot commit alone */
+    world_new(&w, 5);
+    run_until_converged(&w);
+    w.ready_in[1] = w.ready_in[2] = 5;
+    sync_view(&w);
+    assert_false(godis_plan_stop_first(&w.v, 5));
 }
 
 /* Every member lost: nothing is created until the user asks for a fresh cluster; then new
@@ -799,10 +895,12 @@ int main(void)
         cmocka_unit_test(test_scale_3_6_2),
         cmocka_unit_test(test_scale_out_waits_for_ready),
         cmocka_unit_test(test_heal_deleted_godis),
-        cmocka_unit_test(test_hand_deleted_godis_forgotten_then_stopped),
+        cmocka_unit_test(test_hand_deleted_godis_stopped_then_forgotten),
         cmocka_unit_test(test_two_to_one),
         cmocka_unit_test(test_configmap_missing_mid_scale_in),
         cmocka_unit_test(test_crash_between_forget_and_stop),
+        cmocka_unit_test(test_forget_acked_record_failed),
+        cmocka_unit_test(test_stop_first_where_the_others_commit),
         cmocka_unit_test(test_all_members_lost),
         cmocka_unit_test(test_quorum_lost),
         cmocka_unit_test(test_lost_volume_replaced_add_first),

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "client_fixture.h"
+#include "godis_fake.h"
 #include "godis_children.h"
 #include "godis_plan.h"
 #include "godis_status.h"
@@ -42,47 +43,14 @@ static cJSON *cluster(const char *rv, const char *phase, int next_id, int scale_
     return cJSON_Parse(buf);
 }
 
-static int64_t id_of(const char *name)
-{
-    const char *dash = strrchr(name, '-');
-    return dash ? strtoll(dash + 1, NULL, 10) : 0;
-}
-
-static cJSON *godis(int64_t id)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf,
-             "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"Godis\",\"metadata\":{"
-             "\"name\":\"c-%lld\",\"namespace\":\"ns\",\"uid\":\"gu%lld\",\"resourceVersion\":\"9\","
-             "\"labels\":{\"cluster-name\":\"c\"},\"finalizers\":[\"" GODIS_FINALIZER "\"],"
-             "\"ownerReferences\":[{\"apiVersion\":\"kumkeehyun.github.com/v1\","
-             "\"kind\":\"GodisCluster\",\"name\":\"c\",\"uid\":\"cu\",\"controller\":true}]},"
-             "\"spec\":{\"preferred\":%s},\"status\":{\"state\":\"Running\"}}",
-             (long long)id, (long long)id, id <= 3 ? "true" : "false");
-    return cJSON_Parse(buf);
-}
-
-static cJSON *pod(int64_t id)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf,
-             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"c-%lld-x\","
-             "\"namespace\":\"ns\",\"uid\":\"pu%lld\",\"labels\":{\"cluster-name\":\"c\","
-             "\"node-name\":\"c-%lld\"}},\"spec\":{\"nodeName\":\"node-1\"},\"status\":{"
-             "\"phase\":\"Running\",\"podIP\":\"127.0.0.%lld\",\"conditions\":[{\"type\":"
-             "\"Ready\",\"status\":\"True\"}]}}",
-             (long long)id, (long long)id, (long long)id, (long long)id);
-    return cJSON_Parse(buf);
-}
-
 static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e;
     (void)ns;
     if (!strcmp(kind, "GodisCluster")) return !strcmp(name, "c") ? cluster("5", "Running", 4, 0) : NULL;
     if (!strcmp(kind, "Godis")) {
-        int64_t id = id_of(name);
-        return id >= 1 && id <= 4 ? godis(id) : NULL;
+        int64_t id = gf_id_of(name);
+        return id >= 1 && id <= 4 ? gf_godis(id, id <= 3) : NULL;
     }
     if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) {
         int64_t ids[] = {1, 2, 3};
@@ -91,16 +59,14 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
         return godis_build_configmap("ns", "c", "cu", value);
     }
     if (!strcmp(kind, "ReplicaSet")) {
-        int64_t id = id_of(name);
+        int64_t id = gf_id_of(name);
         godis_child_spec s = {.ns = "ns", .cluster = "c", .godis = name, .godis_uid = "gu",
                               .id = id};
         cJSON *rs = id >= 1 && id <= 4 ? godis_build_replicaset(&s) : NULL;
         if (rs) gd_json_set(rs, "metadata.resourceVersion", cJSON_CreateString("11"));
         return rs;
     }
-    if (!strcmp(kind, "Node"))
-        return cJSON_Parse("{\"metadata\":{\"name\":\"node-1\"},\"status\":{\"conditions\":"
-                           "[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    if (!strcmp(kind, "Node")) return gf_node_ready(name);
     return NULL;
 }
 
@@ -109,16 +75,7 @@ static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const ch
 {
     (void)e;
     (void)ns;
-    cJSON *out = cJSON_CreateArray();
-    bool all = !strcmp(k ? k : "", "cluster-name");
-    for (int64_t id = 1; id <= 4; id++) {
-        char name[32];
-        snprintf(name, sizeof name, "c-%lld", (long long)id);
-        if (!all && strcmp(v ? v : "", name) != 0) continue;
-        if (!strcmp(kind, "Godis")) cJSON_AddItemToArray(out, godis(id));
-        if (!strcmp(kind, "Pod")) cJSON_AddItemToArray(out, pod(id));
-    }
-    return out;
+    return gf_list(kind, k, v, 4, 3, true);
 }
 
 static void on_wrote(godis_env *e, const char *kind, const char *ns, const char *name,

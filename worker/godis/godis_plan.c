@@ -181,23 +181,52 @@ static godis_step plan_retire(const godis_view *v, int64_t id, const char *reaso
     return step(GP_NOTHING, id, reason, "member removed");
 }
 
+/* The others commit the forget without the victim's vote: the Ready members besides it
+ * are a majority of today's membership (which still counts the victim). Then the victim is
+ * stopped before its forget, so it never runs as a forgotten member. */
+bool godis_plan_stop_first(const godis_view *v, int64_t victim)
+{
+    int others = 0;
+    for (int i = 0; i < v->nmembers; i++)
+        if (v->members[i] != victim && member_ready(v, v->members[i])) others++;
+    return others >= majority(v->nmembers);
+}
+
+/* Before the forget (not confirmed: the ConfigMap, the record of a successful forget
+ * rewritten only after +OK, still lists the victim, or is missing — then it is rebuilt
+ * with the victim first). */
+static godis_step plan_forget(const godis_view *v, int64_t id)
+{
+    if (!cm_matches(v))
+        return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "ConfigMap rebuilt from status.members before the forget");
+    const godis_member *m = observed(v, id);
+    if (m && godis_plan_stop_first(v, id)) {
+        if (m->running)
+            return step(GP_STOP_MEMBER, id, "StoppingMember",
+                        "the others commit its forget without it: stopped first, so it never runs forgotten");
+        if (m->pod_exists)
+            return step(GP_WAIT, id, "StoppingMember", "waiting until its pods are gone, then the forget");
+    }
+    int64_t via = pick_via(v, id);
+    if (!via)
+        return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster forget to");
+    godis_step s = step(GP_FORGET, id, "MemberRemoved", "cluster forget, stop the member, rewrite the ConfigMap");
+    s.via_id = via;
+    return s;
+}
+
 static godis_step plan_scale_in(const godis_view *v)
 {
     int64_t id = v->scale_in_id;
     if (!has_id(v->members, v->nmembers, id))
         return step(GP_FINISH_SCALE_IN, id, "ScaledIn", "member already removed from status");
-    /* Not confirmed: the ConfigMap (the record of a successful forget, rewritten only after
-     * +OK) still lists the victim, or is missing — then it is rebuilt with the victim first. */
-    if (!forget_confirmed(v)) {
-        if (!cm_matches(v))
-            return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "ConfigMap rebuilt from status.members before the forget");
-        int64_t via = pick_via(v, id);
-        if (!via)
-            return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster forget to");
-        godis_step s = step(GP_FORGET, id, "MemberRemoved", "cluster forget, stop the member, rewrite the ConfigMap");
-        s.via_id = via;
-        return s;
-    }
+    if (!forget_confirmed(v)) return plan_forget(v, id);
+    /* Forgotten: a member still running is stopped before anything else, the record
+     * included (when the record failed after +OK, the API server was unreachable, and the
+     * member may be back from its WAL as a voter meanwhile). */
+    const godis_member *m = observed(v, id);
+    if (m && m->running)
+        return step(GP_STOP_MEMBER, id, "MemberRemoved", "forgotten member stopped: ReplicaSet to 0, pods deleted");
     if (!cm_matches(v))
         return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "ConfigMap without the forgotten member");
     godis_step r = plan_retire(v, id, "MemberRemoved");

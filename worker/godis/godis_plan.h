@@ -9,17 +9,27 @@
  * (scaleOutID / scaleInID / nextID) and the planner resumes a recorded step before it
  * considers a new one.
  *
- * Removing a member, in every case (scale-in, a Godis deleted by hand, a lost member, a
- * stray): `cluster forget` first, sent to a surviving member, while the victim still runs —
- * the conf change must commit in the old configuration, and for 2→1 the victim's vote is
- * needed (stopping it first would leave 1 of 2: no quorum, the forget never commits; for any
- * even size stopping first costs the only spare vote). Then, in the same step, the operator
- * stops the forgotten member itself: its ReplicaSet to 0 replicas (so nothing recreates the
- * pod) and its pods deleted — a forgotten godis follower keeps campaigning and a removed
- * leader exits 0 and is restarted as a voter, so waiting for garbage collection is not an
- * option. The ConfigMap rewrite records that the forget was confirmed; the step after it is
- * the stop again (a worker killed between the two resumes there), then waiting until its
- * pods are gone (Progressing stays True), then the Godis goes (finalizer last), then status. */
+ * Removing a member, in every case (scale-in, a Godis deleted by hand, a lost member), goes
+ * in one of two orders, chosen by whether the others can commit its forget without it:
+ *  - they can (the Ready members besides it are a majority of today's membership, which
+ *    still counts it: 3 -> 2 and up with everyone Ready): the member is stopped FIRST — its
+ *    ReplicaSet to 0 replicas, marked retired (nothing scales it up again), its pods deleted
+ *    — and the forget is sent only once its pods are gone. A forgotten member then never
+ *    runs: no campaign disturbs the survivors, a removed leader cannot exit 0 and be
+ *    restarted by its kubelet as a voter, and a manager killed between the stop and the
+ *    forget leaves a down voter, which the next one forgets. The Godis, its ReplicaSet and
+ *    its volume stay (the Godis's finalizer) until the forget is confirmed: what goes first
+ *    is only the process, as in a crash, which Raft is built to survive.
+ *  - they cannot (2 -> 1, or too few Ready): `cluster forget` first, sent to a surviving
+ *    member while the victim still runs — the conf change commits in the old configuration
+ *    and needs the victim's vote — then, in the same step, the stop. A worker remembers each
+ *    +OK (godis_forget_memo_has), so a stop or record that failed after it (the API server
+ *    unreachable) is retried as such, never by forgetting again.
+ * After the forget the ConfigMap rewrite records it; a forgotten member still running is
+ * stopped before anything else (a worker killed in between resumes there); then the
+ * operator waits until its pods are gone (Progressing stays True), then the Godis goes
+ * (finalizer last), then status. godis has no command that names its leader, so the victim
+ * cannot be chosen to avoid it; the order above is what keeps a removed leader down. */
 #ifndef GODIS_PLAN_H
 #define GODIS_PLAN_H
 #include <stdbool.h>
@@ -66,8 +76,9 @@ typedef struct {
     bool bootstrap_fresh;              /* annotation GODIS_ANN_BOOTSTRAP_FRESH: the user asks
                                           for a fresh empty cluster once every member is lost */
     bool writable;                     /* a write through a member succeeded (Ready=True) */
-    bool forget_acked;                 /* set by the executor: the forget of scale_in_id got
-                                          +OK just now (the ConfigMap is to record it) */
+    bool forget_acked;                 /* the forget of scale_in_id got +OK (just now, or
+                                          earlier in this worker: godis_forget_memo_has) and
+                                          the ConfigMap may not record it yet */
 } godis_view;
 
 typedef enum {
@@ -83,8 +94,10 @@ typedef enum {
     GP_FINISH_SCALE_OUT,   /* status: members += id, scaleOutID = 0, phase Running */
     GP_RECORD_SCALE_IN,    /* status: phase Scaling, scaleInID = victim */
     GP_FORGET,             /* `cluster forget id` to a Ready member other than id, then at
-                              once stop it (GP_STOP_MEMBER) and rewrite the ConfigMap */
-    GP_STOP_MEMBER,        /* ReplicaSet of id to 0 replicas (marked retired), its pods deleted */
+                              once rewrite the ConfigMap and stop it (if it still runs) */
+    GP_STOP_MEMBER,        /* ReplicaSet of id to 0 replicas (marked retired), its pods deleted:
+                              before its forget where the others commit without it, else
+                              right after */
     GP_DELETE_GODIS,       /* (Retain: orphan its PVC) drop the finalizer, delete Godis id */
     GP_FINISH_SCALE_IN,    /* status: members -= id, scaleInID = 0, phase Running */
     GP_ALL_LOST,           /* every member (AllMembersLost) or a majority (QuorumLost) is lost:
@@ -108,6 +121,9 @@ godis_step godis_plan_next(const godis_view *v);
 /* Deterministic scale-in victim: members on bad nodes (or asking to be rescheduled), then
  * not-Ready members, then the highest id. Returns 0 when there are no members. */
 int64_t godis_plan_victim(const godis_view *v);
+
+/* The others commit victim's forget without its vote: it is stopped before its forget. */
+bool godis_plan_stop_first(const godis_view *v, int64_t victim);
 
 const char *godis_step_name(godis_step_kind k);
 

@@ -238,6 +238,7 @@ static void observe(cluster_ctx *c)
     observe_departed(c, v->scale_in_id);
     godis_place_observe(c->e, c->cluster, v, c->pod_node, c->blocked_why);
     v->bootstrap_fresh = gd_meta_annotation(c->cluster, GODIS_ANN_BOOTSTRAP_FRESH) != NULL;
+    v->forget_acked = v->scale_in_id > 0 && godis_forget_memo_has(c->uid, v->scale_in_id);
 }
 
 static int observed_index(const cluster_ctx *c, int64_t id)
@@ -402,13 +403,35 @@ static gd_err stop_member(cluster_ctx *c, int64_t id)
 /* The forget; then, at once, the ConfigMap that records it as confirmed (one write, so a
  * worker killed after it resumes with the stop, not another forget) and the stop — a
  * forgotten follower starts campaigning after one election timeout, and a removed leader
- * has exited 0 and its kubelet restarts it. The stop is attempted even if the record
- * failed: the forget is done either way. */
+ * has exited 0 and its kubelet restarts it. (Where the others commit without it, the member
+ * was stopped before its forget already: the stop then writes nothing.) The stop is
+ * attempted even if the record failed: the forget is done either way, and this worker
+ * remembers its +OK (godis_forget_memo_note), so while the API server is unreachable the
+ * retry goes on with the stop and the record instead of forgetting again. */
+/* A forget sent while the victim runs (2 -> 1: its vote commits it) must be followed by the
+ * stop at once, and the stop needs the API server: it must answer just before the forget
+ * (one GET of the victim's ReplicaSet), or the forget waits. This narrows, not closes, the
+ * window in which a removed leader exits 0 and its kubelet restarts it while the API server
+ * is down; the memo of the +OK covers the rest. */
+static gd_err api_answers(cluster_ctx *c, int64_t id)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
+    cJSON *rs = NULL;
+    gd_err err = k8s_get(c->e->client, &K8S_RES_REPLICASETS, c->ns, name, &rs, NULL);
+    cJSON_Delete(rs);
+    return err == GD_ERR_NOT_FOUND ? GD_OK : err;
+}
+
 static godis_result do_forget(cluster_ctx *c, const godis_step *s)
 {
-    gd_err err = membership_command(c, s->via_id, false, s->id);
+    int idx = observed_index(c, s->id);
+    gd_err err = idx >= 0 && c->v.observed[idx].running ? api_answers(c, s->id) : GD_OK;
+    if (err) return gw_result(err);
+    err = membership_command(c, s->via_id, false, s->id);
     if (err) return gw_result(err == GD_ERR_FENCED ? err : GD_ERR_TRANSPORT);
     int64_t t0 = gd_mono_ms();
+    godis_forget_memo_note(c->uid, s->id);
     c->v.forget_acked = true;
     godis_result rec = ensure_configmap(c);
     err = stop_member(c, s->id);

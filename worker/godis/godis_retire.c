@@ -1,5 +1,6 @@
 /* godis_retire.c — see godis_retire.h. */
 #include "godis_retire.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,33 @@ gd_err godis_stop_member(godis_env *e, const char *ns, const char *godis)
     }
     cJSON_Delete(pods);
     return err;
+}
+
+static struct {
+    char uid[64];
+    int64_t id;
+} memo[GODIS_FORGET_MEMO];
+static unsigned memo_next;
+static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void godis_forget_memo_note(const char *cluster_uid, int64_t id)
+{
+    if (!cluster_uid || !*cluster_uid || id <= 0 || godis_forget_memo_has(cluster_uid, id)) return;
+    pthread_mutex_lock(&memo_mu);
+    unsigned i = memo_next++ % GODIS_FORGET_MEMO;
+    snprintf(memo[i].uid, sizeof memo[i].uid, "%s", cluster_uid);
+    memo[i].id = id;
+    pthread_mutex_unlock(&memo_mu);
+}
+
+bool godis_forget_memo_has(const char *cluster_uid, int64_t id)
+{
+    bool has = false;
+    pthread_mutex_lock(&memo_mu);
+    for (int i = 0; i < GODIS_FORGET_MEMO && !has && cluster_uid; i++)
+        has = memo[i].id == id && id > 0 && strcmp(memo[i].uid, cluster_uid) == 0;
+    pthread_mutex_unlock(&memo_mu);
+    return has;
 }
 
 static gd_err edit_finalizer(godis_env *e, const k8s_resource *r, const cJSON *obj,

@@ -16,6 +16,18 @@
  * the same id and volume — a forgotten member back as a voter. */
 gd_err godis_stop_member(godis_env *e, const char *ns, const char *godis);
 
+/* The forgets that got +OK, remembered by this worker process as (GodisCluster uid, id).
+ * The durable record of a confirmed forget is the ConfigMap rewrite, but the API server may
+ * be unreachable just when +OK arrives (a kube-apiserver restart): the record and the stop
+ * both fail, and a retry that forgot the +OK sends the forget again — which cannot commit
+ * while the forgotten member, still running or restarted by its kubelet from its WAL as a
+ * voter, keeps disturbing the survivors. Remembered, the retry goes straight to the stop and
+ * the record. Ids are never reused within a cluster, so an entry is true for good; the table
+ * keeps the latest GODIS_FORGET_MEMO entries (an evicted one only costs a repeated forget). */
+#define GODIS_FORGET_MEMO 256
+void godis_forget_memo_note(const char *cluster_uid, int64_t id);
+bool godis_forget_memo_has(const char *cluster_uid, int64_t id);
+
 /* Removes a stopped member's Godis: with retain, its PVC is orphaned first (owner reference
  * dropped, annotated GODIS_ANN_RETAINED_FROM) so the garbage collector keeps it; then
  * GODIS_FINALIZER is dropped and the Godis deleted (background propagation). */
