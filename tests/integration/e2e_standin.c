@@ -36,6 +36,9 @@ bool e2e_member_ip(k8s_client *c, const char *ns, const char *godis, char *ip, s
     return ip[0] != '\0';
 }
 
+/* The stand-in's own extensions (stats, events) are read over its peer port, which the
+ * client-port faults (refuse, delay-ms) leave alone: a test sees what happened on a member
+ * even while that member holds the operator's answers back. */
 static godis_reply *ask(const char *ip, int port, int argc, const char *const *argv)
 {
     godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000};
@@ -49,7 +52,7 @@ static godis_reply *ask(const char *ip, int port, int argc, const char *const *a
 int e2e_standin_events(const char *ip, e2e_sev *out, int cap)
 {
     const char *argv[] = {"standin", "events"};
-    godis_reply *r = ask(ip, 6379, 2, argv);
+    godis_reply *r = ask(ip, E2E_STANDIN_PEER_PORT, 2, argv);
     if (!r || r->type != GODIS_REPLY_ARRAY) {
         godis_reply_destroy(&r);
         return -1;
@@ -69,7 +72,7 @@ int e2e_standin_events(const char *ip, e2e_sev *out, int cap)
 long long e2e_standin_stat(const char *ip, const char *key)
 {
     const char *argv[] = {"standin", "stats"};
-    godis_reply *r = ask(ip, 6379, 2, argv);
+    godis_reply *r = ask(ip, E2E_STANDIN_PEER_PORT, 2, argv);
     long long v = -1;
     for (size_t i = 0; r && r->type == GODIS_REPLY_ARRAY && i + 1 < r->n; i += 2)
         if (!strcmp(r->elems[i]->str, key) && r->elems[i + 1]->type == GODIS_REPLY_INTEGER)

@@ -5,11 +5,15 @@
  *    how long each ran after it, and the elections the survivors saw), none restarted;
  *  - a removed *leader* is never restarted as a voter, in 3 -> 2 and in 2 -> 1 (where its
  *    own vote commits its removal, and the one left leads alone and takes writes);
- *  - a Godis deleted by hand is forgotten before its ReplicaSet and pod are touched (the
- *    audit log's order against the stand-ins' own forget times), its finalizer last;
+ *  - a Godis deleted by hand (3 members: the others commit its forget alone) is stopped
+ *    first — its ReplicaSet to 0, its pod deleted and its process gone — then forgotten,
+ *    then the forget recorded, its finalizer last (the audit log's order against the
+ *    stand-ins' own forget times): it never runs as a forgotten member;
  *  - a ConfigMap deleted while a scale-in waits for its forget is rebuilt with the victim
  *    still listed, and the forget is sent (never skipped);
- *  - a manager killed between the forget and the stop: the next one stops the member first;
+ *  - a manager killed mid-removal: in 2 -> 1 between the forget and the stop, the next one
+ *    stops the member first; in 3 -> 2 between the stop and the forget, the next one
+ *    forgets the down member, which never runs after its forget;
  *  - reclaimPolicy Retain keeps the PVCs of removed members and of a deleted cluster;
  *  - deleting a GodisCluster, or its whole namespace, finishes with nothing Terminating. */
 #include <stdarg.h>
@@ -232,10 +236,13 @@ static void test_two_to_one_removing_the_leader(void **state)
 
 /* ---- deletion ---- */
 
-/* A Godis deleted by hand: forgotten (the stand-ins' own clock) before the operator touches
- * its ReplicaSet or pod (the API server's audit log, same machine clock), and the finalizer
- * dropped only after that. */
-static void test_hand_deleted_godis_forgotten_first(void **state)
+/* A Godis deleted by hand, in a cluster of 3 (the other two commit its forget without it):
+ * its ReplicaSet goes to 0 and its pod is deleted first, its process ends, then it is
+ * forgotten (the stand-ins' own clock), then the forget is recorded in the ConfigMap and
+ * only then is the finalizer dropped (the API server's audit log, same machine clock). The
+ * Godis, its ReplicaSet and its volume stay until the forget: what goes first is only the
+ * process, as in a crash. */
+static void test_hand_deleted_godis_forgotten_before_it_goes(void **state)
 {
     (void)state;
     NS_START(ns);
@@ -253,6 +260,7 @@ static void test_hand_deleted_godis_forgotten_first(void **state)
     wait_members(ns, "ms-hand", want, 3);
     int64_t forget = e2e_forget_time_us(surv, 2, 2);
     check_stopped_after_forget(&w, 1, surv, 2);
+    int64_t end = w.end_us;                    /* the watch saw its process end */
     e2e_pod_recorder_stop(&rec);
     assert_int_equal(e2e_pod_recorder_restarts(&rec, "ms-hand-2"), 0);
     audit_event *evs = NULL;
@@ -266,14 +274,14 @@ static void test_hand_deleted_godis_forgotten_first(void **state)
     assert_non_null(rs);
     assert_non_null(pod);
     assert_non_null(fin);
-    fprintf(stderr, "ms-hand: forget +%.3f s, ConfigMap +%.3f s, ReplicaSet %s +%.3f s, pod "
-            "delete +%.3f s, finalizer dropped +%.3f s\n", (forget - t0) / 1e6,
-            (cm->recv_us - t0) / 1e6, rs->verb, (rs->recv_us - t0) / 1e6,
-            (pod->recv_us - t0) / 1e6, (fin->recv_us - t0) / 1e6);
-    assert_true(forget < rs->recv_us);      /* forgotten before its ReplicaSet/pod are touched */
-    assert_true(cm->recv_us < rs->recv_us); /* and the forget recorded */
-    assert_true(rs->recv_us <= pod->recv_us);
-    assert_true(pod->recv_us < fin->recv_us);
+    fprintf(stderr, "ms-hand: ReplicaSet %s +%.3f s, pod delete +%.3f s, process end +%.3f s, "
+            "forget +%.3f s, ConfigMap +%.3f s, finalizer dropped +%.3f s\n", rs->verb,
+            (rs->recv_us - t0) / 1e6, (pod->recv_us - t0) / 1e6, (end - t0) / 1e6,
+            (forget - t0) / 1e6, (cm->recv_us - t0) / 1e6, (fin->recv_us - t0) / 1e6);
+    assert_true(rs->recv_us <= pod->recv_us);  /* nothing recreates the pod */
+    assert_true(end > 0 && end <= forget);     /* never ran forgotten */
+    assert_true(forget < cm->recv_us);         /* the record follows the forget */
+    assert_true(cm->recv_us < fin->recv_us);   /* and the finalizer goes last */
     free(evs);
     ns_done(ns);
 }
@@ -342,19 +350,22 @@ static bool forgotten_by(char ips[][64], int n, int64_t id, int timeout_ms)
     return e2e_forget_time_us(ips, n, id) != 0;
 }
 
-/* The leading manager (workers and all) is killed after the forget was applied and before
- * the operator heard +OK (the via member holds its answer back): the manager that takes over
- * stops the forgotten member before it writes anything else about this cluster. */
-static void test_manager_killed_between_forget_and_stop(void **state)
+/* The leading manager (workers and all) is killed in the middle of a removal, after the
+ * forget was applied and before the operator heard +OK (the via member holds its answer
+ * back). Member 1 leads, so the victim is a follower that does not learn its removal.
+ *  - 2 -> 1, forget first (the victim votes for its own removal): it is still running,
+ *    forgotten, until the manager that takes over stops it — before that one writes
+ *    anything else about this cluster. It runs until the Lease changes hands.
+ *  - 3 -> 2, stop first (1 and 2 commit its forget alone): it was stopped before its
+ *    forget, so the next manager only records the forget (its first write about the
+ *    cluster) and never needs to stop it: it never ran forgotten. */
+static void manager_killed_mid_removal(const char *name, int n)
 {
-    (void)state;
     NS_START(ns);
     char ips[3][64];
-    cluster_up(ns, "ms-crash", 3, ips);
+    cluster_up(ns, name, n, ips);
     int leader = e2e_operator_leader(&op, c);
     assert_true(leader >= 0);
-    /* member 1 leads, so the victim is a follower that does not learn its removal: it
-     * keeps running until some operator stops it */
     const char *campaign[] = {"campaign"};
     assert_true(e2e_standin_cmd(ips[0], 6379, 1, campaign));
     int64_t until = gd_mono_ms() + T;
@@ -363,39 +374,58 @@ static void test_manager_killed_between_forget_and_stop(void **state)
     const char *slow[] = {"fault", "delay-ms", "6000"}, *fast[] = {"fault", "delay-ms", "0"};
     assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, slow));
     e2e_member_watch w;
-    assert_true(e2e_member_watch_start(&w, 3, ips[2]));
-    assert_true(e2e_cluster_scale(c, ns, "ms-crash", 2));
-    assert_true(forgotten_by(ips, 2, 3, T));
-    int64_t forget = e2e_forget_time_us(ips, 2, 3);
+    assert_true(e2e_member_watch_start(&w, n, ips[n - 1]));
+    assert_true(e2e_cluster_scale(c, ns, name, n - 1));
+    assert_true(forgotten_by(ips, n - 1, n, T));
+    int64_t forget = e2e_forget_time_us(ips, n - 1, n);
     e2e_operator_kill(&op, leader);
     int64_t killed = e2e_wall_us();
     assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, fast));
     int64_t want[] = {1, 2};
-    wait_members(ns, "ms-crash", want, 2);
+    wait_members(ns, name, want, n - 1);
     int64_t end = e2e_member_watch_end(&w, T);
     assert_true(end > 0);
-    fprintf(stderr, "figure: with the leading manager killed between forget and stop, member 3 "
-            "ran %.3f s after its forget (the Lease takeover included) and started %d elections\n",
-            (end - forget) / 1e6, e2e_vote_requests_from(ips, 2, 3, forget));
-    /* the new leader's writes about this cluster: the stop first */
+    fprintf(stderr, "figure: %d -> %d with the leading manager killed %s, member %d ran %.3f s "
+            "after its forget (the Lease takeover included) and started %d elections\n", n, n - 1,
+            n == 2 ? "between forget and stop" : "between stop and forget", n,
+            end > forget ? (end - forget) / 1e6 : 0.0, e2e_vote_requests_from(ips, n - 1, n, forget));
+    if (n >= 3) assert_true(end <= forget);          /* stopped before its forget */
+    /* the new leader's writes about this cluster */
     audit_event *evs = NULL;
-    int n = e2e_operator_writes(killed, &evs);
-    char who[128];
+    int nev = e2e_operator_writes(killed, &evs);
+    char who[128], victim[64], cm[64];
     snprintf(who, sizeof who, "manager=%s", op.ident[1 - leader]);
+    snprintf(victim, sizeof victim, "%s-%d", name, n);
+    snprintf(cm, sizeof cm, "%s-config", name);
     int k = 0;
-    for (int i = 0; i < n; i++)
-        if (strstr(evs[i].user_agent, who) && !strncmp(evs[i].name, "ms-crash", 8)) evs[k++] = evs[i];
-    const audit_event *rs = e2e_first_write(evs, k, "update", "replicasets", "ms-crash-3");
-    assert_non_null(rs);
-    for (int i = 0; i < k && &evs[i] != rs; i++) {
-        fprintf(stderr, "ms-crash: before the stop: %s %s %s\n", evs[i].verb, evs[i].resource, evs[i].name);
+    for (int i = 0; i < nev; i++)
+        if (strstr(evs[i].user_agent, who) && !strncmp(evs[i].name, name, strlen(name))) evs[k++] = evs[i];
+    const audit_event *rs = e2e_first_write(evs, k, "update", "replicasets", victim);
+    const audit_event *first = n == 2 ? rs : e2e_first_write(evs, k, "update", "configmaps", cm);
+    assert_non_null(first);
+    if (n >= 3) assert_null(rs);                      /* nothing left to stop */
+    for (int i = 0; i < k && &evs[i] != first; i++) {
+        fprintf(stderr, "%s: before the %s: %s %s %s\n", name, n == 2 ? "stop" : "record",
+                evs[i].verb, evs[i].resource, evs[i].name);
         assert_true(strcmp(evs[i].resource, "godisclusters/status") != 0);
-        assert_true(strcmp(evs[i].resource, "godises") != 0 || strcmp(evs[i].name, "ms-crash-3") != 0);
+        assert_true(strcmp(evs[i].resource, "godises") != 0 || strcmp(evs[i].name, victim) != 0);
         assert_true(strcmp(evs[i].resource, "pods") != 0);
     }
     free(evs);
     e2e_operator_spawn(&op, leader);                  /* a standby again for what follows */
     ns_done(ns);
+}
+
+static void test_manager_killed_between_forget_and_stop(void **state)
+{
+    (void)state;
+    manager_killed_mid_removal("ms-crash", 2);
+}
+
+static void test_manager_killed_between_stop_and_forget(void **state)
+{
+    (void)state;
+    manager_killed_mid_removal("ms-crash3", 3);
 }
 
 /* ---- Retain, and deletions that finish ---- */
@@ -478,9 +508,10 @@ int main(void)
         cmocka_unit_test(test_scale_in_5_to_2),
         cmocka_unit_test(test_removed_leader_never_restarts),
         cmocka_unit_test(test_two_to_one_removing_the_leader),
-        cmocka_unit_test(test_hand_deleted_godis_forgotten_first),
+        cmocka_unit_test(test_hand_deleted_godis_forgotten_before_it_goes),
         cmocka_unit_test(test_configmap_missing_mid_scale_in),
         cmocka_unit_test(test_manager_killed_between_forget_and_stop),
+        cmocka_unit_test(test_manager_killed_between_stop_and_forget),
         cmocka_unit_test(test_retain_keeps_pvcs),
         cmocka_unit_test(test_cluster_and_namespace_deletion_finish),
     };
