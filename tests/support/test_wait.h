@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "gd_time.h"
 
 /* A deadline of ms on this machine: stretched k times under GD_TEST_TIME_SCALE=k (1..100;
@@ -24,9 +25,18 @@ static inline int64_t test_scaled_ms(int64_t ms)
     return ms * (k > 0 && k <= 100 ? k : 1);
 }
 
+/* The real monotonic clock in ms: a deadline runs out also while a test has replaced
+ * gd_mono_ms's clock (gd_clock_set) and holds it still. */
+static inline int64_t test_real_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 #define WAIT_UNTIL(cond, ms)                                                              \
-    for (int64_t wait_until_end_ = gd_mono_ms() + test_scaled_ms(ms);                     \
-         !(cond) && gd_mono_ms() < wait_until_end_;)                                      \
+    for (int64_t wait_until_end_ = test_real_ms() + test_scaled_ms(ms);                   \
+         !(cond) && test_real_ms() < wait_until_end_;)                                    \
         gd_sleep_ms(10)
 
 /* The state letter in a /proc stat file ("/proc/<pid>/stat", "/proc/self/task/<tid>/stat"):

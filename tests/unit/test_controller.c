@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "controller_internal.h"
 #include "reconciler.h"
+#include "../support/test_wait.h"
 
 #define NK 200
 typedef struct {
@@ -111,35 +112,33 @@ static char *key_of(int i, char *buf)
 
 static bool wait_for(atomic_int *v, int want, int ms)
 {
-    for (int i = 0; i < ms; i++) {
-        if (atomic_load(v) >= want)
-            return true;
-        usleep(1000);
-    }
+    WAIT_UNTIL(atomic_load(v) >= want, ms);
     return atomic_load(v) >= want;
+}
+
+static uint64_t stale_count(controller *c)
+{
+    controller_stats s;
+    controller_get_stats(c, &s);
+    return s.stale;
 }
 
 /* Waits (2 s at most) until read-your-own-writes has held keys back want times. */
 static bool wait_stale(controller *c, uint64_t want)
 {
-    for (int i = 0; i < 2000; i++) {
-        controller_stats s;
-        controller_get_stats(c, &s);
-        if (s.stale >= want)
-            return true;
-        usleep(1000);
-    }
-    return false;
+    WAIT_UNTIL(stale_count(c) >= want, 2000);
+    return stale_count(c) >= want;
+}
+
+static bool idle(controller *c)
+{
+    return wq_len(c->q) == 0 && wq_processing(c->q) == 0 && wq_waiting(c->q) == 0;
 }
 
 static void wait_idle(controller *c)
 {
-    for (int i = 0; i < 3000; i++) {
-        if (wq_len(c->q) == 0 && wq_processing(c->q) == 0 && wq_waiting(c->q) == 0)
-            return;
-        usleep(1000);
-    }
-    fail_msg("controller did not become idle");
+    WAIT_UNTIL(idle(c), 3000);
+    if (!idle(c)) fail_msg("controller did not become idle");
 }
 
 static void test_bad_opts(void **state)
@@ -296,8 +295,7 @@ static void test_read_your_writes(void **state)
     atomic_store(&f->st.cached_rv, -1);                     /* created, not cached yet */
     rec_record_write(&ctx, "Godis", "ns/gone-1", "3", false);
     assert_false(controller_caught_up(f->c, "ns/k5"));
-    for (int i = 0; i < 2000 && !controller_caught_up(f->c, "ns/k5"); i++)
-        usleep(1000);                                       /* the 20 ms TTL, 2 s at most */
+    WAIT_UNTIL(controller_caught_up(f->c, "ns/k5"), 2000);  /* the 20 ms TTL */
     assert_true(controller_caught_up(f->c, "ns/k5"));
     /* a delete is caught up once the object is absent */
     rec_record_write(&ctx, "Godis", "ns/x-1", NULL, true);
@@ -318,7 +316,9 @@ static void test_fence(void **state)
     assert_int_equal(controller_start(f->c), GD_OK);
     char key[32];
     controller_enqueue(f->c, key_of(7, key));
-    usleep(60000);             /* a negative: no thread takes a key while fenced (no event) */
+    /* the quiet period is the behaviour under test: no thread takes a key while fenced (there
+     * is no event to wait for) */
+    usleep(60000);
     assert_int_equal(atomic_load(&f->st.calls[7]), 0);     /* nothing runs while fenced */
     gd_fence_extend(&f->fence, gd_wall_ms() + 10000);
     assert_int_equal(rec_may_write(&ctx), GD_OK);
@@ -374,8 +374,7 @@ static void test_revoke(void **state)
     assert_true(controller_owns(f->c, sc));
     assert_int_equal(controller_inflight(f->c, &sa, 1), 1);
     atomic_store(&f->st.block, false);               /* A finishes, asks for a requeue */
-    for (int i = 0; i < 2000 && controller_inflight(f->c, &sa, 1) > 0; i++)
-        usleep(1000);
+    WAIT_UNTIL(controller_inflight(f->c, &sa, 1) == 0, 2000);
     assert_int_equal(controller_inflight(f->c, &sa, 1), 0);
     controller_enqueue(f->c, ka);                     /* an event during revocation */
     cJSON *arr = cJSON_CreateArray();

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "../../manager/leaderelection.h"
 #include "../../manager/leaselock.h"
+#include "../support/test_wait.h"
 
 /* ---- injected clock ---- */
 static int64_t fake_ns;
@@ -190,7 +191,7 @@ static void test_renewal_restarts_standby_clock(void **st)
     memcpy(acquired, s.rec.acquire_time, sizeof acquired);
     for (int i = 0; i < 20; i++) {                    /* 40 s of renewals every 2 s */
         advance_ms(2000);
-        usleep(2);                                    /* renewTime (wall µs) must change */
+        usleep(2);                    /* renewTime (wall µs) must change: the clock is the condition */
         assert_false(mgr_le_try_acquire_or_renew(b, 0));
         assert_true(mgr_le_try_acquire_or_renew(a, 0));
     }
@@ -411,15 +412,17 @@ static mgr_le *fast_elector(const char *id, view_t *v, store_t *s)
     return le;
 }
 
+static mgr_le_status_t status_of(mgr_le *le)
+{
+    mgr_le_status_t st;
+    mgr_le_status(le, &st);
+    return st;
+}
+
 static bool wait_leading(mgr_le *le, bool want, int ms)
 {
-    for (int i = 0; i < ms / 10; i++) {
-        mgr_le_status_t st;
-        mgr_le_status(le, &st);
-        if (st.leading == want) return true;
-        usleep(10000);
-    }
-    return false;
+    WAIT_UNTIL(status_of(le).leading == want, ms);
+    return status_of(le).leading == want;
 }
 
 static void test_loop_acquire_renew_release(void **st)
@@ -433,13 +436,8 @@ static void test_loop_acquire_renew_release(void **st)
     assert_int_equal(pthread_create(&th, NULL, mgr_le_thread_main, a), 0);
     assert_true(wait_leading(a, true, 2000));
     assert_true(mgr_le_fence_at_mono_ms(a) > gd_mono_ms());
-    mgr_le_status_t ls;
-    for (int i = 0; i < 200; i++) {                   /* 2 s at most */
-        mgr_le_status(a, &ls);
-        if (ls.renewals >= 3)
-            break;
-        usleep(10000);
-    }
+    WAIT_UNTIL(status_of(a).renewals >= 3, 2000);
+    mgr_le_status_t ls = status_of(a);
     assert_true(ls.renewals >= 3);                    /* renewed every 100 ms */
     assert_int_equal(ls.acquisitions, 1);
     mgr_le_stop(a);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../../manager/supervisor.h"
+#include "../support/test_wait.h"
 
 static int exits_seen;
 static mgr_proc *last_exited;
@@ -39,10 +40,7 @@ static mgr_supervisor *fast_sup(void)
 }
 
 /* Runs the main-loop steps until cond holds or ms passed (the deadline is only a bound). */
-#define RUN_UNTIL(s, cond, ms)                                                            \
-    for (int64_t run_until_end_ = gd_mono_ms() + (ms);                                    \
-         (mgr_sup_reap(s), mgr_sup_tick(s), !(cond)) && gd_mono_ms() < run_until_end_;)   \
-        usleep(2000)
+#define RUN_UNTIL(s, cond, ms) WAIT_UNTIL((mgr_sup_reap(s), mgr_sup_tick(s), (cond)), ms)
 
 /* Runs the main-loop steps for ms milliseconds: only where that nothing happens meanwhile is
  * what the test checks. */
@@ -59,14 +57,8 @@ static void run_for(mgr_supervisor *s, int ms)
 
 static bool run_until_idle(mgr_supervisor *s, mgr_proc *p, int ms)
 {
-    int64_t end = gd_mono_ms() + ms;
-    while (gd_mono_ms() < end) {
-        mgr_sup_reap(s);
-        mgr_sup_tick(s);
-        if (p->pid == 0 && p->state != MGR_PROC_STOPPING) return true;
-        usleep(2000);
-    }
-    return false;
+    RUN_UNTIL(s, p->pid == 0 && p->state != MGR_PROC_STOPPING, ms);
+    return p->pid == 0 && p->state != MGR_PROC_STOPPING;
 }
 
 static int setup(void **st) { (void)st; gd_log_init("test", GD_LOG_ERROR + 1, 0, 2); return 0; }
@@ -238,12 +230,7 @@ static void test_shutdown_never_respawns(void **st)
     mgr_sup_want(s, a);
     mgr_sup_want(s, b);
     /* a exits and waits in backoff; b is running */
-    int64_t end = gd_mono_ms() + 2000;
-    while (gd_mono_ms() < end && !(a->state == MGR_PROC_BACKOFF && b->pid > 0)) {
-        mgr_sup_reap(s);
-        mgr_sup_tick(s);
-        usleep(1000);
-    }
+    RUN_UNTIL(s, a->state == MGR_PROC_BACKOFF && b->pid > 0, 2000);
     assert_int_equal(a->state, MGR_PROC_BACKOFF);
     assert_true(b->pid > 0);
     int starts_a = a->starts, starts_b = b->starts;
