@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include "gd_hash.h"
 #include "gd_json.h"
 
 #define API_GROUP_VERSION "kumkeehyun.github.com/v1"
@@ -117,6 +118,41 @@ static void add_env(cJSON *env, const char *name, const char *value)
     cJSON_AddItemToArray(env, e);
 }
 
+/* spec.godis: godis is a Go program, and these are the settings of its runtime it honours
+ * (the CRD validates them; a value of the wrong type from an object that bypassed it is left
+ * out, and godis_input reports it). */
+static void add_settings_env(cJSON *env, const cJSON *g)
+{
+    char v[64];
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(g, "goMaxProcs");
+    if (cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 1024) {
+        snprintf(v, sizeof v, "%d", (int)x->valuedouble);
+        add_env(env, "GOMAXPROCS", v);
+    }
+    x = cJSON_GetObjectItemCaseSensitive(g, "goGC");
+    if (cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 100000) {
+        snprintf(v, sizeof v, "%d", (int)x->valuedouble);
+        add_env(env, "GOGC", v);
+    }
+    x = cJSON_GetObjectItemCaseSensitive(g, "goMemLimit");
+    if (cJSON_IsString(x) && godis_go_memlimit_valid(x->valuestring))
+        add_env(env, "GOMEMLIMIT", x->valuestring);
+}
+
+bool godis_go_memlimit_valid(const char *s)
+{
+    if (!s || *s < '0' || *s > '9') return false;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(s, &end, 10);
+    (void)n;
+    if (errno) return false;
+    static const char *units[] = {"", "B", "KiB", "MiB", "GiB", "TiB"};
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (!strcmp(end, units[i])) return true;
+    return false;
+}
+
 static cJSON *container_resources(const godis_child_spec *s)
 {
     if (cJSON_IsObject(s->resources)) return cJSON_Duplicate(s->resources, 1);
@@ -150,6 +186,7 @@ static cJSON *godis_container(const godis_child_spec *s)
     add_env(env, "CLUSTER_JOIN", s->preferred ? "false" : "true");
     add_env(env, "CLUSTER_WALDIR", "/tmp/godis/wal");
     add_env(env, "CLUSTER_SNAPDIR", "/tmp/godis/snap");
+    add_settings_env(env, s->settings);
     cJSON *ports = cJSON_AddArrayToObject(c, "ports");
     cJSON *p1 = cJSON_CreateObject();
     cJSON_AddStringToObject(p1, "name", "client");
@@ -238,14 +275,72 @@ static void pin_to_node(cJSON *pspec, const char *node)
     cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "nodeSelectorTerms"), term);
 }
 
-cJSON *godis_build_replicaset(const godis_child_spec *s)
+bool godis_reserved_pod_label(const char *key)
 {
-    cJSON *o = new_object("apps/v1", "ReplicaSet", child_meta(s, s->godis));
-    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
-    cJSON_AddNumberToObject(spec, "replicas", 1);
-    cJSON_AddItemToObject(cJSON_AddObjectToObject(spec, "selector"), "matchLabels", labels(s));
-    cJSON *tpl = cJSON_AddObjectToObject(spec, "template");
-    cJSON_AddItemToObject(cJSON_AddObjectToObject(tpl, "metadata"), "labels", labels(s));
+    return !strcmp(key, "cluster-name") || !strcmp(key, "node-name");
+}
+
+static bool name_part_valid(const char *s, size_t n, bool empty_ok)
+{
+    if (n == 0) return empty_ok;
+    if (n > 63) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.'))) return false;
+    }
+    return true;
+}
+
+bool godis_label_value_valid(const char *v)
+{
+    return v && name_part_valid(v, strlen(v), true);
+}
+
+bool godis_metadata_key_valid(const char *key)
+{
+    if (!key) return false;
+    const char *slash = strchr(key, '/');
+    const char *name = slash ? slash + 1 : key;
+    if (slash) {
+        size_t pl = (size_t)(slash - key);
+        if (pl == 0 || pl > 253) return false;
+        for (const char *p = key; p < slash; p++) {
+            char c = *p;
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+        }
+        if (key[0] == '-' || key[0] == '.' || slash[-1] == '-' || slash[-1] == '.') return false;
+    }
+    return name_part_valid(name, strlen(name), false);
+}
+
+/* Member pods' metadata: the user's labels and annotations (spec.podMetadata, string values
+ * only, never our own keys), ours, and the template hash when known. */
+static cJSON *template_meta(const godis_child_spec *s, const char *hash)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON *l = labels(s);
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, gd_json_path(s->pod_metadata, "labels"))
+        if (cJSON_IsString(kv) && !godis_reserved_pod_label(kv->string) &&
+            godis_metadata_key_valid(kv->string) && godis_label_value_valid(kv->valuestring))
+            cJSON_AddStringToObject(l, kv->string, kv->valuestring);
+    cJSON_AddItemToObject(m, "labels", l);
+    cJSON *a = cJSON_CreateObject();
+    cJSON_ArrayForEach(kv, gd_json_path(s->pod_metadata, "annotations"))
+        if (cJSON_IsString(kv) && strcmp(kv->string, GODIS_ANN_TEMPLATE_HASH) &&
+            godis_metadata_key_valid(kv->string))
+            cJSON_AddStringToObject(a, kv->string, kv->valuestring);
+    if (hash) cJSON_AddStringToObject(a, GODIS_ANN_TEMPLATE_HASH, hash);
+    if (cJSON_GetArraySize(a)) cJSON_AddItemToObject(m, "annotations", a);
+    else cJSON_Delete(a);
+    return m;
+}
+
+static cJSON *build_template(const godis_child_spec *s, const char *hash)
+{
+    cJSON *tpl = cJSON_CreateObject();
+    cJSON_AddItemToObject(tpl, "metadata", template_meta(s, hash));
     cJSON *pspec = cJSON_AddObjectToObject(tpl, "spec");
     cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "containers"), godis_container(s));
     cJSON *vol = cJSON_CreateObject();
@@ -260,7 +355,57 @@ cJSON *godis_build_replicaset(const godis_child_spec *s)
     cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(pspec, "securityContext"),
                                                     "seccompProfile"), "type", "RuntimeDefault");
     if (s->node && *s->node) pin_to_node(pspec, s->node);
+    return tpl;
+}
+
+/* The member-specific inputs replaced by fixed ones: what is left is the spec's doing. */
+void godis_template_hash(const godis_child_spec *s, char out[GODIS_HASH_LEN + 1])
+{
+    godis_child_spec canon = *s;
+    char godis[300];
+    snprintf(godis, sizeof godis, "%s-0", s->cluster ? s->cluster : "");
+    canon.godis = godis;
+    canon.godis_uid = "";
+    canon.id = 0;
+    canon.preferred = false;
+    canon.node = NULL;
+    cJSON *tpl = build_template(&canon, NULL);
+    char *text = cJSON_PrintUnformatted(tpl);
+    uint64_t h = gd_fnv1a64(text ? text : "", text ? strlen(text) : 0);
+    snprintf(out, GODIS_HASH_LEN + 1, "%0*llx", GODIS_HASH_LEN,
+             (unsigned long long)(h & ((1ULL << (4 * GODIS_HASH_LEN)) - 1)));
+    cJSON_free(text);
+    cJSON_Delete(tpl);
+}
+
+const char *godis_object_hash(const cJSON *obj)
+{
+    return gd_meta_annotation(obj, GODIS_ANN_TEMPLATE_HASH);
+}
+
+cJSON *godis_build_replicaset(const godis_child_spec *s)
+{
+    char hash[GODIS_HASH_LEN + 1];
+    godis_template_hash(s, hash);
+    cJSON *meta = child_meta(s, s->godis);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"), GODIS_ANN_TEMPLATE_HASH, hash);
+    cJSON *o = new_object("apps/v1", "ReplicaSet", meta);
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON_AddNumberToObject(spec, "replicas", 1);
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(spec, "selector"), "matchLabels", labels(s));
+    cJSON_AddItemToObject(spec, "template", build_template(s, hash));
     return o;
+}
+
+void godis_child_spec_from_cluster(godis_child_spec *s, const cJSON *cluster)
+{
+    s->image = gd_json_str_or(cluster, "spec.image", NULL);
+    s->storage_size = gd_json_str_or(cluster, "spec.storage.size", NULL);
+    s->storage_class = gd_json_str_or(cluster, "spec.storage.storageClassName", NULL);
+    s->resources = gd_json_path(cluster, "spec.resources");
+    s->anti_affinity = gd_json_str_or(cluster, "spec.antiAffinity", NULL);
+    s->pod_metadata = gd_json_path(cluster, "spec.podMetadata");
+    s->settings = gd_json_path(cluster, "spec.godis");
 }
 
 cJSON *godis_build_godis(const godis_child_spec *s, const char *cluster_uid)
@@ -425,6 +570,16 @@ cJSON *godis_child_repair(const char *kind, const cJSON *desired, const cJSON *a
     } else if (strcmp(kind, "ReplicaSet") == 0) {
         gd_json_set(fixed, "spec.replicas", cJSON_CreateNumber(1));
         gd_json_set(fixed, "spec.template", cJSON_Duplicate(gd_json_path(desired, "spec.template"), 1));
+        const char *hash = godis_object_hash(desired);
+        cJSON *ann = gd_json_path(fixed, "metadata.annotations");
+        if (hash && !cJSON_IsObject(ann)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItem(fixed, "metadata"), "annotations");
+            ann = cJSON_AddObjectToObject(cJSON_GetObjectItem(fixed, "metadata"), "annotations");
+        }
+        if (hash) {
+            cJSON_DeleteItemFromObjectCaseSensitive(ann, GODIS_ANN_TEMPLATE_HASH);
+            cJSON_AddStringToObject(ann, GODIS_ANN_TEMPLATE_HASH, hash);
+        }
     }
     return fixed;
 }
@@ -444,4 +599,52 @@ int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap)
         p++;
     }
     return n;
+}
+
+bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs)
+{
+    const char *want = godis_object_hash(desired_rs), *have = godis_object_hash(pod);
+    if (have) return want && !strcmp(have, want);
+    const cJSON *wc = gd_json_path(desired_rs, "spec.template.spec.containers");
+    const cJSON *hc = gd_json_path(pod, "spec.containers");
+    if (cJSON_GetArraySize(wc) != cJSON_GetArraySize(hc)) return false;
+    for (int i = 0; i < cJSON_GetArraySize(wc); i++)
+        if (container_differs(cJSON_GetArrayItem(wc, i), cJSON_GetArrayItem(hc, i))) return false;
+    return true;
+}
+
+cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual)
+{
+    const char *want = godis_object_hash(desired), *have = godis_object_hash(actual);
+    bool drifted = godis_child_drifted("ReplicaSet", desired, actual);
+    if (have && want && !strcmp(have, want))
+        return drifted ? godis_child_repair("ReplicaSet", desired, actual) : NULL;
+    if (!have && !drifted)                       /* made before template hashes: stamp it */
+        return godis_child_repair("ReplicaSet", desired, actual);
+    /* Out of date: the rollout's. Replicas and the node pin only, in place. */
+    cJSON *fixed = cJSON_Duplicate(actual, 1);
+    bool changed = false;
+    if (path_differs(desired, actual, "spec.replicas")) {
+        gd_json_set(fixed, "spec.replicas", cJSON_CreateNumber(1));
+        changed = true;
+    }
+    static const char pin[] = "spec.template.spec.affinity.nodeAffinity";
+    const cJSON *want_pin = gd_json_path(desired, pin);
+    if (want_pin && path_differs(desired, actual, pin)) {
+        gd_json_set(fixed, pin, cJSON_Duplicate(want_pin, 1));
+        changed = true;
+    }
+    if (labels_missing(desired, actual)) {
+        cJSON *l = cJSON_Duplicate(gd_json_path(actual, "metadata.labels"), 1);
+        if (!cJSON_IsObject(l)) { cJSON_Delete(l); l = cJSON_CreateObject(); }
+        const cJSON *kv;
+        cJSON_ArrayForEach(kv, gd_json_path(desired, "metadata.labels")) {
+            cJSON_DeleteItemFromObjectCaseSensitive(l, kv->string);
+            cJSON_AddStringToObject(l, kv->string, kv->valuestring);
+        }
+        gd_json_set(fixed, "metadata.labels", l);
+        changed = true;
+    }
+    if (!changed) cJSON_Delete(fixed);
+    return changed ? fixed : NULL;
 }

@@ -41,7 +41,42 @@ typedef struct {
     const cJSON *resources;     /* spec.resources ({requests, limits}); NULL: the defaults */
     const char *anti_affinity;  /* spec.antiAffinity: "required", "none"; else preferred */
     const char *node;           /* status.volumeNode: where its data lives; NULL: not known */
+    const cJSON *pod_metadata;  /* spec.podMetadata ({labels, annotations}) for member pods */
+    const cJSON *settings;      /* spec.godis: godis's own settings (goMaxProcs, goGC, goMemLimit) */
 } godis_child_spec;
+
+/* Day-2 changes (issue 20): every member ReplicaSet, and the pods it makes, carry the hash of
+ * the pod template the cluster's spec renders (GODIS_ANN_TEMPLATE_HASH, on the ReplicaSet's
+ * metadata and its template's). The hash covers only what the spec drives: it is computed
+ * from the template rendered for a canonical member (id, name, join flag and node pin are
+ * the member's own, not the spec's), so all members of a cluster share one revision and a
+ * new operator version whose rendering is unchanged computes the same hash and rolls
+ * nothing. A member whose ReplicaSet or pod carries another hash is out of date; the
+ * rollout (godis_rollout.c) replaces such members one at a time. */
+#define GODIS_ANN_TEMPLATE_HASH "godis.kumkeehyun.github.com/template-hash"
+#define GODIS_HASH_LEN 10
+
+/* Fills s's cluster-driven fields (image, storage, resources, antiAffinity, podMetadata,
+ * godis settings) from the GodisCluster; pointers point into cluster. */
+void godis_child_spec_from_cluster(godis_child_spec *s, const cJSON *cluster);
+
+/* The revision of the template s's cluster fields render: GODIS_HASH_LEN hex digits. */
+void godis_template_hash(const godis_child_spec *s, char out[GODIS_HASH_LEN + 1]);
+
+/* The template hash an object (ReplicaSet or Pod) carries, or NULL. */
+const char *godis_object_hash(const cJSON *obj);
+
+/* Whether a pod runs the template of desired_rs (a godis_build_replicaset result): its hash
+ * annotation says so, or — a pod made before template hashes existed, with none — its
+ * container is the desired one in every field the operator sets. */
+bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs);
+
+/* What the Godis controller writes to an existing ReplicaSet (NULL: nothing). On the desired
+ * revision, drift is repaired in full; a ReplicaSet from before template hashes whose
+ * template is otherwise the desired one is stamped with the hash (its pod runs on); one on
+ * another revision is the rollout's to update, one member at a time, so only what is no
+ * rollout's business is repaired here: replicas 1 and the pin to the data's node. */
+cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual);
 
 /* Member containers' resources when spec.resources is not given: a request the scheduler can
  * plan with, a memory limit that protects the node (godis keeps its data in memory; an
@@ -50,6 +85,18 @@ typedef struct {
 #define GODIS_DEFAULT_CPU_REQUEST    "100m"
 #define GODIS_DEFAULT_MEMORY_REQUEST "128Mi"
 #define GODIS_DEFAULT_MEMORY_LIMIT   "512Mi"
+
+/* GOMEMLIMIT's syntax: digits with an optional unit B, KiB, MiB, GiB, TiB. */
+bool godis_go_memlimit_valid(const char *s);
+
+/* Labels of member pods the operator owns: spec.podMetadata.labels cannot set them. */
+bool godis_reserved_pod_label(const char *key);
+/* A label or annotation key Kubernetes accepts: [prefix/]name, prefix a DNS subdomain (253),
+ * name 1..63 of [A-Za-z0-9-_.] beginning and ending alphanumeric. Keys that are not are left
+ * out of the pod template (the API server would refuse the whole ReplicaSet). */
+bool godis_metadata_key_valid(const char *key);
+/* A label value: at most 63 of [A-Za-z0-9-_.], beginning and ending alphanumeric, or "". */
+bool godis_label_value_valid(const char *v);
 
 /* Two Kubernetes quantities (JSON strings or numbers) denote the same amount: the API server
  * stores them canonicalised ("1024Mi" comes back as "1Gi", "0.5" as "500m"). */

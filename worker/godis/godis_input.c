@@ -112,6 +112,40 @@ static void check_configmap(godis_input *in, findings *fs)
         val ? val : "(missing)");
 }
 
+/* Day-2 fields that passed an older CRD (or none): what cannot be rendered is left out of
+ * the member pod template, and said here. */
+static void check_pod_fields(godis_input *in, findings *fs)
+{
+    const cJSON *spec = gd_json_path(*in->cluster, "spec");
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, gd_json_path(spec, "podMetadata.labels")) {
+        const char *why = godis_reserved_pod_label(kv->string) ? "is the operator's own"
+                        : !godis_metadata_key_valid(kv->string) ? "is not a valid label key"
+                        : !cJSON_IsString(kv) || !godis_label_value_valid(kv->valuestring)
+                        ? "has a value that is not a valid label value" : NULL;
+        if (why) add(fs, "InvalidPodMetadata", false, "spec.podMetadata.labels: \"%.63s\" %s: "
+                     "left out of the member pods", kv->string, why);
+    }
+    cJSON_ArrayForEach(kv, gd_json_path(spec, "podMetadata.annotations"))
+        if (!godis_metadata_key_valid(kv->string) || !cJSON_IsString(kv) ||
+            !strcmp(kv->string, GODIS_ANN_TEMPLATE_HASH))
+            add(fs, "InvalidPodMetadata", false, "spec.podMetadata.annotations: \"%.63s\" is "
+                "not a valid annotation (or is the operator's own): left out of the member pods",
+                kv->string);
+    static const struct { const char *f; int lo, hi; } ints[] = {
+        {"goMaxProcs", 1, 1024}, {"goGC", 1, 100000}};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(gd_json_path(spec, "godis"), ints[i].f);
+        if (x && !(cJSON_IsNumber(x) && x->valuedouble >= ints[i].lo && x->valuedouble <= ints[i].hi))
+            add(fs, "InvalidSettings", false, "spec.godis.%s must be an integer from %d to %d: "
+                "left out of the member pods", ints[i].f, ints[i].lo, ints[i].hi);
+    }
+    const cJSON *ml = gd_json_path(spec, "godis.goMemLimit");
+    if (ml && !(cJSON_IsString(ml) && godis_go_memlimit_valid(ml->valuestring)))
+        add(fs, "InvalidSettings", false, "spec.godis.goMemLimit must be digits with an optional "
+            "unit B, KiB, MiB, GiB or TiB: left out of the member pods");
+}
+
 static const cJSON *condition(const cJSON *cluster, const char *type)
 {
     const cJSON *c, *found = NULL;
@@ -187,6 +221,7 @@ godis_input_verdict godis_input_check(godis_input *in)
     }
     check_annotations(in, &fs);
     check_configmap(in, &fs);
+    check_pod_fields(in, &fs);
     report(in, &fs);
     check_paused(in);
     if (fs.hold)

@@ -12,6 +12,7 @@
 #include "godis_place.h"
 #include "godis_plan.h"
 #include "godis_retire.h"
+#include "godis_rollout.h"
 #include "godis_status.h"
 #include "godis_status_check.h"
 #include "godis_write.h"
@@ -594,6 +595,8 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
     return false;
 }
 
+static bool ready_condition_true(const cJSON *cluster);
+
 static godis_result reconcile_cluster_ctx(cluster_ctx *c)
 {
     godis_spec spec;
@@ -613,6 +616,12 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     c->uid = gd_meta_uid(c->cluster);       /* the check may have replaced the object */
     godis_step s;
     godis_result r;
+    /* Day-2 changes: a member being replaced is finished before any membership step. */
+    godis_rollout ro = {.e = c->e, .ns = c->ns, .name = c->name, .cluster = &c->cluster, .v = &c->v,
+                        .phase = c->phase, .writable = ready_condition_true(c->cluster)};
+    bool rolling = godis_rollout_run(&ro, &r);
+    c->uid = gd_meta_uid(c->cluster);
+    if (rolling) return r;
     /* A new cluster's bootstrap — record the members, write the ConfigMap, create the
      * members' Godis — runs as one reconcile: each step waits for nothing but the API
      * server's answer to the previous one (the intent is persisted before any side effect,

@@ -48,8 +48,13 @@ static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, boo
                      r->kind, gd_meta_name(want));
             godis_emit_event(g->e, g->godis, "Normal", "ChildAdopted", msg);
         }
-    } else if (!gd_meta_deleting(have) && godis_child_drifted(r->kind, want, have)) {
-        cJSON *fixed = godis_child_repair(r->kind, want, have);
+    } else if (!gd_meta_deleting(have)) {
+        /* A ReplicaSet on another template revision is the rollout's to update (one member
+         * at a time); only what is no rollout's business is repaired here. */
+        cJSON *fixed = r == &K8S_RES_REPLICASETS ? godis_replicaset_fix(want, have)
+                     : godis_child_drifted(r->kind, want, have) ? godis_child_repair(r->kind, want, have)
+                     : NULL;
+        if (!fixed) goto out;
         err = gw_update(g->e, r, fixed);
         *wrote = true;
         cJSON_Delete(fixed);
@@ -59,6 +64,7 @@ static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, boo
             godis_emit_event(g->e, g->godis, "Warning", "ChildRepaired", msg);
         }
     }
+out:
     cJSON_Delete(have);
     return err;
 }
@@ -300,12 +306,8 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
     g.spec = (godis_child_spec){
         .ns = ns, .cluster = cluster, .godis = name, .godis_uid = gd_meta_uid(g.godis),
         .id = id, .preferred = preferred,
-        .image = gd_json_str_or(g.cluster, "spec.image", NULL),
-        .storage_size = gd_json_str_or(g.cluster, "spec.storage.size", NULL),
-        .storage_class = gd_json_str_or(g.cluster, "spec.storage.storageClassName", NULL),
-        .resources = gd_json_path(g.cluster, "spec.resources"),
-        .anti_affinity = gd_json_str_or(g.cluster, "spec.antiAffinity", NULL),
         .node = gd_json_str_or(g.godis, "status.volumeNode", NULL)};
+    godis_child_spec_from_cluster(&g.spec, g.cluster);
     r = reconcile_godis_ctx(&g);
 out:
     cJSON_Delete(g.godis);
