@@ -869,6 +869,55 @@ static void test_follower_behind_forwards_to_leader(void **state)
     stop_cluster(p, 3);
 }
 
+/* Waits until key reads want on the member (replication is asynchronous). */
+static int wait_value(const standin_proc *p, const char *key, const char *want, int ms)
+{
+    for (int waited = 0; waited <= ms; waited += 50) {
+        godis_client *c = client(p, 1000);
+        char *v = NULL;
+        int ok = c && godis_get(c, key, &v) == GD_OK && v && !strcmp(v, want);
+        free(v);
+        godis_client_destroy(&c);
+        if (ok)
+            return 1;
+        msleep(50);
+    }
+    fprintf(stderr, "port %d: %s is not %s\n", p->port, key, want);
+    return 0;
+}
+
+/* As godis replicates writes through Raft: a key set through one member becomes readable
+ * on the others; a member that was down while keys were written has them once it is back
+ * (from the others, not from its own log), and keeps them across a restart. */
+static void test_data_replicates_and_catches_up(void **state)
+{
+    (void)state;
+    standin_proc p[3];
+    int peer[3];
+    start_cluster(p, peer, 3);
+    lead(&p[0]);
+    godis_client *c = client(&p[0], 2000);
+    assert_int_equal(godis_set(c, "k1", "v1"), GD_OK);
+    assert_true(wait_value(&p[1], "k1", "v1", 5000));
+    assert_true(wait_value(&p[2], "k1", "v1", 5000));
+    stop(&p[2]);                                   /* down: 2 of 3 keep writing */
+    assert_int_equal(godis_set(c, "k2", "v2"), GD_OK);
+    assert_int_equal(godis_set(c, "k1", "v1b"), GD_OK);
+    godis_client_destroy(&c);
+    start_member(&p[2], 2, peer, 3);
+    assert_true(wait_value(&p[2], "k2", "v2", 5000));
+    assert_true(wait_value(&p[2], "k1", "v1b", 5000));
+    c = client(&p[2], 2000);                       /* a write through it reaches the rest */
+    assert_int_equal(godis_set(c, "k3", "v3"), GD_OK);
+    godis_client_destroy(&c);
+    assert_true(wait_value(&p[0], "k3", "v3", 5000));
+    assert_true(wait_value(&p[1], "k3", "v3", 5000));
+    stop(&p[1]);
+    start_member(&p[1], 1, peer, 3);
+    assert_true(wait_value(&p[1], "k1", "v1b", 0));    /* replayed from its own log */
+    stop_cluster(p, 3);
+}
+
 int main(void)
 {
     if (access(bin_path(), X_OK) != 0) {
@@ -894,6 +943,7 @@ int main(void)
         cmocka_unit_test(test_removed_leader_returns_as_voter),
         cmocka_unit_test(test_empty_wal_is_a_fresh_voter),
         cmocka_unit_test(test_write_needs_a_live_leader),
+        cmocka_unit_test(test_data_replicates_and_catches_up),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

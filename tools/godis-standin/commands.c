@@ -341,6 +341,8 @@ static void cmd_standin(standin *s, godis_reply **a, size_t n, sbuf *out)
         cmd_members(s, out);
     else if (!strcmp(verb, "sync"))
         standin_replicate_receive(s, a, n, out);
+    else if (!strcmp(verb, "kvsync"))
+        standin_kv_receive(s, a, n, out);
     else if (!strcmp(verb, "vote"))
         standin_peer_vote(s, a, n, out);
     else if (!strcmp(verb, "heartbeat"))

@@ -377,7 +377,8 @@ int main(int argc, char **argv)
     snprintf(nm, sizeof(nm), "%d", s->nmembers);
     GD_INFO("start server", "id", id, "client", s->client_host, "client_port", cp,
             "peer_port", pp, "join", s->join ? "true" : "false", "members", nm);
-    if (standin_replicate_start(s) != 0 || standin_election_start(s) != 0)
+    if (standin_replicate_start(s) != 0 || standin_kv_replicate_start(s) != 0 ||
+        standin_election_start(s) != 0)
         return GD_EXIT_FAILURE;
     int rc = serve(s, cfd, pfd);
     close(cfd);

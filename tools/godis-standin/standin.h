@@ -25,7 +25,8 @@
  * "id@url"), `standin stats` and `standin events` (what this member saw of elections and
  * membership, with wall-clock times), `standin campaign` (start an election now, as a leader
  * transfer would), `standin fault refuse|delay-ms V`; on the peer port `standin sync`
- * (membership replication, replicate.c), `standin vote`, `standin heartbeat` and `standin leading`
+ * (membership replication, replicate.c), `standin kvsync` (data replication,
+ * replicate_kv.c), `standin vote`, `standin heartbeat` and `standin leading`
  * (a follower forwarding a proposal asks its leader). */
 #ifndef STANDIN_H
 #define STANDIN_H
@@ -99,6 +100,18 @@ int  standin_parse_members(const char *list, standin_member *out, int cap);  /* 
 int  standin_kv_set(standin *s, const char *k, size_t kl, const char *v, size_t vl);
 const char *standin_kv_get(standin *s, const char *k, size_t kl, size_t *vl);
 void standin_kv_free(standin *s);
+/* Applies a set with its replication id (origin member, its sequence), logs it and records
+ * it for the pusher (caller holds mu; the id must not have been seen). 0 ok, -1 no memory. */
+int  standin_kv_apply(standin *s, long long origin, long long seq, const char *k, size_t kl,
+                      const char *v, size_t vl);
+
+/* replicate_kv.c (stand-in extension: data reaches the other stand-ins; caller holds mu) */
+int  standin_kv_seen(long long origin, long long seq);
+long long standin_kv_next_seq(standin *s);
+int  standin_kv_record(long long origin, long long seq, const char *k, size_t kl, const char *v,
+                       size_t vl);
+void standin_kv_receive(standin *s, godis_reply **a, size_t n, sbuf *out);
+int  standin_kv_replicate_start(standin *s);
 
 /* replicate.c (stand-in extension: membership reaches the other stand-ins) */
 int  standin_replicate_start(standin *s);

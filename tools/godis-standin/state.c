@@ -324,19 +324,26 @@ static int kv_put(struct kv_table *t, const char *k, size_t kl, const char *v, s
     return 0;
 }
 
-int standin_kv_set(standin *s, const char *k, size_t kl, const char *v, size_t vl)
+int standin_kv_apply(standin *s, long long origin, long long seq, const char *k, size_t kl,
+                     const char *v, size_t vl)
 {
-    if (kv_put(s->kv, k, kl, v, vl) != 0)
+    if (kv_put(s->kv, k, kl, v, vl) != 0 || standin_kv_record(origin, seq, k, kl, v, vl) != 0)
         return -1;
     if (s->kv_fd >= 0) {
         char *ek = esc(k, kl), *ev = esc(v, vl);
-        int ok = ek && ev && dprintf(s->kv_fd, "S %s %s\n", ek, ev) > 0;
+        int ok = ek && ev && dprintf(s->kv_fd, "S %s %s %lld %lld\n", ek, ev, origin, seq) > 0;
         free(ek);
         free(ev);
         if (!ok)
             GD_WARN("cannot append to the kv log", "error", strerror(errno));
     }
     return 0;
+}
+
+/* A set received from a client: a new entry of this member's own. */
+int standin_kv_set(standin *s, const char *k, size_t kl, const char *v, size_t vl)
+{
+    return standin_kv_apply(s, s->self_id, standin_kv_next_seq(s), k, kl, v, vl);
 }
 
 const char *standin_kv_get(standin *s, const char *k, size_t kl, size_t *vl)
@@ -378,10 +385,17 @@ static int replay_kv(standin *s, const char *path)
     long n = 0;
     while (getline(&line, &cap, f) > 0) {
         char *kw = strtok(line, " \n"), *k = strtok(NULL, " \n"), *v = strtok(NULL, " \n");
+        char *o = strtok(NULL, " \n"), *q = strtok(NULL, " \n");
         long kl, vl;
         if (!kw || strcmp(kw, "S") || !k || !v || (kl = unesc(k)) < 0 || (vl = unesc(v)) < 0)
             continue;                /* a torn last line after a crash: skip it, as a WAL does */
-        if (kv_put(s->kv, k, (size_t)kl, v, (size_t)vl) == 0)
+        /* Its replication id; a line from before replication was this member's own. */
+        long long origin = o && q ? atoll(o) : s->self_id;
+        long long seq = o && q ? atoll(q) : standin_kv_next_seq(s);
+        if (origin <= 0 || seq <= 0 || standin_kv_seen(origin, seq))
+            continue;
+        if (kv_put(s->kv, k, (size_t)kl, v, (size_t)vl) == 0 &&
+            standin_kv_record(origin, seq, k, (size_t)kl, v, (size_t)vl) == 0)
             n++;
     }
     free(line);
