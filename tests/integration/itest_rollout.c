@@ -1,0 +1,360 @@
+/* itest_rollout — day-2 changes roll out one member at a time (issue 20), on the local
+ * control plane with the real stand-in (tools/godis-standin: leader election, membership and
+ * data replicated between members, a quorum needed for writes) and godis-manager.
+ *
+ * test_image_change_rolls_one_member_at_a_time: a 3-member cluster with data; spec.image
+ * changes to another tag. A sampler talks RESP to the members every 100 ms the whole time
+ * (a majority of the Raft membership answers at every sample, at most one member away); a
+ * watch on the GodisCluster sees every status the API server stored: the member being
+ * replaced (status.rollout.member) changes one member at a time, each member once, no
+ * membership change meanwhile. At the end: the same member ids, every pod new and on the new
+ * image, every PVC the same, the data readable on every member, an Event per member
+ * replaced and updated, updatedReplicas == readyReplicas == 3, currentRevision ==
+ * updateRevision; kubectl (Debian's, tools/kubectl-debian) shows the Updated and Rolling
+ * columns — mid-rollout the member in progress, at the end 3 updated.
+ *
+ * test_restart_with_same_rendering_rolls_nothing (point 7): the manager restarted with a
+ * rendering that did not change, then a scale 3 -> 4 (proof that it reconciles the cluster):
+ * the API server's audit log shows no update of the existing members' ReplicaSets and no
+ * pod deleted, and the revision stays. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include "audit_log.h"
+#include "e2e_lib.h"
+#include "e2e_operator.h"
+#include "e2e_procs.h"
+#include "e2e_sampler.h"
+#include "e2e_webhook.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "godis_client.h"
+
+#define CLUSTER "rollimg"
+#define NEW_IMAGE "kbzjung359/godis:v2"
+static k8s_client *c;
+static pid_t manager;
+static char ns[128], rundir[256], logdir[256], mgr_log[512];
+
+/* ---------- kubectl ---------- */
+
+/* Runs Debian's kubectl get godisclusters in ns; its output into out. */
+static int kubectl_get(char *out, size_t cap)
+{
+    char log[600];
+    snprintf(log, sizeof log, "%s/kubectl-get.txt", logdir);
+    unlink(log);
+    const char *argv[] = {"tools/kubectl-debian", "--kubeconfig", getenv("KUBECONFIG"), "get",
+                          "godisclusters", "-n", ns, NULL};
+    pid_t p = e2e_spawn(argv, log);
+    int st = 0;
+    waitpid(p, &st, 0);
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+    out[n] = '\0';
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The value in column `col` of the row of CLUSTER ("" when absent). */
+static void table_cell(const char *table, const char *col, char *out, size_t cap)
+{
+    out[0] = '\0';
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", table);
+    char *save = NULL, *header = strtok_r(copy, "\n", &save), *row = NULL;
+    for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        if (!strncmp(l, CLUSTER " ", strlen(CLUSTER) + 1)) row = l;
+    if (!header || !row) return;
+    int idx = -1, i = 0;
+    char *s1 = NULL, *s2 = NULL;
+    for (char *h = strtok_r(header, " ", &s1); h; h = strtok_r(NULL, " ", &s1), i++)
+        if (!strcmp(h, col)) idx = i;
+    i = 0;
+    for (char *v = strtok_r(row, " ", &s2); v; v = strtok_r(NULL, " ", &s2), i++)
+        if (i == idx) snprintf(out, cap, "%s", v);
+}
+
+/* ---------- the members ---------- */
+
+typedef struct {
+    int64_t id;
+    char pod_uid[64], pvc_uid[64], image[128], ip[32];
+} member_state;
+
+static int members_now(member_state *out, int cap)
+{
+    char sel[96];
+    snprintf(sel, sizeof sel, "cluster-name=%s", CLUSTER);
+    k8s_list_opts lo = {.label_selector = sel};
+    cJSON *pods = NULL;
+    if (k8s_list(c, &K8S_RES_PODS, ns, &lo, &pods, NULL) != GD_OK) return -1;
+    int n = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
+        const char *nn = gd_meta_label(p, "node-name");
+        if (!nn || gd_meta_deleting(p) || n >= cap) continue;
+        member_state *m = &out[n++];
+        memset(m, 0, sizeof *m);
+        m->id = atoll(nn + strlen(CLUSTER) + 1);
+        snprintf(m->pod_uid, sizeof m->pod_uid, "%s", gd_meta_uid(p));
+        snprintf(m->ip, sizeof m->ip, "%s", gd_json_str_or(p, "status.podIP", ""));
+        snprintf(m->image, sizeof m->image, "%s",
+                 gd_json_str_or(cJSON_GetArrayItem(gd_json_path(p, "spec.containers"), 0), "image", ""));
+        char claim[160];
+        snprintf(claim, sizeof claim, "data-%s", nn);
+        cJSON *pvc = NULL;
+        if (k8s_get(c, &K8S_RES_PVCS, ns, claim, &pvc, NULL) == GD_OK)
+            snprintf(m->pvc_uid, sizeof m->pvc_uid, "%s", gd_meta_uid(pvc));
+        cJSON_Delete(pvc);
+    }
+    cJSON_Delete(pods);
+    return n;
+}
+
+static const member_state *by_id(const member_state *m, int n, int64_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (m[i].id == id) return &m[i];
+    return NULL;
+}
+
+static godis_client *dial(const char *ip)
+{
+    godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000, .loopback_only = 1};
+    return godis_client_new(ip, 6379, &o);
+}
+
+/* ---------- the watch of the rollout ---------- */
+
+typedef struct {
+    char old_rev[32], new_rev[32];
+    int64_t order[16];          /* status.rollout.member values, in the order first seen */
+    int norder;
+    int64_t current;            /* the member in progress in the last state seen */
+    bool reentered;             /* a member came back into progress after another one */
+    bool membership_changed;
+    int64_t members0[8];
+    int nmembers0;
+    char mid_table[4096];       /* kubectl's output while the first member was in progress */
+} rollout_watch;
+
+static bool rollout_done(const char *type, const cJSON *o, void *arg)
+{
+    rollout_watch *w = arg;
+    (void)type;
+    int64_t ids[8];
+    int n = e2e_status_members(o, ids, 8);
+    if (n != w->nmembers0 || memcmp(ids, w->members0, sizeof(int64_t) * (size_t)n))
+        w->membership_changed = true;
+    int64_t m = gd_json_int_or(o, "status.rollout.member", 0);
+    if (m && m != w->current) {
+        for (int i = 0; i < w->norder; i++) w->reentered |= w->order[i] == m;
+        if (w->norder < 16) w->order[w->norder++] = m;
+        if (w->norder == 1) kubectl_get(w->mid_table, sizeof w->mid_table);
+    }
+    w->current = m;
+    const char *upd = gd_json_str_or(o, "status.updateRevision", "");
+    return !m && *upd && strcmp(upd, w->old_rev) && !strcmp(gd_json_str_or(o, "status.currentRevision", ""), upd) &&
+           gd_json_int_or(o, "status.updatedReplicas", -1) == 3 &&
+           gd_json_int_or(o, "status.readyReplicas", -1) == 3 &&
+           (snprintf(w->new_rev, sizeof w->new_rev, "%s", upd), true);
+}
+
+typedef struct {
+    int want;                   /* updatedReplicas */
+    char rev[32];               /* out: the revision every member is on */
+} settled_rev;
+
+/* Every one of want members on one revision, recorded as current. */
+static bool revision_recorded(const char *type, const cJSON *o, void *arg)
+{
+    settled_rev *r = arg;
+    (void)type;
+    const char *cur = gd_json_str_or(o, "status.currentRevision", "");
+    if (!*cur || strcmp(cur, gd_json_str_or(o, "status.updateRevision", "")) ||
+        gd_json_int_or(o, "status.updatedReplicas", -1) != r->want)
+        return false;
+    snprintf(r->rev, sizeof r->rev, "%s", cur);
+    return true;
+}
+
+static int count_events(const char *reason)
+{
+    cJSON *list = NULL;
+    if (k8s_list(c, &K8S_RES_EVENTS, ns, NULL, &list, NULL) != GD_OK) return -1;
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, gd_json_path(list, "items"))
+        n += !strcmp(gd_json_str_or(e, "reason", ""), reason);
+    cJSON_Delete(list);
+    return n;
+}
+
+/* ---------- setup ---------- */
+
+static int setup(void **state)
+{
+    (void)state;
+    gd_log_init("itest", GD_LOG_WARN, 0, 2);
+    c = e2e_client();
+    if (!c || !e2e_install_crds(c) || !e2e_ns_create(c, "rollout", ns, sizeof ns)) return -1;
+    e2e_log_dir(logdir, sizeof logdir, "rollout");
+    snprintf(rundir, sizeof rundir, "/tmp/godis-itest-rollout-%d", (int)getpid());
+    snprintf(mgr_log, sizeof mgr_log, "%s/manager.log", logdir);
+    manager = e2e_start_manager(rundir, mgr_log, 2, false, NULL, 0);
+    fprintf(stderr, "rollout: logs in %s\n", logdir);
+    return manager > 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    e2e_stop(manager, 15000);
+    e2e_ns_delete(c, ns);
+    e2e_remove_dir(rundir);
+    k8s_client_destroy(&c);
+    return 0;
+}
+
+static void test_image_change_rolls_one_member_at_a_time(void **state)
+{
+    (void)state;
+    assert_true(e2e_cluster_create(c, ns, CLUSTER, 3));
+    assert_true(e2e_wait_converged(c, ns, CLUSTER, 3, 180000));
+    rollout_watch w = {0};
+    settled_rev r0 = {.want = 3};
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                revision_recorded, &r0, 60000));
+    snprintf(w.old_rev, sizeof w.old_rev, "%s", r0.rev);
+    cJSON *gc = e2e_cluster_get(c, ns, CLUSTER);
+    w.nmembers0 = e2e_status_members(gc, w.members0, 8);
+    cJSON_Delete(gc);
+    assert_int_equal(w.nmembers0, 3);
+    member_state before[8];
+    assert_int_equal(members_now(before, 8), 3);
+    godis_client *g = dial(before[0].ip);        /* written through one member: replicated */
+    for (int i = 0; i < 20; i++) {
+        char k[32], v[32];
+        snprintf(k, sizeof k, "roll-key-%d", i);
+        snprintf(v, sizeof v, "value-%d", i);
+        assert_int_equal(godis_set(g, k, v), GD_OK);
+    }
+    godis_client_destroy(&g);
+
+    e2e_sampler s;
+    assert_true(e2e_sampler_start(&s, ns, CLUSTER));
+    int64_t t0 = e2e_now_ms();
+    assert_int_equal(k8s_patch(c, &K8S_RES_GODISCLUSTERS, ns, CLUSTER, K8S_PATCH_MERGE,
+                               "{\"spec\":{\"image\":\"" NEW_IMAGE "\"}}", NULL, NULL, NULL), GD_OK);
+    bool done = e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                rollout_done, &w, 240000);
+    int64_t ms = e2e_now_ms() - t0;
+    e2e_sampler_stop(&s, "rollout");
+    fprintf(stderr, "rollout-figure: image-3-members rollout_ms=%lld order=%lld,%lld,%lld "
+            "samples=%d without_quorum=%d max_unavailable=%d revision %s -> %s\n", (long long)ms,
+            (long long)w.order[0], (long long)w.order[1], (long long)w.order[2], s.samples,
+            s.no_quorum, s.max_unavailable, w.old_rev, w.new_rev);
+    assert_true(done);
+    assert_int_equal(s.no_quorum, 0);
+    assert_true(s.max_unavailable <= 1);
+    assert_int_equal(w.norder, 3);               /* each member once, one at a time */
+    assert_false(w.reentered);
+    assert_false(w.membership_changed);
+
+    member_state after[8];
+    assert_int_equal(members_now(after, 8), 3);
+    for (int i = 0; i < 3; i++) {
+        const member_state *b = by_id(before, 3, after[i].id);
+        assert_non_null(b);                       /* the same ids */
+        assert_string_not_equal(b->pod_uid, after[i].pod_uid);   /* a new pod */
+        assert_string_equal(b->pvc_uid, after[i].pvc_uid);       /* on the same volume */
+        assert_string_equal(after[i].image, NEW_IMAGE);
+        godis_client *m = dial(after[i].ip);
+        for (int k = 0; k < 20; k++) {
+            char key[32], want[32], *v = NULL;
+            snprintf(key, sizeof key, "roll-key-%d", k);
+            snprintf(want, sizeof want, "value-%d", k);
+            bool ok = m && godis_get(m, key, &v) == GD_OK && v && !strcmp(v, want);
+            free(v);
+            if (!ok) fail_msg("member %lld lost %s in the rollout", (long long)after[i].id, key);
+        }
+        godis_client_destroy(&m);
+    }
+    assert_int_equal(count_events("MemberReplaced"), 3);
+    assert_int_equal(count_events("MemberUpdated"), 3);
+
+    char cell[64], table[4096];
+    fprintf(stderr, "kubectl mid-rollout:\n%s", w.mid_table);
+    table_cell(w.mid_table, "ROLLING", cell, sizeof cell);
+    assert_int_equal(atoll(cell), w.order[0]);
+    assert_int_equal(kubectl_get(table, sizeof table), 0);
+    fprintf(stderr, "kubectl after:\n%s", table);
+    table_cell(table, "UPDATED", cell, sizeof cell);
+    assert_string_equal(cell, "3");
+    table_cell(table, "READY", cell, sizeof cell);
+    assert_string_equal(cell, "3");
+    table_cell(table, "ROLLING", cell, sizeof cell);
+    assert_string_equal(cell, "<none>");
+}
+
+/* Point 7: a manager restarted with the same rendering touches no member. */
+static void test_restart_with_same_rendering_rolls_nothing(void **state)
+{
+    (void)state;
+    settled_rev r3 = {.want = 3};
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                revision_recorded, &r3, 60000));
+    member_state before[8];
+    assert_int_equal(members_now(before, 8), 3);
+    e2e_stop(manager, 15000);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t since_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    manager = e2e_start_manager(rundir, mgr_log, 2, false, NULL, 0);
+    assert_true(manager > 0);
+    assert_true(e2e_cluster_scale(c, ns, CLUSTER, 4));
+    assert_true(e2e_wait_converged(c, ns, CLUSTER, 4, 180000));
+    audit_event *ev = NULL;
+    int n = e2e_operator_writes(since_us, &ev);
+    assert_true(n > 0);                           /* it did reconcile: the scale-out's writes */
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 3; k++) {
+            char rs[96];
+            snprintf(rs, sizeof rs, "%s-%lld", CLUSTER, (long long)before[k].id);
+            if (!strcmp(ev[i].resource, "replicasets") && !strcmp(ev[i].name, rs) &&
+                strcmp(ev[i].verb, "get") && strcmp(ev[i].verb, "list") && strcmp(ev[i].verb, "watch"))
+                fail_msg("the restarted operator wrote ReplicaSet %s (%s)", rs, ev[i].verb);
+        }
+        if (!strcmp(ev[i].resource, "pods") && !strcmp(ev[i].verb, "delete"))
+            fail_msg("the restarted operator deleted pod %s", ev[i].name);
+    }
+    free(ev);
+    member_state after[8];
+    assert_int_equal(members_now(after, 8), 4);
+    for (int k = 0; k < 3; k++) {
+        const member_state *a = by_id(after, 4, before[k].id);
+        assert_non_null(a);
+        assert_string_equal(a->pod_uid, before[k].pod_uid);
+    }
+    settled_rev r4 = {.want = 4};                 /* the new member on the same revision */
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                revision_recorded, &r4, 60000));
+    assert_string_equal(r4.rev, r3.rev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_image_change_rolls_one_member_at_a_time),
+        cmocka_unit_test(test_restart_with_same_rendering_rolls_nothing),
+    };
+    return cmocka_run_group_tests_name("itest_rollout", tests, setup, teardown);
+}
