@@ -27,7 +27,8 @@ typedef struct {
     bool pod_current;        /* a pod (not being deleted) runs the spec's revision */
     bool stale_pods;         /* a pod (not being deleted) runs another revision */
     bool ready;              /* the current pod is Ready */
-    char pod_ip[64];
+    bool serving;            /* a pod of it (on any revision) is Ready */
+    char pod_ip[64];         /* of a Ready pod, the current one first */
 } ro_member;
 
 typedef struct {
@@ -71,12 +72,13 @@ static void ro_observe_member(ro_rollout_ctx *x, ro_member *m, int64_t id)
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
         if (gd_meta_deleting(p)) continue;
-        if (!godis_pod_on_template(p, m->desired)) { m->stale_pods = true; continue; }
-        m->pod_current = true;
-        if (!m->ready && ro_pod_is_ready(p)) {
-            m->ready = true;
+        bool current = godis_pod_on_template(p, m->desired), ready = ro_pod_is_ready(p);
+        m->stale_pods |= !current;
+        m->pod_current |= current;
+        if (ready && (!m->serving || (current && !m->ready)))
             snprintf(m->pod_ip, sizeof m->pod_ip, "%s", gd_json_str_or(p, "status.podIP", ""));
-        }
+        m->serving |= ready;
+        m->ready |= current && ready;
     }
     cJSON_Delete(pods);
     /* A ReplicaSet from before template hashes that the Godis controller has not stamped yet
@@ -207,8 +209,7 @@ static void ro_event(ro_rollout_ctx *x, const char *type, const char *reason, co
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    godis_emit_event(x->ro->e, *x->ro->cluster, type, reason, msg);
-    gd_log(GD_LOG_INFO, msg, "cluster", x->ro->name, "namespace", x->ro->ns, "reason", reason, NULL);
+    godis_emit_event(x->ro->e, *x->ro->cluster, type, reason, msg);   /* logged there too */
 }
 
 /* ---- the member check over RESP ---- */
@@ -270,7 +271,7 @@ static gd_err ro_check_member(ro_rollout_ctx *x, int64_t id, char *why, size_t c
 {
     int64_t via = 0;
     for (int i = 0; i < x->n && !via; i++)
-        if (x->m[i].id != id && x->m[i].ready) via = x->m[i].id;
+        if (x->m[i].id != id && x->m[i].serving) via = x->m[i].id;
     if (!via && x->n > 1) {
         snprintf(why, cap, "no other Ready member to write through");
         return GD_ERR_TRANSPORT;
@@ -360,7 +361,6 @@ static godis_result ro_drive(ro_rollout_ctx *x, ro_member *m)
         godis_result r = ro_not_back(x, m, why);
         return r.kind == GODIS_REQUEUE_AFTER && r.after_ms > CHECK_RECHECK_MS ? ro_requeue_after(CHECK_RECHECK_MS) : r;
     }
-    x->updated++;
     snprintf(msg, sizeof msg, "%d/%d members on revision %s", x->updated, x->n, x->hash);
     ro_status_change c = {.member = 0, .cond_reason = "RollingUpdate", .cond_value = x->updated < x->n,
                        .cond_msg = msg};
