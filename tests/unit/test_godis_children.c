@@ -246,6 +246,145 @@ static void test_configmap_and_godis(void **st)
     cJSON_Delete(g);
 }
 
+/* Issue 20: the template hash is the spec's: the same for every member (id, name, join flag
+ * and node pin are the member's own), different for every day-2 field. */
+static void test_template_hash(void **st)
+{
+    (void)st;
+    godis_child_spec a = spec(true), b = spec(false);
+    b.godis = "example-godis-9";
+    b.id = 9;
+    b.node = "node-3";
+    char ha[GODIS_HASH_LEN + 1], hb[GODIS_HASH_LEN + 1];
+    godis_template_hash(&a, ha);
+    godis_template_hash(&b, hb);
+    assert_int_equal(strlen(ha), GODIS_HASH_LEN);
+    assert_string_equal(ha, hb);
+    cJSON *rs = godis_build_replicaset(&b);
+    assert_string_equal(godis_object_hash(rs), ha);
+    assert_string_equal(godis_object_hash(gd_json_path(rs, "spec.template")), ha);
+    cJSON_Delete(rs);
+    cJSON *res = cJSON_Parse("{\"requests\":{\"cpu\":\"1\"}}");
+    cJSON *meta = cJSON_Parse("{\"labels\":{\"team\":\"a\"}}");
+    cJSON *ann = cJSON_Parse("{\"annotations\":{\"x/y\":\"1\"}}");
+    cJSON *set = cJSON_Parse("{\"goMaxProcs\":2}");
+    godis_child_spec v[6] = {a, a, a, a, a, a};
+    v[0].image = "kbzjung359/godis:v2";
+    v[1].resources = res;
+    v[2].pod_metadata = meta;
+    v[3].pod_metadata = ann;
+    v[4].settings = set;
+    v[5].anti_affinity = "required";
+    char h[6][GODIS_HASH_LEN + 1];
+    for (int i = 0; i < 6; i++) {
+        godis_template_hash(&v[i], h[i]);
+        assert_string_not_equal(h[i], ha);
+        for (int j = 0; j < i; j++) assert_string_not_equal(h[i], h[j]);
+    }
+    godis_child_spec storage = a;        /* not the template's: a PVC matter */
+    storage.storage_size = "5Gi";
+    godis_template_hash(&storage, h[0]);
+    assert_string_equal(h[0], ha);
+    cJSON_Delete(res);
+    cJSON_Delete(meta);
+    cJSON_Delete(ann);
+    cJSON_Delete(set);
+}
+
+static void test_pod_metadata_and_settings(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(false);
+    cJSON *meta = cJSON_Parse("{\"labels\":{\"team\":\"db\",\"cluster-name\":\"x\",\"bad key\":\"v\","
+                              "\"v\":\"not valid!\"},\"annotations\":{\"prometheus.io/scrape\":\"true\","
+                              "\"" GODIS_ANN_TEMPLATE_HASH "\":\"forged\"}}");
+    cJSON *set = cJSON_Parse("{\"goMaxProcs\":2,\"goGC\":50,\"goMemLimit\":\"400MiB\"}");
+    s.pod_metadata = meta;
+    s.settings = set;
+    cJSON *rs = godis_build_replicaset(&s);
+    const cJSON *l = gd_json_path(rs, "spec.template.metadata.labels");
+    assert_string_equal(gd_json_str_or(l, "team", ""), "db");
+    assert_string_equal(gd_json_str_or(l, "cluster-name", ""), "example-godis");   /* ours */
+    assert_null(cJSON_GetObjectItem(l, "bad key"));
+    assert_null(cJSON_GetObjectItem(l, "v"));
+    const cJSON *an = gd_json_path(rs, "spec.template.metadata.annotations");
+    assert_string_equal(cJSON_GetObjectItem(an, "prometheus.io/scrape")->valuestring, "true");
+    assert_string_equal(cJSON_GetObjectItem(an, GODIS_ANN_TEMPLATE_HASH)->valuestring, godis_object_hash(rs));
+    assert_string_equal(gd_json_str_or(env_named(rs, "GOMAXPROCS"), "value", ""), "2");
+    assert_string_equal(gd_json_str_or(env_named(rs, "GOGC"), "value", ""), "50");
+    assert_string_equal(gd_json_str_or(env_named(rs, "GOMEMLIMIT"), "value", ""), "400MiB");
+    /* the selector stays ours alone: a user label never changes which pods are the member's */
+    assert_int_equal(cJSON_GetArraySize(gd_json_path(rs, "spec.selector.matchLabels")), 2);
+    cJSON_Delete(rs);
+    cJSON_Delete(set);
+    set = cJSON_Parse("{\"goMaxProcs\":\"two\",\"goMemLimit\":\"400M\"}");
+    s.settings = set;
+    rs = godis_build_replicaset(&s);
+    assert_null(env_named(rs, "GOMAXPROCS"));
+    assert_null(env_named(rs, "GOMEMLIMIT"));
+    cJSON_Delete(rs);
+    cJSON_Delete(set);
+    cJSON_Delete(meta);
+    assert_true(godis_metadata_key_valid("a.b/c-d_e"));
+    assert_true(godis_metadata_key_valid("team"));
+    assert_false(godis_metadata_key_valid("/x"));
+    assert_false(godis_metadata_key_valid("A.B/x"));
+    assert_false(godis_metadata_key_valid("x-"));
+    assert_false(godis_metadata_key_valid(""));
+    assert_true(godis_label_value_valid(""));
+    assert_false(godis_label_value_valid("-a"));
+}
+
+/* What the Godis controller writes to an existing ReplicaSet. */
+static void test_replicaset_fix(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(false);
+    s.node = "node-2";
+    cJSON *want = godis_build_replicaset(&s);
+    assert_null(godis_replicaset_fix(want, want));              /* same rendering: nothing */
+    /* From before template hashes, otherwise the same: stamped, the pod runs on. */
+    cJSON *legacy = cJSON_Duplicate(want, 1);
+    cJSON_DeleteItemFromObject(gd_json_path(legacy, "metadata"), "annotations");
+    cJSON_DeleteItemFromObject(gd_json_path(legacy, "spec.template.metadata"), "annotations");
+    cJSON *fixed = godis_replicaset_fix(want, legacy);
+    assert_non_null(fixed);
+    assert_string_equal(godis_object_hash(fixed), godis_object_hash(want));
+    cJSON_Delete(fixed);
+    /* A legacy pod whose container is the desired one is on the template; another is not. */
+    cJSON *pod = cJSON_CreateObject();
+    gd_json_set(pod, "spec.containers", cJSON_Duplicate(gd_json_path(want, "spec.template.spec.containers"), 1));
+    assert_true(godis_pod_on_template(pod, want));
+    gd_json_set(pod, "metadata.annotations", cJSON_Parse("{\"" GODIS_ANN_TEMPLATE_HASH "\":\"0000000000\"}"));
+    assert_false(godis_pod_on_template(pod, want));
+    cJSON_Delete(pod);
+    /* On another revision (the spec changed): the rollout's. Only replicas and the pin. */
+    godis_child_spec v2 = s;
+    v2.image = "kbzjung359/godis:v2";
+    cJSON *want2 = godis_build_replicaset(&v2);
+    assert_null(godis_replicaset_fix(want2, want));             /* the template is left as it is */
+    cJSON *scaled = cJSON_Duplicate(want, 1);
+    gd_json_set(scaled, "spec.replicas", cJSON_CreateNumber(0));
+    cJSON_DeleteItemFromObject(gd_json_path(scaled, "spec.template.spec"), "affinity");
+    fixed = godis_replicaset_fix(want2, scaled);
+    assert_non_null(fixed);
+    assert_int_equal(gd_json_int_or(fixed, "spec.replicas", 0), 1);
+    assert_non_null(gd_json_path(fixed, "spec.template.spec.affinity.nodeAffinity"));
+    assert_string_equal(godis_object_hash(fixed), godis_object_hash(want));   /* old revision kept */
+    assert_string_equal(gd_json_str_or(cJSON_GetArrayItem(gd_json_path(fixed, "spec.template.spec.containers"), 0),
+                                       "image", ""), GODIS_DEFAULT_IMAGE);
+    cJSON_Delete(fixed);
+    cJSON_Delete(scaled);
+    /* The rollout's own update: the whole template, and the hash with it. */
+    fixed = godis_child_repair("ReplicaSet", want2, want);
+    assert_string_equal(godis_object_hash(fixed), godis_object_hash(want2));
+    assert_string_equal(godis_object_hash(gd_json_path(fixed, "spec.template")), godis_object_hash(want2));
+    cJSON_Delete(fixed);
+    cJSON_Delete(want2);
+    cJSON_Delete(legacy);
+    cJSON_Delete(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +396,9 @@ int main(void)
         cmocka_unit_test(test_configmap_and_godis),
         cmocka_unit_test(test_member_pod_runtime),
         cmocka_unit_test(test_quantities),
+        cmocka_unit_test(test_template_hash),
+        cmocka_unit_test(test_pod_metadata_and_settings),
+        cmocka_unit_test(test_replicaset_fix),
     };
     return cmocka_run_group_tests_name("godis_children", tests, NULL, NULL);
 }

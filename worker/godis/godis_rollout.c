@@ -38,6 +38,7 @@ typedef struct {
     int n, updated, ready;
     int64_t in_progress;     /* status.rollout.member */
     const char *recorded;    /* status.rollout.revision */
+    cJSON *ident;            /* the cluster as this reconcile found it: what Events are about */
 } ro_rollout_ctx;
 
 static bool ro_pod_is_ready(const cJSON *pod)
@@ -102,12 +103,14 @@ static void ro_observe(ro_rollout_ctx *x)
         for (int j = 0; j < v->nobserved; j++)
             if (v->observed[j].id == m->id && v->observed[j].ready) x->ready++;
     }
-    x->in_progress = gd_json_int_or(*ro->cluster, "status.rollout.member", 0);
-    x->recorded = gd_json_str_or(*ro->cluster, "status.rollout.revision", "");
+    x->ident = cJSON_Duplicate(*ro->cluster, 1);
+    x->in_progress = gd_json_int_or(x->ident, "status.rollout.member", 0);
+    x->recorded = gd_json_str_or(x->ident, "status.rollout.revision", "");
 }
 
 static void ro_release(ro_rollout_ctx *x)
 {
+    cJSON_Delete(x->ident);
     for (int i = 0; i < x->n; i++) {
         cJSON_Delete(x->m[i].desired);
         cJSON_Delete(x->m[i].rs);
@@ -209,7 +212,7 @@ static void ro_event(ro_rollout_ctx *x, const char *type, const char *reason, co
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    godis_emit_event(x->ro->e, *x->ro->cluster, type, reason, msg);   /* logged there too */
+    godis_emit_event(x->ro->e, x->ident, type, reason, msg);   /* logged there too */
 }
 
 /* ---- the member check over RESP ---- */
