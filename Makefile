@@ -162,6 +162,7 @@ test_godis_bootstrap_LINK := worker/godis/godis_children worker/godis/godis_plan
 test_godis_children_LINK := worker/godis/godis_children
 test_godis_dial_LINK := worker/godis/godis_children worker/godis/godis_plan worker/godis/godis_status worker/godis/godis_write worker/godis/godis_status_check worker/godis/godis_input worker/godis/godis_place worker/godis/godis_rollout worker/godis/godis_reconcile_cluster worker/godis/godis_retire
 test_godis_plan_LINK := worker/godis/godis_plan
+test_godis_rollout_LINK := worker/godis/godis_children worker/godis/godis_plan worker/godis/godis_status worker/godis/godis_write worker/godis/godis_rollout
 test_godis_state_LINK := worker/godis/godis_children worker/godis/godis_write worker/godis/godis_reconcile_godis worker/godis/godis_retire
 test_godis_status_check_LINK := worker/godis/godis_status_check
 test_godis_stray_LINK := worker/godis/godis_children worker/godis/godis_plan worker/godis/godis_status worker/godis/godis_write worker/godis/godis_status_check worker/godis/godis_input worker/godis/godis_place worker/godis/godis_rollout worker/godis/godis_reconcile_cluster worker/godis/godis_retire

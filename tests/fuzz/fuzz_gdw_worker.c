@@ -24,6 +24,7 @@
 #include "godis_write.c"
 #include "godis_status_check.c"
 #include "godis_input.c"
+#include "godis_place.c"
 #include "godis_rollout.c"
 #include "godis_reconcile_cluster.c"
 #include "godis_retire.c"

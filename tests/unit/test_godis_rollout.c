@@ -16,12 +16,11 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include "client_fixture.h"
-#include "../../worker/godis_children.c"
-#include "../../worker/godis_plan.c"
-#include "../../worker/godis_status.c"
-#include "../../worker/godis_write.c"
-#include "../../worker/godis_rollout.c"
+#include "godis_children.h"
+#include "godis_plan.h"
+#include "godis_rollout.h"
 #include "gd_json.h"
 
 #define N 3
@@ -84,7 +83,8 @@ static void set_ready(int64_t id)
 
 static bool pod_ready(int64_t id)
 {
-    return W.pod[id] && ro_pod_is_ready(W.pod[id]);
+    const cJSON *c = cJSON_GetArrayItem(gd_json_path(W.pod[id], "status.conditions"), 0);
+    return W.pod[id] && !strcmp(gd_json_str_or(c, "status", ""), "True");
 }
 
 /* A converged 3-member cluster, every member on the template of spec_json's rendering. */
