@@ -343,21 +343,26 @@ static void test_replicaset_fix(void **st)
     s.node = "node-2";
     cJSON *want = godis_build_replicaset(&s);
     assert_null(godis_replicaset_fix(want, want));              /* same rendering: nothing */
-    /* From before template hashes, otherwise the same: stamped, the pod runs on. */
+    /* From before template hashes (even with another template, as the Go controller's):
+     * adopted in place, and its pod without a hash counts as on that revision. */
     cJSON *legacy = cJSON_Duplicate(want, 1);
     cJSON_DeleteItemFromObject(gd_json_path(legacy, "metadata"), "annotations");
     cJSON_DeleteItemFromObject(gd_json_path(legacy, "spec.template.metadata"), "annotations");
+    cJSON_DeleteItemFromObject(cJSON_GetArrayItem(gd_json_path(legacy, "spec.template.spec.containers"), 0),
+                               "securityContext");
     cJSON *fixed = godis_replicaset_fix(want, legacy);
     assert_non_null(fixed);
     assert_string_equal(godis_object_hash(fixed), godis_object_hash(want));
-    cJSON_Delete(fixed);
-    /* A legacy pod whose container is the desired one is on the template; another is not. */
+    assert_string_equal(gd_meta_annotation(fixed, GODIS_ANN_UNHASHED_PODS), godis_object_hash(want));
+    assert_false(godis_child_drifted("ReplicaSet", want, fixed));
     cJSON *pod = cJSON_CreateObject();
-    gd_json_set(pod, "spec.containers", cJSON_Duplicate(gd_json_path(want, "spec.template.spec.containers"), 1));
-    assert_true(godis_pod_on_template(pod, want));
+    gd_json_set(pod, "spec.containers", cJSON_Duplicate(gd_json_path(legacy, "spec.template.spec.containers"), 1));
+    assert_false(godis_pod_on_template(pod, want, legacy));      /* not adopted yet: unknown */
+    assert_true(godis_pod_on_template(pod, want, fixed));
     gd_json_set(pod, "metadata.annotations", cJSON_Parse("{\"" GODIS_ANN_TEMPLATE_HASH "\":\"0000000000\"}"));
-    assert_false(godis_pod_on_template(pod, want));
+    assert_false(godis_pod_on_template(pod, want, fixed));       /* its own hash wins */
     cJSON_Delete(pod);
+    cJSON_Delete(fixed);
     /* On another revision (the spec changed): the rollout's. Only replicas and the pin. */
     godis_child_spec v2 = s;
     v2.image = "kbzjung359/godis:v2";

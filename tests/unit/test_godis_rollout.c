@@ -418,6 +418,41 @@ static void test_same_rendering_touches_nothing(void **state)
     world_free();
 }
 
+/* Members from before template hashes (an earlier operator version, or the Go controller
+ * it replaces): no rollout until the Godis controller adopted their ReplicaSets in place,
+ * and then their running pods count as on the adopted revision — nobody is restarted. */
+static void test_adopted_members_are_not_restarted(void **state)
+{
+    client_fixture *f = *state;
+    world_init("{\"replicas\":3}");
+    for (int id = 1; id <= N; id++) {
+        cJSON_DeleteItemFromObject(gd_json_path(W.rs[id], "metadata"), "annotations");
+        cJSON_DeleteItemFromObject(gd_json_path(W.rs[id], "spec.template.metadata"), "annotations");
+        cJSON_DeleteItemFromObject(gd_json_path(W.pod[id], "metadata"), "annotations");
+    }
+    outcome o = run(f, 3, false);
+    assert_false(o.took);
+    assert_int_equal(o.rs_updates + o.pod_deletes, 0);
+    assert_int_equal(gd_json_int_or(W.cluster, "status.rollout.member", 0), 0);
+    for (int id = 1; id <= N; id++) {            /* the Godis controller adopts them */
+        char name[32];
+        godis_child_spec s = member_spec(id, name, sizeof name);
+        cJSON *want = godis_build_replicaset(&s);
+        cJSON *fixed = godis_replicaset_fix(want, W.rs[id]);
+        assert_non_null(fixed);
+        cJSON_Delete(W.rs[id]);
+        W.rs[id] = fixed;
+        cJSON_Delete(want);
+    }
+    o = run(f, 3, false);
+    assert_false(o.took);
+    assert_int_equal(o.rs_updates + o.pod_deletes, 0);
+    assert_int_equal(gd_json_int_or(W.cluster, "status.updatedReplicas", -1), 3);
+    set_spec("image", cJSON_CreateString("kbzjung359/godis:v2"));   /* a later change rolls */
+    assert_int_equal(roll_one(f), 1);
+    world_free();
+}
+
 /* A member that left the cluster while it was in progress: the record is cleared. */
 static void test_member_gone_clears_the_record(void **state)
 {
@@ -440,6 +475,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stuck_then_fixed, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_same_rendering_touches_nothing, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_member_gone_clears_the_record, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_adopted_members_are_not_restarted, client_setup, client_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

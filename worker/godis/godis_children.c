@@ -601,16 +601,11 @@ int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap)
     return n;
 }
 
-bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs)
+bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs, const cJSON *rs)
 {
     const char *want = godis_object_hash(desired_rs), *have = godis_object_hash(pod);
-    if (have) return want && !strcmp(have, want);
-    const cJSON *wc = gd_json_path(desired_rs, "spec.template.spec.containers");
-    const cJSON *hc = gd_json_path(pod, "spec.containers");
-    if (cJSON_GetArraySize(wc) != cJSON_GetArraySize(hc)) return false;
-    for (int i = 0; i < cJSON_GetArraySize(wc); i++)
-        if (container_differs(cJSON_GetArrayItem(wc, i), cJSON_GetArrayItem(hc, i))) return false;
-    return true;
+    if (!have) have = rs ? gd_meta_annotation(rs, GODIS_ANN_UNHASHED_PODS) : NULL;
+    return have && want && !strcmp(have, want);
 }
 
 cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual)
@@ -619,8 +614,13 @@ cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual)
     bool drifted = godis_child_drifted("ReplicaSet", desired, actual);
     if (have && want && !strcmp(have, want))
         return drifted ? godis_child_repair("ReplicaSet", desired, actual) : NULL;
-    if (!have && !drifted)                       /* made before template hashes: stamp it */
-        return godis_child_repair("ReplicaSet", desired, actual);
+    if (!have && want) {                         /* made before template hashes: adopt it */
+        cJSON *fixed = godis_child_repair("ReplicaSet", desired, actual);
+        cJSON *ann = gd_json_path(fixed, "metadata.annotations");
+        cJSON_DeleteItemFromObjectCaseSensitive(ann, GODIS_ANN_UNHASHED_PODS);
+        cJSON_AddStringToObject(ann, GODIS_ANN_UNHASHED_PODS, want);
+        return fixed;
+    }
     /* Out of date: the rollout's. Replicas and the node pin only, in place. */
     cJSON *fixed = cJSON_Duplicate(actual, 1);
     bool changed = false;

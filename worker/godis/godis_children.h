@@ -66,16 +66,24 @@ void godis_template_hash(const godis_child_spec *s, char out[GODIS_HASH_LEN + 1]
 /* The template hash an object (ReplicaSet or Pod) carries, or NULL. */
 const char *godis_object_hash(const cJSON *obj);
 
+/* On a ReplicaSet made before template hashes (by an earlier version of this operator, or
+ * by the Go controller it replaces), stamped with the hash when adopted: the revision its
+ * pods without a hash annotation count as. Adoption and operator upgrades restart nobody
+ * (issue 15.3's drop-in promise, issue 20.7): such a member takes a later spec change by the
+ * rollout, like any other. */
+#define GODIS_ANN_UNHASHED_PODS "godis.kumkeehyun.github.com/unhashed-pods-revision"
+
 /* Whether a pod runs the template of desired_rs (a godis_build_replicaset result): its hash
- * annotation says so, or — a pod made before template hashes existed, with none — its
- * container is the desired one in every field the operator sets. */
-bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs);
+ * annotation says so, or — a pod made before template hashes, with none — the revision its
+ * ReplicaSet rs (as it is; may be NULL) was adopted at. */
+bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs, const cJSON *rs);
 
 /* What the Godis controller writes to an existing ReplicaSet (NULL: nothing). On the desired
- * revision, drift is repaired in full; a ReplicaSet from before template hashes whose
- * template is otherwise the desired one is stamped with the hash (its pod runs on); one on
- * another revision is the rollout's to update, one member at a time, so only what is no
- * rollout's business is repaired here: replicas 1 and the pin to the data's node. */
+ * revision, drift is repaired in full; a ReplicaSet from before template hashes is adopted in
+ * place: the desired template and hash, GODIS_ANN_UNHASHED_PODS for the pod it runs (which
+ * is not restarted, as before template hashes); one on another revision is the rollout's to
+ * update, one member at a time, so only what is no rollout's business is repaired here:
+ * replicas 1 and the pin to the data's node. */
 cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual);
 
 /* Member containers' resources when spec.resources is not given: a request the scheduler can

@@ -28,6 +28,7 @@ typedef struct {
     bool stale_pods;         /* a pod (not being deleted) runs another revision */
     bool ready;              /* the current pod is Ready */
     bool serving;            /* a pod of it (on any revision) is Ready */
+    bool unhashed;           /* its ReplicaSet predates template hashes: not adopted yet */
     char pod_ip[64];         /* of a Ready pod, the current one first */
 } ro_member;
 
@@ -73,7 +74,7 @@ static void ro_observe_member(ro_rollout_ctx *x, ro_member *m, int64_t id)
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
         if (gd_meta_deleting(p)) continue;
-        bool current = godis_pod_on_template(p, m->desired), ready = ro_pod_is_ready(p);
+        bool current = godis_pod_on_template(p, m->desired, m->rs), ready = ro_pod_is_ready(p);
         m->stale_pods |= !current;
         m->pod_current |= current;
         if (ready && (!m->serving || (current && !m->ready)))
@@ -82,11 +83,7 @@ static void ro_observe_member(ro_rollout_ctx *x, ro_member *m, int64_t id)
         m->ready |= current && ready;
     }
     cJSON_Delete(pods);
-    /* A ReplicaSet from before template hashes that the Godis controller has not stamped yet
-     * but whose pod runs the spec's template is not out of date. */
-    if (!h && m->rs && m->pod_current && !m->stale_pods &&
-        !godis_child_drifted("ReplicaSet", m->desired, m->rs))
-        m->rs_current = true;
+    m->unhashed = m->rs && !h;
 }
 
 static void ro_observe(ro_rollout_ctx *x)
@@ -342,7 +339,7 @@ static godis_result ro_drive(ro_rollout_ctx *x, ro_member *m)
         gd_err err = GD_OK;
         const cJSON *p;
         cJSON_ArrayForEach(p, pods) {
-            if (gd_meta_deleting(p) || godis_pod_on_template(p, m->desired)) continue;
+            if (gd_meta_deleting(p) || godis_pod_on_template(p, m->desired, m->rs)) continue;
             gd_err d = gw_delete(e, &K8S_RES_PODS, x->ro->ns, gd_meta_name(p), NULL);
             if (d && d != GD_ERR_NOT_FOUND) err = d;
             else ro_event(x, "Normal", "MemberReplaced", "member %lld: pod %s replaced to roll out "
@@ -387,6 +384,10 @@ static bool ro_may_start(ro_rollout_ctx *x)
     if (v->paused || !ro->writable || strcmp(ro->phase, "Running") != 0) return false;
     if (v->nmembers != v->desired || v->scale_out_id || v->scale_in_id) return false;
     if (x->ready != x->n) return false;
+    /* A member whose ReplicaSet predates template hashes is adopted in place by the Godis
+     * controller first (godis_replicaset_fix): until then what it runs is not known. */
+    for (int i = 0; i < x->n; i++)
+        if (x->m[i].unhashed) return false;
     return godis_plan_next(v).kind == GP_NOTHING;
 }
 
