@@ -379,6 +379,8 @@ static godis_result ro_drive(ro_rollout_ctx *x, ro_member *m)
  * Ready, the cluster took a write, and it is not paused. */
 static bool ro_may_start(ro_rollout_ctx *x)
 {
+    for (int i = 0; i < x->n; i++)
+        if (!x->m[i].rs) return false;      /* the Godis controller makes or adopts it first */
     godis_rollout *ro = x->ro;
     const godis_view *v = ro->v;
     if (v->paused || !ro->writable || strcmp(ro->phase, "Running") != 0) return false;
@@ -419,8 +421,11 @@ bool godis_rollout_run(godis_rollout *ro, godis_result *r)
             *r = gw_result(ro_write_status(&x, &c, &wrote));
             if (!r->err) {
                 r->kind = GODIS_REQUEUE;
+                const char *rs_rev = next->rs ? godis_object_hash(next->rs) : NULL;
                 gd_log(GD_LOG_INFO, "rollout: member next", "cluster", ro->name, "namespace", ro->ns,
-                       "why", msg, NULL);
+                       "why", msg, "replicaset-revision", rs_rev ? rs_rev : "(none)",
+                       "pods", next->stale_pods ? "on another revision" : next->pod_current ? "current" : "none",
+                       NULL);
             }
         } else {
             /* The counts and revisions only, and only when the planner has nothing to do:
