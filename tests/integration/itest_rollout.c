@@ -16,7 +16,15 @@
  * test_restart_with_same_rendering_rolls_nothing (point 7): the manager restarted with a
  * rendering that did not change, then a scale 3 -> 4 (proof that it reconciles the cluster):
  * the API server's audit log shows no update of the existing members' ReplicaSets and no
- * pod deleted, and the revision stays. */
+ * pod deleted, and the revision stays.
+ *
+ * test_bad_image_stops_and_fix_resumes: an image no node can run (ErrImagePull) stops the
+ * rollout at its first member — Progressing False, RolloutStuck, an Event — never a second
+ * member down; the spec fixed, that member comes back and the rollout ends.
+ *
+ * test_scale_during_rollout: a scale 4 -> 5 asked for while a member is being replaced is
+ * never recorded while a member is in progress (the watch sees every state), and both the
+ * scale and the rollout complete with the quorum kept. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -353,11 +361,163 @@ static void test_restart_with_same_rendering_rolls_nothing(void **state)
     assert_string_equal(r4.rev, r3.rev);
 }
 
+/* ---------- a bad image, then the fix ---------- */
+
+typedef struct {
+    int64_t stuck_member;       /* status.rollout.member when RolloutStuck showed */
+    int64_t members_rolled[8];  /* distinct status.rollout.member values */
+    int nrolled;
+} stuck_watch;
+
+static const cJSON *condition(const cJSON *o, const char *type)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, gd_json_path(o, "status.conditions"))
+        if (!strcmp(gd_json_str_or(c, "type", ""), type)) return c;
+    return NULL;
+}
+
+static void note_member(stuck_watch *w, int64_t m)
+{
+    if (!m) return;
+    for (int i = 0; i < w->nrolled; i++)
+        if (w->members_rolled[i] == m) return;
+    if (w->nrolled < 8) w->members_rolled[w->nrolled++] = m;
+}
+
+static bool is_stuck(const char *type, const cJSON *o, void *arg)
+{
+    stuck_watch *w = arg;
+    (void)type;
+    note_member(w, gd_json_int_or(o, "status.rollout.member", 0));
+    const cJSON *p = condition(o, "Progressing");
+    if (!p || strcmp(gd_json_str_or(p, "status", ""), "False") ||
+        strcmp(gd_json_str_or(p, "reason", ""), "RolloutStuck"))
+        return false;
+    w->stuck_member = gd_json_int_or(o, "status.rollout.member", 0);
+    return true;
+}
+
+typedef struct {
+    stuck_watch *w;
+    int want;
+    char rev[32];
+} done_watch;
+
+static bool settled_again(const char *type, const cJSON *o, void *arg)
+{
+    done_watch *d = arg;
+    note_member(d->w, gd_json_int_or(o, "status.rollout.member", 0));
+    settled_rev r = {.want = d->want};
+    if (gd_json_int_or(o, "status.rollout.member", 0) || !revision_recorded(type, o, &r)) return false;
+    snprintf(d->rev, sizeof d->rev, "%s", r.rev);
+    return true;
+}
+
+static bool any_event(const char *type, const cJSON *o, void *arg)
+{
+    (void)type, (void)o, (void)arg;
+    return true;
+}
+
+/* Point 2/5: an image that cannot run stops the rollout at its first member (the deadline:
+ * Progressing False, RolloutStuck, a Warning Event) with the quorum kept; the spec fixed
+ * (the image of the other members), that member comes back and the rollout ends. */
+static void test_bad_image_stops_and_fix_resumes(void **state)
+{
+    (void)state;
+    settled_rev r0 = {.want = 4};
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                revision_recorded, &r0, 60000));
+    e2e_sampler s;
+    assert_true(e2e_sampler_start(&s, ns, CLUSTER));
+    assert_int_equal(k8s_patch(c, &K8S_RES_GODISCLUSTERS, ns, CLUSTER, K8S_PATCH_MERGE,
+                               "{\"spec\":{\"image\":\"example.invalid/not-godis:1\","
+                               "\"progressDeadlineSeconds\":10}}", NULL, NULL, NULL), GD_OK);
+    stuck_watch w = {0};
+    bool stuck = e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                 is_stuck, &w, 120000);
+    assert_true(stuck);
+    assert_int_equal(w.nrolled, 1);              /* one member down, no other touched */
+    assert_true(w.stuck_member > 0);
+    int dummy = 0;                               /* the Event follows the status write */
+    assert_true(e2e_watch_until(c, &K8S_RES_EVENTS, ns, NULL, "reason=RolloutStuck", any_event,
+                                &dummy, 30000));
+    assert_int_equal(k8s_patch(c, &K8S_RES_GODISCLUSTERS, ns, CLUSTER, K8S_PATCH_MERGE,
+                               "{\"spec\":{\"image\":\"" NEW_IMAGE "\"}}", NULL, NULL, NULL), GD_OK);
+    done_watch d = {.w = &w, .want = 4};
+    bool done = e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                settled_again, &d, 120000);
+    e2e_sampler_stop(&s, "bad-image");
+    assert_true(done);
+    assert_int_equal(s.no_quorum, 0);
+    assert_true(s.max_unavailable <= 1);
+    assert_int_equal(w.nrolled, 1);              /* only that member was ever replaced */
+    assert_string_equal(d.rev, r0.rev);          /* back on the others' revision */
+    fprintf(stderr, "rollout-figure: bad-image stuck member %lld, fixed, %d samples, max_unavailable=%d\n",
+            (long long)w.stuck_member, s.samples, s.max_unavailable);
+}
+
+/* ---------- a scale during a rollout ---------- */
+
+typedef struct {
+    bool scaled;                /* the scale was asked for */
+    int64_t scale_during;       /* a scale-out recorded while a member was being replaced */
+    int64_t seen_rollout;
+} scale_watch;
+
+static bool rollout_started(const char *type, const cJSON *o, void *arg)
+{
+    (void)type;
+    scale_watch *w = arg;
+    w->seen_rollout = gd_json_int_or(o, "status.rollout.member", 0);
+    return w->seen_rollout != 0;
+}
+
+static bool scaled_and_rolled(const char *type, const cJSON *o, void *arg)
+{
+    (void)type;
+    scale_watch *w = arg;
+    if (gd_json_int_or(o, "status.rollout.member", 0) && gd_json_int_or(o, "status.scaleOutID", 0))
+        w->scale_during = gd_json_int_or(o, "status.scaleOutID", 0);
+    settled_rev r = {.want = 5};
+    return gd_json_int_or(o, "status.readyReplicas", 0) == 5 && !gd_json_int_or(o, "status.rollout.member", 0) &&
+           revision_recorded(type, o, &r);
+}
+
+/* Point 2: a scale asked for while a member is being replaced waits for that member, then
+ * goes first; the rollout then finishes, the new member made on the new template already. */
+static void test_scale_during_rollout(void **state)
+{
+    (void)state;
+    e2e_sampler s;
+    assert_true(e2e_sampler_start(&s, ns, CLUSTER));
+    assert_int_equal(k8s_patch(c, &K8S_RES_GODISCLUSTERS, ns, CLUSTER, K8S_PATCH_MERGE,
+                               "{\"spec\":{\"image\":\"kbzjung359/godis:v3\"}}", NULL, NULL, NULL), GD_OK);
+    scale_watch w = {0};
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                rollout_started, &w, 60000));
+    assert_true(e2e_cluster_scale(c, ns, CLUSTER, 5));
+    bool done = e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
+                                scaled_and_rolled, &w, 240000);
+    e2e_sampler_stop(&s, "scale-during-rollout");
+    assert_true(done);
+    assert_int_equal(w.scale_during, 0);         /* never a membership change mid-member */
+    assert_int_equal(s.no_quorum, 0);
+    assert_true(s.max_unavailable <= 1);
+    assert_true(e2e_wait_converged(c, ns, CLUSTER, 5, 60000));
+    member_state m[8];
+    assert_int_equal(members_now(m, 8), 5);
+    for (int i = 0; i < 5; i++) assert_string_equal(m[i].image, "kbzjung359/godis:v3");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_image_change_rolls_one_member_at_a_time),
         cmocka_unit_test(test_restart_with_same_rendering_rolls_nothing),
+        cmocka_unit_test(test_bad_image_stops_and_fix_resumes),
+        cmocka_unit_test(test_scale_during_rollout),
     };
     return cmocka_run_group_tests_name("itest_rollout", tests, setup, teardown);
 }
