@@ -149,6 +149,7 @@ test_workqueue_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics
 test_shards_LINK := manager/shards
 test_supervisor_LINK := manager/supervisor
 test_manager_control_LINK := manager/control manager/shards
+test_curve_remote_LINK := manager/control manager/shards worker/runtime/control
 test_manager_promtext_LINK := manager/promtext manager/statsclient
 test_leaderelection_LINK := manager/leaderelection manager/leaselock
 test_informer_pack_LINK := informer/store

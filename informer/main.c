@@ -316,7 +316,8 @@ int main(int argc, char **argv)
                       .ctr = &ctr, .stop = &g_stop};
     inf_pub *pub = inf_pub_new(&pc);
     if (!pub) {
-        fprintf(stderr, "godis-informer: cannot bind %s / %s\n", pub_ep, snap_ep);
+        fprintf(stderr, "godis-informer: cannot bind %s / %s%s\n", pub_ep, snap_ep,
+                f.tcp_pub_ep || f.tcp_snap_ep ? " and the tcp:// endpoints (see the log above)" : "");
         return GD_EXIT_FATAL_CONFIG;
     }
     g_pub = pub;

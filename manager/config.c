@@ -31,7 +31,7 @@ size_t mgr_config_bind_flags(mgr_config *c, gd_flag *out)
         STR("leader-elect-resource-name", lease_name, "name of the Lease object", .metavar = "NAME"),
         STR("leader-elect-resource-namespace", lease_namespace, "namespace of the Lease object", .metavar = "NS"),
         STR("leader-elect-identity", identity, "holder identity written into the Lease (default: <hostname>_<random>)", .metavar = "ID"),
-        FLAG(GD_FLAG_INT, "workers", &c->workers, "number of worker processes (1..64); shards are spread over them", .metavar = "N", .min = 1, .max = 64),
+        FLAG(GD_FLAG_INT, "workers", &c->workers, "number of worker processes (1..64; 0 with --remote-port-base: only remote workers); shards are spread over them", .metavar = "N", .min = 0, .max = 64),
         FLAG(GD_FLAG_INT, "max-concurrent-reconciles", &c->max_concurrent_reconciles, "reconciler threads per controller in each worker (1..1024)", .metavar = "N", .min = 1, .max = 1024),
         STR("informer-bin", informer_bin, "path of the informer program (default: godis-informer beside this program)", .metavar = "PATH", .no_default = true),
         STR("worker-bin", worker_bin, "path of the worker program (default: godis-worker beside this program)", .metavar = "PATH", .no_default = true),
@@ -46,6 +46,10 @@ size_t mgr_config_bind_flags(mgr_config *c, gd_flag *out)
         STR("webhook-cert-dir", webhook_cert_dir, "the webhook's tls.crt/tls.key (and ca.crt), e.g. a cert-manager Secret; default: a CA and serving certificate generated with OpenSSL, renewed before expiry", .metavar = "DIR"),
         STR("webhook-client-ca", webhook_client_ca, "PEM file: the webhook requires a client certificate it signed (the API server's)", .metavar = "FILE"),
         STR("webhook-bin", webhook_bin, "path of the webhook program (default: godis-webhook beside this program)", .metavar = "PATH", .no_default = true),
+        FLAG(GD_FLAG_INT, "remote-port-base", &c->remote_port_base, "take workers from other pods (godis-worker --leader-lease) over tcp:// with CURVE: the control socket on this port, each informer's PUB and snapshot socket on the next ones (1024..65000; 0 = no remote workers)", .metavar = "PORT", .min = 0, .max = 65000),
+        STR("remote-address", remote_address, "address the tcp:// endpoints bind and advertise in the Lease (default: $POD_IP)", .metavar = "HOST"),
+        STR("curve-server-key", curve_server_key, "CURVE secret key file of the tcp:// endpoints (godis-manager keygen)", .metavar = "FILE"),
+        STR("curve-allow", curve_allow, "public keys of the remote workers allowed in, one z85 key per line (re-read when it changes)", .metavar = "FILE"),
         FLAG(GD_FLAG_DURATION, "heartbeat", &c->heartbeat_ms, "interval of PING to workers (10ms..1m); a worker silent for 5 intervals is killed", .min = 10, .max = 60000),
         FLAG(GD_FLAG_DURATION, "shutdown-grace", &c->shutdown_grace_ms, "on shutdown or fencing: time from STOP to SIGKILL of a worker, SIGTERM at half (0s..10m)", .min = 0, .max = 600000),
         STR("log-level", log_level, "debug, info, warn or error", .metavar = "LEVEL"),
@@ -274,6 +278,17 @@ gd_err mgr_config_validate(const mgr_config *c, char *err, size_t errlen)
     }
     if (c->webhook_url[0] && strncmp(c->webhook_url, "https://", 8)) {
         snprintf(err, errlen, "--webhook-url: expected https://HOST:PORT/eviction, got \"%.200s\"", c->webhook_url);
+        return GD_ERR_CONFIG;
+    }
+    if (c->workers == 0 && !c->remote_port_base) {
+        snprintf(err, errlen, "--workers: must be between 1 and 64, got 0 (0 only with --remote-port-base)");
+        return GD_ERR_CONFIG;
+    }
+    if (c->remote_port_base && (c->remote_port_base < 1024 || !c->curve_server_key[0] ||
+                                !c->curve_allow[0] || c->workers > 32)) {
+        snprintf(err, errlen, "--remote-port-base: needs a port of 1024 or more, "
+                 "--curve-server-key and --curve-allow (there is no plaintext tcp), and "
+                 "--workers of 32 at most");
         return GD_ERR_CONFIG;
     }
     if (gd_log_level_parse(c->log_level) < 0) {

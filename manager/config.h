@@ -39,6 +39,11 @@ typedef struct {
     char webhook_cert_dir[MGR_STR];  /* "" = self-managed certificates */
     char webhook_client_ca[MGR_STR];
     char webhook_bin[MGR_STR];
+    /* remote workers (PROTOCOL.md §3): tcp:// endpoints from remote_port_base (0: none) */
+    int remote_port_base;
+    char remote_address[254];           /* bind and advertise; "" = $POD_IP */
+    char curve_server_key[MGR_STR];
+    char curve_allow[MGR_STR];
     int64_t heartbeat_ms;
     int64_t shutdown_grace_ms;
     char log_level[16];

@@ -24,6 +24,10 @@ typedef struct {
     int pid;
     uint64_t seq;                   /* last seq sent */
     int64_t last_heard_ms;
+    bool remote;                    /* tcp:// worker in another pod (PROTOCOL.md §3.3) */
+    uint64_t stamp;                 /* its monotonic stamp of its last HELLO/PONG */
+    int64_t stamp_recv_ms;          /* our monotonic time when that arrived */
+    int64_t lease_end_ms;           /* our monotonic time its last LEASE expires */
 } conn_t;
 
 struct mgr_control {
@@ -32,6 +36,7 @@ struct mgr_control {
     void *ud;
     conn_t w[MGR_SHARDS_MAX_WORKERS];
     uint64_t rejected;
+    int64_t remote_lease_cap_ms;    /* 0: no remote endpoint */
 };
 
 mgr_control *mgr_control_new(void *zctx, const char *endpoint, const mgr_control_handlers *h,
@@ -63,6 +68,29 @@ void mgr_control_destroy(mgr_control **cp)
     zmq_close((*cp)->sock);
     free(*cp);
     *cp = NULL;
+}
+
+gd_err mgr_control_bind_remote(mgr_control *c, const char *endpoint, const gd_curve_keys *keys,
+                               int64_t lease_cap_ms)
+{
+    gd_err rc = gd_curve_bind(c->sock, endpoint, keys);
+    if (rc != GD_OK) {
+        GD_ERROR("cannot bind the remote control endpoint", "endpoint", endpoint, "error",
+                 rc == GD_ERR_CONFIG ? "tcp:// needs CURVE keys" : zmq_strerror(zmq_errno()));
+        return rc;
+    }
+    c->remote_lease_cap_ms = lease_cap_ms;
+    return GD_OK;
+}
+
+bool mgr_control_is_remote(mgr_control *c, int i)
+{
+    return i >= 0 && i < MGR_SHARDS_MAX_WORKERS && c->w[i].connected && c->w[i].remote;
+}
+
+int64_t mgr_control_remote_lease_end(mgr_control *c, int i)
+{
+    return i >= 0 && i < MGR_SHARDS_MAX_WORKERS ? c->w[i].lease_end_ms : 0;
 }
 
 void *mgr_control_socket(mgr_control *c) { return c->sock; }
@@ -156,6 +184,46 @@ static int conn_of(mgr_control *c, const char *id, size_t idlen)
     return -1;
 }
 
+/* HELLO from a remote worker: GDW1 HELLO remote pid stamp name. Its slot is the one its
+ * identity already has, else the first free remote slot. */
+static void remote_hello(mgr_control *c, zmq_msg_t *f, int n, const char *id, size_t idlen)
+{
+    uint64_t pid, stamp;
+    if (!c->h.on_remote_hello || !c->remote_lease_cap_ms) {
+        reject(c, id, idlen, "HELLO: this manager takes no remote workers");
+        return;
+    }
+    if (n != 7 || !parse_u64(&f[4], &pid) || !parse_u64(&f[5], &stamp) || idlen >= 32 ||
+        zmq_msg_size(&f[6]) == 0 || zmq_msg_size(&f[6]) > 253) {
+        reject(c, id, idlen, "HELLO: expected remote, pid, stamp, name");
+        return;
+    }
+    int index = conn_of(c, id, idlen);
+    for (int i = MGR_REMOTE_FIRST; index < 0 && i < MGR_SHARDS_MAX_WORKERS; i++)
+        if (!c->w[i].connected) index = i;
+    if (index < 0) {
+        reject(c, id, idlen, "HELLO: no free remote worker slot");
+        return;
+    }
+    char name[254];
+    snprintf(name, sizeof name, "%.*s", (int)zmq_msg_size(&f[6]), (char *)zmq_msg_data(&f[6]));
+    conn_t *w = &c->w[index];
+    bool again = w->connected;
+    if (!again) {                   /* connected first: the handler sends LEASE at once */
+        memset(w, 0, sizeof *w);
+        memcpy(w->identity, id, idlen);
+        w->idlen = idlen;
+        w->pid = (int)pid;
+        w->connected = w->remote = true;
+    }
+    w->last_heard_ms = w->stamp_recv_ms = gd_mono_ms();
+    w->stamp = stamp;
+    if (!c->h.on_remote_hello(c->ud, index, name) && !again) {
+        memset(w, 0, sizeof *w);
+        reject(c, id, idlen, "HELLO: refused");
+    }
+}
+
 static void handle(mgr_control *c, zmq_msg_t *f, int n)
 {
     const char *id = zmq_msg_data(&f[0]);
@@ -166,6 +234,10 @@ static void handle(mgr_control *c, zmq_msg_t *f, int n)
     }
     zmq_msg_t *cmd = &f[2];
     int index, pid;
+    if (frame_is(cmd, "HELLO") && n >= 4 && frame_is(&f[3], "remote")) {
+        remote_hello(c, f, n, id, idlen);
+        return;
+    }
     if (frame_is(cmd, "HELLO")) {
         uint64_t fi, fp;
         if (n != 5 || !parse_u64(&f[3], &fi) || !parse_u64(&f[4], &fp) ||
@@ -198,12 +270,20 @@ static void handle(mgr_control *c, zmq_msg_t *f, int n)
     c->w[index].last_heard_ms = gd_mono_ms();
     uint64_t seq;
     if (frame_is(cmd, "PONG")) {
-        if (n < 4 || n > 5 || !parse_u64(&f[3], &seq)) {
-            reject(c, id, idlen, "PONG: expected seq [metrics]");
+        uint64_t stamp;
+        bool remote = c->w[index].remote;
+        if (n < 4 || n > (remote ? 6 : 5) || !parse_u64(&f[3], &seq) ||
+            (remote && (n != 6 || !parse_u64(&f[5], &stamp)))) {
+            reject(c, id, idlen, remote ? "PONG: expected seq, metrics, stamp"
+                                        : "PONG: expected seq [metrics]");
             return;
         }
-        const char *m = n == 5 ? zmq_msg_data(&f[4]) : "";
-        size_t ml = n == 5 ? zmq_msg_size(&f[4]) : 0;
+        if (remote) {
+            c->w[index].stamp = stamp;
+            c->w[index].stamp_recv_ms = gd_mono_ms();
+        }
+        const char *m = n >= 5 ? zmq_msg_data(&f[4]) : "";
+        size_t ml = n >= 5 ? zmq_msg_size(&f[4]) : 0;
         c->h.on_pong(c->ud, index, seq, m, ml);
     } else if (frame_is(cmd, "REVOKED")) {
         int shards[GD_NSHARDS], ns = 0;
@@ -318,9 +398,29 @@ static gd_err send_ms(mgr_control *c, int index, const char *verb, int64_t ms)
     return send_to(c, index, verb, a, NULL, 1, NULL);
 }
 
+/* A remote worker shares no clock with us: its LEASE also carries the stamp of its last
+ * PONG and how long the lease lasts from when that PONG reached us, so its deadline on its
+ * own clock (stamp + remaining) is never later than ours (PROTOCOL.md §3.3). */
 gd_err mgr_control_lease(mgr_control *c, int index, int64_t deadline_wall_ms)
 {
-    return send_ms(c, index, "LEASE", deadline_wall_ms);
+    if (!mgr_control_is_remote(c, index))
+        return send_ms(c, index, "LEASE", deadline_wall_ms);
+    conn_t *w = &c->w[index];
+    int64_t now = gd_mono_ms();
+    int64_t recv_wall = gd_wall_ms() - (now - w->stamp_recv_ms);
+    int64_t remaining = deadline_wall_ms - recv_wall;
+    if (remaining > c->remote_lease_cap_ms)
+        remaining = c->remote_lease_cap_ms;
+    if (remaining <= 0)
+        return GD_OK;                   /* nothing left to give: it fences itself */
+    char d[24], echo[24], rem[24];
+    snprintf(d, sizeof d, "%lld", (long long)deadline_wall_ms);
+    snprintf(echo, sizeof echo, "%" PRIu64, w->stamp);
+    snprintf(rem, sizeof rem, "%lld", (long long)remaining);
+    if (w->stamp_recv_ms + remaining > w->lease_end_ms)
+        w->lease_end_ms = w->stamp_recv_ms + remaining;
+    const char *a[] = {d, echo, rem};
+    return send_to(c, index, "LEASE", a, NULL, 3, NULL);
 }
 
 gd_err mgr_control_stop(mgr_control *c, int index, int64_t drain_deadline_wall_ms)

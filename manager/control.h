@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "gd_err.h"
+#include "gd_curve.h"
 #include "shards.h"
 
 typedef struct {
@@ -17,7 +18,13 @@ typedef struct {
     void (*on_revoked)(void *ud, int index, uint64_t seq, const int *shards, int n,
                        const char *pending_json);
     void (*on_pong)(void *ud, int index, uint64_t seq, const char *metrics, size_t len);
+    /* HELLO from a remote worker (PROTOCOL.md §3.3) that got slot index (MGR_REMOTE_FIRST
+     * and up); return true to accept. NULL: remote workers are refused. */
+    bool (*on_remote_hello)(void *ud, int index, const char *name);
 } mgr_control_handlers;
+
+/* Remote workers get the slots from here up (local workers: 0 .. MGR_REMOTE_FIRST-1). */
+#define MGR_REMOTE_FIRST 32
 
 typedef struct mgr_control mgr_control;
 
@@ -25,6 +32,13 @@ typedef struct mgr_control mgr_control;
 mgr_control *mgr_control_new(void *zctx, const char *endpoint, const mgr_control_handlers *h,
                            void *ud);
 void  mgr_control_destroy(mgr_control **c);
+/* Also binds a tcp:// endpoint with CURVE (server keys) for remote workers; their LEASE is
+ * capped at lease_cap_ms after the stamp of their last PONG (PROTOCOL.md §3.3). */
+gd_err mgr_control_bind_remote(mgr_control *c, const char *endpoint, const gd_curve_keys *keys,
+                               int64_t lease_cap_ms);
+bool   mgr_control_is_remote(mgr_control *c, int index);
+/* Monotonic ms after which the remote worker's last LEASE has expired (0: none sent). */
+int64_t mgr_control_remote_lease_end(mgr_control *c, int index);
 void *mgr_control_socket(mgr_control *c);      /* for zmq_poll */
 /* Reads and dispatches every queued message without blocking. Returns how many. */
 int   mgr_control_dispatch(mgr_control *c);

@@ -17,7 +17,35 @@ struct mgr_leaselock {
     k8s_client *client;
     char ns[254], name[254];
     cJSON *lease;                       /* last object seen; NULL before the first get */
+    char *anno_key, *anno_value;        /* written with every acquire/renew (PROTOCOL.md §3.1) */
 };
+
+gd_err mgr_leaselock_set_annotation(mgr_leaselock *l, const char *key, const char *value)
+{
+    free(l->anno_key);
+    free(l->anno_value);
+    l->anno_key = strdup(key);
+    l->anno_value = strdup(value);
+    return l->anno_key && l->anno_value ? GD_OK : GD_ERR_NOMEM;
+}
+
+/* The leader's endpoints travel in the same write as the holder: set while we hold the
+ * Lease, removed by the write that releases it. */
+static gd_err write_annotation(const mgr_leaselock *l, cJSON *obj, const mgr_le_record *rec)
+{
+    if (!l->anno_key) return GD_OK;
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    if (!cJSON_IsObject(md)) return GD_ERR_TYPE;
+    cJSON *an = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+    if (!cJSON_IsObject(an)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "annotations");
+        if (!(an = cJSON_AddObjectToObject(md, "annotations"))) return GD_ERR_NOMEM;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(an, l->anno_key);
+    if (rec->holder[0] && !cJSON_AddStringToObject(an, l->anno_key, l->anno_value))
+        return GD_ERR_NOMEM;
+    return GD_OK;
+}
 
 mgr_leaselock *mgr_leaselock_new(k8s_client *client, const char *ns, const char *name)
 {
@@ -35,6 +63,8 @@ void mgr_leaselock_destroy(mgr_leaselock **lp)
 {
     if (!lp || !*lp) return;
     cJSON_Delete((*lp)->lease);
+    free((*lp)->anno_key);
+    free((*lp)->anno_value);
     free(*lp);
     *lp = NULL;
 }
@@ -130,6 +160,7 @@ static gd_err lock_create(void *ud, const mgr_le_record *rec)
     cJSON_AddStringToObject(md, "name", l->name);
     cJSON_AddStringToObject(md, "namespace", l->ns);
     gd_err e = mgr_leaselock_record_to_lease(obj, rec);
+    if (e == GD_OK) e = write_annotation(l, obj, rec);
     cJSON *out = NULL;
     k8s_status st;
     if (e == GD_OK) e = k8s_create(l->client, &K8S_RES_LEASES, l->ns, obj, &out, &st);
@@ -149,6 +180,7 @@ static gd_err lock_update(void *ud, const mgr_le_record *rec)
     cJSON *obj = cJSON_Duplicate(l->lease, 1);
     if (!obj) return GD_ERR_NOMEM;
     gd_err e = mgr_leaselock_record_to_lease(obj, rec);
+    if (e == GD_OK) e = write_annotation(l, obj, rec);
     cJSON *out = NULL;
     k8s_status st;
     if (e == GD_OK) e = k8s_update(l->client, &K8S_RES_LEASES, obj, &out, &st);

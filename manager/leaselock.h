@@ -12,6 +12,10 @@ typedef struct mgr_leaselock mgr_leaselock;
 /* client is borrowed and must outlive the lock. NULL on bad arguments or no memory. */
 mgr_leaselock *mgr_leaselock_new(k8s_client *client, const char *ns, const char *name);
 void mgr_leaselock_destroy(mgr_leaselock **l);
+/* An annotation written into the Lease with every acquire and renew, and removed by the
+ * release (the leader's endpoints for remote workers, PROTOCOL.md §3.1). Set it before the
+ * election starts. */
+gd_err mgr_leaselock_set_annotation(mgr_leaselock *l, const char *key, const char *value);
 /* Fills the store callbacks for mgr_le_new(). */
 void mgr_leaselock_ops(mgr_leaselock *l, mgr_le_lock *out);
 

@@ -32,6 +32,7 @@
 #include "leaderelection.h"
 #include "leaselock.h"
 #include "promtext.h"
+#include "remote.h"
 #include "rundir.h"
 #include "shards.h"
 #include "statsclient.h"
@@ -74,6 +75,7 @@ typedef struct {
     mgr_lease_watch *watch;
     char identity[MGR_LE_HOLDER_MAX];    /* Lease identity ("" without leader election) */
     mgr_http *http_health, *http_metrics;
+    mgr_remote *remote;     /* NULL: no remote workers (PROTOCOL.md §3) */
 
     worker_t w[MGR_SHARDS_MAX_WORKERS];
     int want_workers;
@@ -139,6 +141,14 @@ static bool add_informers(mgr_t *m)
         GD_ERROR("bad --informer-kinds", "error", err);
         return false;
     }
+    int nk = 0;
+    while (nk < MGR_MAX_KINDS && kinds[nk][0]) nk++;
+    gd_err re;
+    m->remote = mgr_remote_new(&m->cfg, m->zctx, kinds, nk, m->identity, &re);
+    if (re != GD_OK || (m->remote && mgr_control_bind_remote(m->ctl,
+            mgr_remote_control_endpoint(m->remote), mgr_remote_keys(m->remote),
+            MGR_REMOTE_MISSED_PINGS * m->cfg.heartbeat_ms) != GD_OK))
+        return false;
     for (int ki = 0; ki < MGR_MAX_KINDS && kinds[ki][0]; ki++) {
         informer_t *in = &m->inf[m->ninf];
         snprintf(in->kind, sizeof in->kind, "%.63s", kinds[ki]);
@@ -158,6 +168,12 @@ static bool add_informers(mgr_t *m)
         }
         a[n++] = "--pub-endpoint"; a[n++] = pub;
         a[n++] = "--snap-endpoint"; a[n++] = snap;
+        if (m->remote) {
+            a[n++] = "--tcp-pub-endpoint"; a[n++] = mgr_remote_pub(m->remote, m->ninf);
+            a[n++] = "--tcp-snap-endpoint"; a[n++] = mgr_remote_snap(m->remote, m->ninf);
+            a[n++] = "--curve-server-key"; a[n++] = m->cfg.curve_server_key;
+            a[n++] = "--curve-allow"; a[n++] = m->cfg.curve_allow;
+        }
         n = common_args(m, a, n);
         a[n] = NULL;
         in->proc = mgr_sup_add(m->sup, MGR_ROLE_INFORMER, m->ninf, name, (char *const *)a);
@@ -247,6 +263,7 @@ static void stop_all_workers(mgr_t *m, const char *why)
         else if (m->phase > 0) mgr_sup_stop(m->sup, p, false);   /* no restart at shutdown */
         /* fencing: a worker between processes holds nothing; it comes back as standby */
     }
+    mgr_remote_stop_all(m->remote, m->ctl, &m->shards);
     mgr_shards_freeze(&m->shards, true);
     if (stopped) GD_WARN("stopping every worker", "reason", why);
 }
@@ -269,6 +286,7 @@ static void start_leading(mgr_t *m)
     want_workers(m);
     for (int i = 0; i < m->want_workers; i++)
         if (m->w[i].hello && !m->w[i].stopping) mgr_shards_worker_up(&m->shards, i);
+    mgr_remote_start_leading(m->remote, &m->shards);
     mgr_shards_freeze(&m->shards, false);
     m->renewals_sent = 0;                       /* LEASE to every worker now */
 }
@@ -316,6 +334,13 @@ static bool on_hello(void *ud, int index, int pid)
     return true;
 }
 
+static bool on_remote_hello(void *ud, int index, const char *name)
+{
+    mgr_t *m = ud;
+    return mgr_remote_hello(m->remote, m->ctl, &m->shards, index, name, m->leading,
+                            m->lease_deadline_wall);
+}
+
 static void on_revoked(void *ud, int index, uint64_t seq, const int *shards, int n,
                        const char *pending)
 {
@@ -339,6 +364,7 @@ static void on_pong(void *ud, int index, uint64_t seq, const char *metrics, size
     t[len] = '\0';
     free(m->w[index].metrics);
     m->w[index].metrics = t;
+    mgr_remote_pong(m->remote, m->ctl, index, m->leading, m->lease_deadline_wall);
 }
 
 static bool startup_settled(mgr_t *m, int64_t now)
@@ -433,6 +459,7 @@ static void follow_leadership(mgr_t *m, int64_t now)
         m->lease_deadline_wall = deadline_wall;
         for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++)
             if (m->w[i].hello && !m->w[i].stopping) mgr_control_lease(m->ctl, i, deadline_wall);
+        mgr_remote_lease_all(m->remote, m->ctl, deadline_wall);
     }
 }
 
@@ -627,6 +654,9 @@ static gd_err setup_election(mgr_t *m)
         fprintf(stderr, "godis-manager: bad lease namespace or name\n");
         return GD_ERR_CONFIG;
     }
+    if (m->remote && mgr_leaselock_set_annotation(m->lock, MGR_REMOTE_ANNOTATION,
+                                                  mgr_remote_annotation(m->remote)) != GD_OK)
+        return GD_ERR_NOMEM;
     mgr_leaselock_ops(m->lock, &ops);
     if (!(m->le = mgr_le_new(&lc, &ops))) return GD_ERR_NOMEM;
     mgr_le_set_notify(m->le, wake_loop, m);
@@ -679,7 +709,8 @@ static void begin_shutdown(mgr_t *m, int code, const char *why)
 
 static void advance_shutdown(mgr_t *m)
 {
-    if (m->phase == 1 && mgr_sup_alive(m->sup, MGR_ROLE_WORKER) == 0) {
+    /* remote workers too: the lease is released only once none can still write */
+    if (m->phase == 1 && mgr_sup_alive(m->sup, MGR_ROLE_WORKER) == 0 && mgr_remote_quiet(m->remote)) {
         stop_election(m);
         for (int i = 0; i < m->ninf; i++) mgr_sup_stop(m->sup, m->inf[i].proc, false);
         mgr_proc *wh = mgr_sup_find(m->sup, MGR_ROLE_WEBHOOK, 0);
@@ -709,6 +740,7 @@ static void teardown(mgr_t *m)
     k8s_client_destroy(&m->client);
     for (int i = 0; i < MGR_SHARDS_MAX_WORKERS; i++) free(m->w[i].metrics);
     free(m->pub_metrics);
+    mgr_remote_destroy(&m->remote);
     if (m->zctx) zmq_ctx_term(m->zctx);
     unlink_endpoints(m);
     mgr_rundir_remove(m->rundir, m->rundir_made);
@@ -731,6 +763,7 @@ static void loop(mgr_t *m)
         if (m->leading != was_leading) next_publish = 0;   /* probes see it at once */
         if (m->leading && startup_settled(m, now)) send_shard_actions(m);
         heartbeat(m, now);                  /* standby workers too */
+        mgr_remote_tick(m->remote, m->ctl, &m->shards, now);
         for (int i = 0; i < m->ninf; i++) mgr_stats_tick(m->inf[i].stats);
         advance_shutdown(m);
         int64_t wait = mgr_sup_tick(m->sup);
@@ -772,7 +805,7 @@ int mgr_run(const mgr_config *cfg, int argc, char **argv)
     mgr_sup_opts_default(&so);
     so.term_after_ms = so.kill_after_ms = fence_grace_ms(m) / 2 > 50 ? fence_grace_ms(m) / 2 : 50;
     char ctl[300];
-    mgr_control_handlers h = {on_hello, on_revoked, on_pong};
+    mgr_control_handlers h = {on_hello, on_revoked, on_pong, on_remote_hello};
     if (!(m->zctx = zmq_ctx_new()) || !mgr_rundir_make(m->cfg.runtime_dir, m->rundir, sizeof m->rundir, &m->rundir_made)) { code = GD_EXIT_FATAL_CONFIG; goto out; }
     snprintf(ctl, sizeof ctl, "ipc://%s/control", m->rundir);
     if (!(m->sup = mgr_sup_new(&so, on_child_exit, m)) || !(m->ctl = mgr_control_new(m->zctx, ctl, &h, m))) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "control.h"
 #include "gd_err.h"
 #include "gd_flags.h"
@@ -69,6 +70,36 @@ static void reconciler_help(char *out, size_t cap)
                               s->name, s->help);
 }
 
+/* --leader-lease: a remote worker; the endpoints come from the Lease, so the flags that
+ * give them locally make no sense with it. */
+static int remote_main(gd_flagset *fs, worker_opts *o, const char *lease, const char *key,
+                       const char *server, char **argv)
+{
+    static char ns[254], hostname[254];
+    const char *slash = strchr(lease, '/');
+    if (!slash || slash == lease || !slash[1] || (size_t)(slash - lease) >= sizeof ns ||
+        strchr(slash + 1, '/'))
+        return gd_flags_fail(fs, "--leader-lease: expected NAMESPACE/NAME, got \"%s\"", lease);
+    if (o->runtime_dir || o->control_endpoint || o->ninformers)
+        return gd_flags_fail(fs, "--leader-lease: the endpoints come from the Lease; drop "
+                             "--runtime-dir, --informer-endpoints and --control-endpoint");
+    char why[600];
+    if (worker_curve_load(o, key, server, why, sizeof why) != GD_OK)
+        return gd_flags_fail(fs, "%s", why);
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - lease), lease);
+    if (!o->worker_name) {
+        if (gethostname(hostname, sizeof hostname - 1) != 0)
+            snprintf(hostname, sizeof hostname, "worker");
+        o->worker_name = hostname;
+    }
+    if (!gd_reconciler_find(o->reconciler))
+        return gd_flags_fail(fs, "--reconciler: unknown reconciler set \"%s\"", o->reconciler);
+    o->remote = true;
+    o->index = -1;
+    o->argv = argv;
+    return worker_remote_main(o, ns, slash + 1);
+}
+
 #define FLAG GD_FLAG
 
 int main(int argc, char **argv)
@@ -76,7 +107,7 @@ int main(int argc, char **argv)
     static worker_opts o;
     worker_opts_default(&o);
     const char *shards = NULL, *endpoints = NULL, *level = "info", *format = "text";
-    const char *curve_key = NULL, *curve_server = NULL;
+    const char *curve_key = NULL, *curve_server = NULL, *leader_lease = NULL;
     static char rec_help[1024];
     reconciler_help(rec_help, sizeof rec_help);
     gd_flag defs[] = {
@@ -84,6 +115,8 @@ int main(int argc, char **argv)
         FLAG(GD_FLAG_STRING, "control-endpoint", &o.control_endpoint, "the manager's GDW1 ROUTER, e.g. ipc:///run/x/control; without it the worker runs standalone", .metavar = "EP"),
         FLAG(GD_FLAG_STRING, "runtime-dir", &o.runtime_dir, "informers at ipc://DIR/<Kind>.pub and .snap", .metavar = "DIR"),
         FLAG(GD_FLAG_STRING, "informer-endpoints", &endpoints, "instead of --runtime-dir, only these kinds: \"Kind=PUB,SNAP;Kind=PUB,SNAP\" (ipc://, or tcp:// with the CURVE flags)", .metavar = "SPEC"),
+        FLAG(GD_FLAG_STRING, "leader-lease", &leader_lease, "a worker in another pod: find the leader in this Lease's annotation (NAMESPACE/NAME, the manager's leader-election Lease) and join it over tcp:// with CURVE; after a leader change it joins the new one without exiting", .metavar = "NS/NAME"),
+        FLAG(GD_FLAG_STRING, "worker-name", &o.worker_name, "this remote worker's name in the manager's logs (default: the host name, i.e. the pod name)", .metavar = "NAME"),
         FLAG(GD_FLAG_STRING, "curve-key", &curve_key, "our CURVE secret key (z85 file, godis-manager keygen): needed for tcp:// endpoints, which always use CURVE", .metavar = "FILE"),
         FLAG(GD_FLAG_STRING, "curve-server-public", &curve_server, "the manager's CURVE public key (z85 file) that tcp:// endpoints must present", .metavar = "FILE"),
         FLAG(GD_FLAG_STRING, "shards", &shards, "standalone: shards to own, e.g. \"0-255\", \"3,17\" or \"all\"", .metavar = "LIST", .def = "all"),
@@ -113,7 +146,9 @@ int main(int argc, char **argv)
     gd_hoptrace_init("worker");
     gd_flags_warn_deprecated(&fs);
 
-    char why[200] = "";
+    char why[600] = "";
+    if (leader_lease)
+        return remote_main(&fs, &o, leader_lease, curve_key, curve_server, argv);
     if (endpoints && o.runtime_dir)
         return gd_flags_fail(&fs, "give --runtime-dir or --informer-endpoints, not both");
     if (endpoints) {
@@ -136,6 +171,7 @@ int main(int argc, char **argv)
                                 sizeof why) != GD_OK) {
         return gd_flags_fail(&fs, "--shards: %s", why);
     }
+    o.remote = o.control_endpoint && strncmp(o.control_endpoint, "tcp://", 6) == 0;
     if (worker_opts_need_curve(&o) &&
         worker_curve_load(&o, curve_key, curve_server, why, sizeof why) != GD_OK)
         return gd_flags_fail(&fs, "%s", why);

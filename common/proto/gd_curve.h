@@ -14,6 +14,8 @@
 #include "gd_err.h"
 
 #define GD_CURVE_ZAP_DOMAIN "godis-operator"
+/* The Lease annotation where the leader writes its tcp:// endpoints (PROTOCOL.md §3.1). */
+#define GD_REMOTE_ANNOTATION "godis.kumkeehyun.github.com/worker-endpoints"
 #define GD_CURVE_Z85_LEN 40                 /* a 32-byte key in z85 */
 
 typedef struct {

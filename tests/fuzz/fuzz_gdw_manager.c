@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
     static mgr m;
     fz_quiet_logs();
     if (!c) {
-        mgr_control_handlers h = {on_hello, on_revoked, on_pong};
+        mgr_control_handlers h = {on_hello, on_revoked, on_pong, NULL};
         if (!(c = mgr_control_new(zmq_ctx_new(), "inproc://fz.control", &h, &m))) abort();
     }
     mgr_shards_init(&m.shards);

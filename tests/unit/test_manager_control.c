@@ -84,7 +84,7 @@ static void hear(void *s, char *out, size_t cap)
 
 static mgr_control *control(void)
 {
-    mgr_control_handlers h = {h_hello, h_revoked, h_pong};
+    mgr_control_handlers h = {h_hello, h_revoked, h_pong, NULL};
     hellos = revokeds = pongs = 0;
     accept_hello = true;
     static int n;

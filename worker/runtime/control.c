@@ -166,10 +166,17 @@ gd_err gdw_parse(const gdw_frame *f, int n, gdw_msg *m, char *why, size_t cap)
     }
     if (frame_is(cmd, "LEASE") || frame_is(cmd, "STOP")) {
         m->type = frame_is(cmd, "LEASE") ? GDW_LEASE : GDW_STOP;
-        uint64_t d;
-        if (n != 4 || !parse_u64(&f[3], &d) || d > (uint64_t)INT64_MAX)
-            return bad(why, cap, "LEASE/STOP: want seq and a deadline in ms");
+        uint64_t d, echo = 0, rem = 0;
+        bool remote = m->type == GDW_LEASE && n == 6;
+        if ((n != 4 && !remote) || !parse_u64(&f[3], &d) || d > (uint64_t)INT64_MAX ||
+            (remote && (!parse_u64(&f[4], &echo) || !parse_u64(&f[5], &rem) ||
+                        echo > (uint64_t)INT64_MAX / 2 || rem > (uint64_t)INT64_MAX / 2)))
+            return bad(why, cap, "LEASE/STOP: want seq and a deadline in ms (LEASE: and "
+                       "echo, remaining)");
         m->deadline_ms = (int64_t)d;
+        m->has_remote = remote;
+        m->echo_ms = (int64_t)echo;
+        m->remaining_ms = (int64_t)rem;
         return GD_OK;
     }
     if (frame_is(cmd, "REVOKE")) {

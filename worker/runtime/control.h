@@ -3,6 +3,7 @@
  * are tested without sockets; worker_link.c does the ZeroMQ I/O. */
 #ifndef WORKER_CONTROL_H
 #define WORKER_CONTROL_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -30,6 +31,11 @@ typedef struct {
     int nshards;
     cJSON *pending;             /* ASSIGN: {"controller":["key",...]} (owned; may be NULL) */
     int64_t deadline_ms;        /* LEASE / STOP: wall-clock ms */
+    /* LEASE to a remote worker (PROTOCOL.md §3.3): the stamp (our monotonic ms) of our last
+     * HELLO/PONG the manager had, and the ms the lease lasts from it; has_remote false
+     * for a local LEASE */
+    bool has_remote;
+    int64_t echo_ms, remaining_ms;
     char text[256];             /* ERROR: the peer's message */
 } gdw_msg;
 

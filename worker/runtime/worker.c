@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 #include "gd_log.h"
 #include "gd_time.h"
@@ -25,6 +26,7 @@
 
 static volatile sig_atomic_t got_signal;
 static void on_signal(int sig) { got_signal = sig; }
+bool worker_signalled(void) { return got_signal != 0; }
 
 /* ---- setup and teardown ---- */
 
@@ -157,7 +159,7 @@ static int run_loop(worker *w)
             w->abandoned = !stop_controllers(w, left);
             gd_log(GD_LOG_INFO,
                    w->abandoned ? "stopped: drain deadline passed" : "stopped: drained", NULL);
-            return GD_EXIT_OK;
+            return w->o->remote ? WORKER_RECONNECT : GD_EXIT_OK;
         }
         if (w->control) {
             zmq_pollitem_t item = {.socket = w->control, .events = ZMQ_POLLIN};
@@ -184,6 +186,17 @@ static int run_loop(worker *w)
         }
         if (w->control) {
             int64_t now = gd_mono_ms(), silent = now - w->last_heard_ms;
+            /* A remote worker never says HELLO again on a connection the manager may have
+             * given up (it would come back as a new worker still holding its old shards):
+             * it drops everything and finds the leader afresh (PROTOCOL.md §3.4). */
+            if (w->o->remote && (silent > 3 * hb || w->reconnect)) {
+                gd_log(GD_LOG_WARN, w->reconnect ? "manager forgot us: reconnecting"
+                                                 : "manager silent for 3 heartbeats: reconnecting",
+                       NULL);
+                gd_fence_close(&w->fence);
+                w->abandoned = !stop_controllers(w, w->o->stop_grace_ms);
+                return WORKER_RECONNECT;
+            }
             if (silent > 5 * hb) {
                 gd_log(GD_LOG_ERROR, "manager silent for 5 heartbeats: stop writing, exit",
                        NULL);
@@ -236,6 +249,13 @@ int worker_run(const worker_opts *o)
     gd_log(GD_LOG_INFO, "worker running", "reconciler", o->reconciler, "mode",
            o->control_endpoint ? "managed" : "standalone", NULL);
     code = run_loop(w);
+    if (w->abandoned && code == WORKER_RECONNECT && o->argv) {
+        /* reconcile threads that would not finish (fenced: they write nothing more) would
+         * outlive this connection: start clean in the same process slot instead */
+        gd_log(GD_LOG_WARN, "reconnect: in-flight reconciles did not finish; re-executing",
+               NULL);
+        execv("/proc/self/exe", o->argv);
+    }
     if (w->abandoned)
         return code;    /* threads are inside reconciles: the process exit ends them */
 out:

@@ -58,7 +58,22 @@ typedef struct {
     /* tcp:// endpoints (remote workers, PROTOCOL.md §3.2): our key pair, the server's key */
     gd_curve_keys curve;
     char server_public[GD_CURVE_Z85_LEN + 1];
+    /* A remote worker (control endpoint over tcp://): remote HELLO/PONG/LEASE, and on STOP
+     * or a silent manager it returns WORKER_RECONNECT instead of exiting (§3.1 step 3). */
+    bool remote;
+    const char *worker_name;            /* in the remote HELLO (default: the host name) */
+    char *const *argv;                  /* remote: to re-exec when a reconnect cannot drain */
 } worker_opts;
+
+/* worker_run's result for a remote worker whose manager stopped it or went silent: drop
+ * everything and find the leader again. Never a process exit code. */
+#define WORKER_RECONNECT 100
+
+/* A remote worker (--leader-lease NS/NAME): finds the leader in the Lease's annotation and
+ * runs against it, again after every WORKER_RECONNECT, until a signal. Exit code. */
+int worker_remote_main(worker_opts *o, const char *lease_ns, const char *lease_name);
+/* True once SIGTERM/SIGINT arrived (after the first worker_run installed the handlers). */
+bool worker_signalled(void);
 
 void worker_opts_default(worker_opts *o);
 /* Fills the endpoints of the domain's kinds from a runtime directory (PROTOCOL.md §2), in

@@ -66,6 +66,7 @@ struct worker {
     uint64_t out_seq;
     int64_t last_heard_ms, last_hello_ms;
     bool stopping;
+    bool reconnect;             /* remote: the manager does not know this connection */
     int64_t stop_deadline_wall_ms;
     bool abandoned;             /* reconciles still running at exit: skip the teardown */
     int64_t started_ms;

@@ -36,12 +36,32 @@ void worker_send_strs(worker *w, const char **frames, int n)
 
 void worker_send_hello(worker *w)
 {
-    char idx[16], pid[16];
+    char idx[16], pid[16], stamp[24];
+    int64_t now = gd_mono_ms();
     snprintf(idx, sizeof idx, "%d", w->o->index);
     snprintf(pid, sizeof pid, "%d", (int)getpid());
-    const char *f[] = {GD_PROTO_WORKER, "HELLO", idx, pid};
-    worker_send_strs(w, f, 4);
-    w->last_hello_ms = gd_mono_ms();
+    snprintf(stamp, sizeof stamp, "%lld", (long long)now);
+    if (w->o->remote) {
+        /* PROTOCOL.md §3.3: the stamp comes back in LEASE */
+        const char *f[] = {GD_PROTO_WORKER, "HELLO", "remote", pid, stamp,
+                           w->o->worker_name ? w->o->worker_name : "worker"};
+        worker_send_strs(w, f, 6);
+    } else {
+        const char *f[] = {GD_PROTO_WORKER, "HELLO", idx, pid};
+        worker_send_strs(w, f, 4);
+    }
+    w->last_hello_ms = now;
+}
+
+/* A remote LEASE: our deadline is our stamp plus what the manager granted from when that
+ * stamp reached it — never later than the manager's view, whatever the message's delay (a
+ * LEASE read after a SIGSTOP is already expired). Converted to the wall clock the fence
+ * reads. */
+static void remote_lease(worker *w, const gdw_msg *m)
+{
+    int64_t left = m->echo_ms + m->remaining_ms - gd_mono_ms();
+    if (left > 0)
+        gd_fence_extend(&w->fence, gd_wall_ms() + left);
 }
 
 void worker_send_revoked(worker *w, const worker_revoked *r)
@@ -96,13 +116,19 @@ static void handle_message(worker *w, const gdw_msg *m)
         if (!worker_handle_revoke(w, m))
             worker_send_error(w, "too many revocations in progress");
         break;
-    case GDW_LEASE: gd_fence_extend(&w->fence, m->deadline_ms); break;
+    case GDW_LEASE:
+        if (w->o->remote && m->has_remote)
+            remote_lease(w, m);
+        else if (!w->o->remote)     /* a remote worker shares no clock with the manager */
+            gd_fence_extend(&w->fence, m->deadline_ms);
+        break;
     case GDW_PING: {
-        char seq[24];
+        char seq[24], stamp[24];
         snprintf(seq, sizeof seq, "%llu", (unsigned long long)m->seq);
+        snprintf(stamp, sizeof stamp, "%lld", (long long)gd_mono_ms());
         char *text = render_metrics(w);
-        const char *f[] = {GD_PROTO_WORKER, "PONG", seq, text ? text : ""};
-        worker_send_strs(w, f, 4);
+        const char *f[] = {GD_PROTO_WORKER, "PONG", seq, text ? text : "", stamp};
+        worker_send_strs(w, f, w->o->remote ? 5 : 4);
         free(text);
         break;
     }
@@ -113,6 +139,8 @@ static void handle_message(worker *w, const gdw_msg *m)
         break;
     case GDW_ERROR:
         gd_log(GD_LOG_WARN, "manager reported an error", "message", m->text, NULL);
+        if (w->o->remote && strstr(m->text, "no HELLO"))
+            w->reconnect = true;
         break;
     }
 }
@@ -170,7 +198,10 @@ gd_err worker_setup_control(worker *w)
     if (!w->control)
         return GD_ERR_ZMQ;
     char id[48];
-    snprintf(id, sizeof id, "w%d-%d", w->o->index, (int)getpid());
+    if (w->o->remote)       /* a new identity per connection: the manager tells them apart */
+        snprintf(id, sizeof id, "r%d-%08x", (int)getpid(), (unsigned)(gd_mono_ns() ^ (uint64_t)rand()));
+    else
+        snprintf(id, sizeof id, "w%d-%d", w->o->index, (int)getpid());
     int linger = 500;
     zmq_setsockopt(w->control, ZMQ_ROUTING_ID, id, strlen(id));
     zmq_setsockopt(w->control, ZMQ_LINGER, &linger, sizeof linger);

@@ -1,0 +1,336 @@
+/* itest_remote.c — workers in other pods (issue 22, docs/PROTOCOL.md §3) on the local
+ * control plane: two godis-manager replicas with --workers 0 (only remote workers) and
+ * --remote-port-base on their own 127.x addresses, two godis-worker processes started with
+ * --leader-lease only (they find the leader in the Lease annotation and join it over
+ * tcp:// with CURVE), and a third worker whose key is not on the allow-list.
+ *
+ *   - the remote workers share the 256 shards and converge GodisClusters by themselves;
+ *   - a worker with a wrong key is refused (the manager logs its key) and never receives an
+ *     event, while a subscriber with an allowed key receives the same one;
+ *   - the leader is SIGKILLed: the remote workers join the new leader without a restart
+ *     (same pids) and a new GodisCluster converges.
+ *
+ * Every address is on 127.0.0.0/8; waits are on conditions with deadlines. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <zmq.h>
+#include "e2e_lib.h"
+#include "e2e_procs.h"
+#include "gd_curve.h"
+#include "gd_json.h"
+#include "gd_log.h"
+#include "gd_proto.h"
+#include "gd_sub.h"
+#include "gd_time.h"
+#include "harness_manager.h"
+
+#define NCLUSTERS 6
+
+static struct {
+    k8s_client *c;
+    char dir[128], logdir[256], lease[64], ns[128];
+    char addr[2][16], ident[2][64], mgrlog[2][300], rundir[2][300];
+    int base, metrics[2];
+    pid_t mgr[2], w[2], bad;
+} R;
+
+static void keygen(const char *name)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "bin/godis-manager keygen --out %s --name %s >/dev/null", R.dir, name);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void read_key(const char *name, char *out)
+{
+    char path[300], why[300];
+    gd_curve_keys k;
+    snprintf(path, sizeof path, "%s/%s.key", R.dir, name);
+    assert_int_equal(gd_curve_load_key(path, true, &k, why, sizeof why), GD_OK);
+    memcpy(out, k.public_z85, GD_CURVE_Z85_LEN + 1);
+}
+
+static void spawn_manager(int i)
+{
+    char base[16], wk[16], mt[32];
+    snprintf(base, sizeof base, "%d", R.base);
+    snprintf(mt, sizeof mt, "127.0.0.1:%d", R.metrics[i]);
+    snprintf(wk, sizeof wk, "0");
+    char key[300], allow[300];
+    snprintf(key, sizeof key, "%s/server.key", R.dir);
+    snprintf(allow, sizeof allow, "%s/allow", R.dir);
+    const char *argv[] = {"bin/godis-manager", "--kubeconfig", getenv("KUBECONFIG"),
+                          "--leader-elect", "--leader-elect-resource-name", R.lease,
+                          "--leader-elect-resource-namespace", "default",
+                          "--leader-elect-identity", R.ident[i],
+                          "--leader-elect-lease-duration", "4s",
+                          "--leader-elect-renew-deadline", "3s",
+                          "--leader-elect-retry-period", "1s",
+                          "--workers", wk, "--runtime-dir", R.rundir[i],
+                          "--health-probe-bind-address", "0", "--metrics-bind-address", mt,
+                          "--remote-port-base", base, "--remote-address", R.addr[i],
+                          "--curve-server-key", key, "--curve-allow", allow, NULL};
+    R.mgr[i] = e2e_spawn(argv, R.mgrlog[i]);
+    assert_true(R.mgr[i] > 0);
+}
+
+static pid_t spawn_worker(const char *keyname)
+{
+    char lease[100], key[300], srv[300], log[300];
+    snprintf(lease, sizeof lease, "default/%s", R.lease);
+    snprintf(key, sizeof key, "%s/%s.key", R.dir, keyname);
+    snprintf(srv, sizeof srv, "%s/server.pub", R.dir);
+    snprintf(log, sizeof log, "%s/worker-%s.log", R.logdir, keyname);
+    const char *argv[] = {"bin/godis-worker", "--leader-lease", lease, "--curve-key", key,
+                          "--curve-server-public", srv, "--worker-name", keyname,
+                          "--kubeconfig", getenv("KUBECONFIG"), "--max-concurrent-reconciles",
+                          "4", "--heartbeat", "1s", NULL};
+    pid_t p = e2e_spawn(argv, log);
+    assert_true(p > 0);
+    return p;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    gd_log_init("itest", GD_LOG_WARN, 0, 2);
+    memset(&R, 0, sizeof R);
+    if (!(R.c = e2e_client()) || !e2e_install_crds(R.c)) return -1;
+    snprintf(R.dir, sizeof R.dir, "/tmp/itest-remote-%d", (int)getpid());
+    if (mkdir(R.dir, 0700) != 0) return -1;
+    e2e_log_dir(R.logdir, sizeof R.logdir, "remote");
+    snprintf(R.lease, sizeof R.lease, "godis-remote-%d", (int)getpid());
+    /* below the ephemeral range (32768-60999), 20 ports per run: 17 endpoints, 2 metrics */
+    R.base = 20000 + (int)(getpid() % 600) * 20;
+    keygen("server");
+    keygen("remote-1");
+    keygen("remote-2");
+    keygen("intruder");
+    char k1[41], k2[41], allow[300], text[200];
+    read_key("remote-1", k1);
+    read_key("remote-2", k2);
+    snprintf(allow, sizeof allow, "%s/allow", R.dir);
+    snprintf(text, sizeof text, "# remote workers\n%s remote-1\n%s remote-2\n", k1, k2);
+    write_file(allow, text);
+    for (int i = 0; i < 2; i++) {
+        snprintf(R.addr[i], sizeof R.addr[i], "127.0.0.%d", i + 1);
+        snprintf(R.ident[i], sizeof R.ident[i], "remote-mgr-%d-%d", (int)getpid(), i);
+        snprintf(R.mgrlog[i], sizeof R.mgrlog[i], "%s/manager-%d.log", R.logdir, i);
+        snprintf(R.rundir[i], sizeof R.rundir[i], "%s/run-%d", R.dir, i);
+        R.metrics[i] = R.base + 18 + i;
+        spawn_manager(i);
+    }
+    R.w[0] = spawn_worker("remote-1");
+    R.w[1] = spawn_worker("remote-2");
+    R.bad = spawn_worker("intruder");
+    fprintf(stderr, "remote: logs in %s, ports %d..%d\n", R.logdir, R.base, R.base + 19);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    pid_t all[] = {R.w[0], R.w[1], R.bad, R.mgr[0], R.mgr[1]};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (all[i] > 0) e2e_stop(all[i], 15000);
+    if (R.ns[0]) e2e_ns_delete(R.c, R.ns);
+    k8s_delete_opts o;
+    k8s_delete_opts_default(&o);
+    k8s_delete(R.c, &K8S_RES_LEASES, "default", R.lease, &o, NULL);
+    k8s_client_destroy(&R.c);
+    e2e_remove_dir(R.dir);
+    return 0;
+}
+
+/* The replica holding the Lease (0 or 1), -1 while none. */
+static int leader(void)
+{
+    cJSON *l = NULL;
+    if (k8s_get(R.c, &K8S_RES_LEASES, "default", R.lease, &l, NULL) != GD_OK) return -1;
+    const char *h = gd_json_str_or(l, "spec.holderIdentity", "");
+    int who = !strcmp(h, R.ident[0]) ? 0 : !strcmp(h, R.ident[1]) ? 1 : -1;
+    cJSON_Delete(l);
+    return who;
+}
+
+/* Waits until the leader's metrics show the two remote workers (slots 32 and 33) owning
+ * every shard between them. */
+static bool remote_workers_own_all(int ldr, int timeout_ms)
+{
+    int64_t end = gd_mono_ms() + timeout_ms;
+    double a = -1, b = -1;
+    while (gd_mono_ms() < end) {
+        a = metric(R.metrics[ldr], "godis_worker_shards_active{worker=\"32\"}");
+        b = metric(R.metrics[ldr], "godis_worker_shards_active{worker=\"33\"}");
+        if (a > 0 && b > 0 && a + b == GD_NSHARDS &&
+            metric(R.metrics[ldr], "godis_manager_shards_unassigned") == 0)
+            return true;
+        gd_sleep_ms(200);
+    }
+    fprintf(stderr, "remote: shards of worker 32: %g, 33: %g\n", a, b);
+    return false;
+}
+
+static bool log_has(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f)) found = strstr(line, needle) != NULL;
+    if (f) fclose(f);
+    return found;
+}
+
+static void test_remote_workers_converge(void **state)
+{
+    (void)state;
+    int64_t end = gd_mono_ms() + 30000;
+    int ldr;
+    while ((ldr = leader()) < 0 && gd_mono_ms() < end) gd_sleep_ms(200);
+    assert_true(ldr >= 0);
+    assert_true(remote_workers_own_all(ldr, 60000));
+    assert_true(e2e_ns_create(R.c, "remote", R.ns, sizeof R.ns));
+    for (int i = 0; i < NCLUSTERS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "rc-%d", i);
+        assert_true(e2e_cluster_create(R.c, R.ns, name, 1 + i % 3));
+    }
+    for (int i = 0; i < NCLUSTERS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "rc-%d", i);
+        assert_true(e2e_wait_converged(R.c, R.ns, name, 1 + i % 3, 180000));
+        assert_true(e2e_wait_consistent(R.c, R.ns, name, 60000));
+    }
+    /* no local worker exists: the remote ones did every reconcile */
+    assert_true(metric(R.metrics[ldr], "godis_manager_children_running{role=\"worker\"}") == 0);
+}
+
+typedef struct { int events; char want[160]; bool seen; } sub_count;
+
+static void count_event(void *ud, gd_ev ev, const char *key, int shard, const cJSON *old_obj,
+                        const cJSON *new_obj, bool resync)
+{
+    sub_count *sc = ud;
+    sc->events++;
+    if (ev == GD_EV_ADDED && !strcmp(key, sc->want)) sc->seen = true;
+}
+
+static gd_sub *subscribe(void *zctx, cJSON *anno, const char *keyname, sub_count *sc)
+{
+    char path[300], why[300], srvpub[41];
+    gd_curve_keys me;
+    snprintf(path, sizeof path, "%s/%s.key", R.dir, keyname);
+    assert_int_equal(gd_curve_load_key(path, true, &me, why, sizeof why), GD_OK);
+    read_key("server", srvpub);
+    gd_sub_opts o;
+    gd_sub_opts_default(&o);
+    o.kind = "GodisCluster";
+    o.pub_endpoint = gd_json_str_or(anno, "informers.GodisCluster.pub", "");
+    o.snap_endpoint = gd_json_str_or(anno, "informers.GodisCluster.snap", "");
+    o.snapshot_timeout_ms = 1000;
+    o.on_event = count_event;
+    o.ud = sc;
+    o.curve = &me;
+    o.server_public = srvpub;
+    gd_sub *s = gd_sub_new(zctx, &o);
+    assert_non_null(s);
+    gd_sub_set_all(s);      /* the intruder's snapshot times out: refused */
+    return s;
+}
+
+/* A worker whose key is not on the allow-list is refused and receives nothing, while an
+ * allowed subscriber on the same endpoint receives the new GodisCluster. */
+static void test_remote_wrong_key_receives_nothing(void **state)
+{
+    (void)state;
+    int ldr = leader();
+    assert_true(ldr >= 0);
+    cJSON *l = NULL;
+    assert_int_equal(k8s_get(R.c, &K8S_RES_LEASES, "default", R.lease, &l, NULL), GD_OK);
+    cJSON *an = gd_json_path(l, "metadata.annotations");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(an, GD_REMOTE_ANNOTATION);
+    assert_true(cJSON_IsString(a));
+    cJSON *anno = cJSON_Parse(a->valuestring);
+    assert_non_null(anno);
+    assert_string_equal(gd_json_str_or(anno, "holder", ""), R.ident[ldr]);
+
+    void *zctx = zmq_ctx_new();
+    sub_count good = {0}, bad = {0};
+    snprintf(good.want, sizeof good.want, "%s/rc-late", R.ns);
+    snprintf(bad.want, sizeof bad.want, "%s/rc-late", R.ns);
+    gd_sub *gs = subscribe(zctx, anno, "remote-1", &good);
+    gd_sub *bs = subscribe(zctx, anno, "intruder", &bad);
+    assert_true(e2e_cluster_create(R.c, R.ns, "rc-late", 1));
+    int64_t end = gd_mono_ms() + 30000;
+    while (!good.seen && gd_mono_ms() < end) {
+        gd_sub_poll(gs, 100);
+        gd_sub_poll(bs, 0);
+    }
+    assert_true(good.seen);
+    gd_sub_poll(bs, 200);
+    assert_int_equal(bad.events, 0);
+    assert_int_equal(gd_sub_count(bs), 0);
+    assert_false(gd_sub_synced(bs));
+    gd_sub_destroy(&gs);
+    gd_sub_destroy(&bs);
+    zmq_ctx_term(zctx);
+    cJSON_Delete(anno);
+    cJSON_Delete(l);
+
+    /* the intruder worker process: refused by ZAP (its key logged), never joined */
+    char key[41], needle[80];
+    read_key("intruder", key);
+    snprintf(needle, sizeof needle, "client_public=%s", key);
+    bool quoted = strpbrk(key, " \"=\\") != NULL;   /* logfmt quotes such values */
+    if (!quoted) assert_true(log_has(R.mgrlog[ldr], needle));
+    assert_true(log_has(R.mgrlog[ldr], "refused worker key"));
+    assert_false(log_has(R.mgrlog[ldr], "name=intruder"));
+    assert_true(e2e_wait_converged(R.c, R.ns, "rc-late", 1, 120000));
+}
+
+/* SIGKILL the leader (with its informers): the remote workers find the new leader in the
+ * Lease and join it without a restart; a new cluster converges. */
+static void test_remote_leader_handover(void **state)
+{
+    (void)state;
+    int old = leader();
+    assert_true(old >= 0);
+    pid_t kids[16];
+    int n = e2e_children(R.mgr[old], "godis-informer", kids, 16);
+    for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+    kill(R.mgr[old], SIGKILL);
+    waitpid(R.mgr[old], NULL, 0);
+    R.mgr[old] = 0;
+    int64_t end = gd_mono_ms() + 30000;
+    while (leader() != 1 - old && gd_mono_ms() < end) gd_sleep_ms(200);
+    assert_int_equal(leader(), 1 - old);
+    assert_true(remote_workers_own_all(1 - old, 60000));
+    assert_int_equal(kill(R.w[0], 0), 0);           /* the same processes: no restart */
+    assert_int_equal(kill(R.w[1], 0), 0);
+    char log[300];
+    snprintf(log, sizeof log, "%s/worker-remote-1.log", R.logdir);
+    assert_true(log_has(log, R.ident[1 - old]));    /* it joined the new holder */
+    assert_true(e2e_cluster_create(R.c, R.ns, "rc-after", 2));
+    assert_true(e2e_wait_converged(R.c, R.ns, "rc-after", 2, 180000));
+    assert_true(e2e_wait_consistent(R.c, R.ns, "rc-after", 60000));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_remote_workers_converge),
+        cmocka_unit_test(test_remote_wrong_key_receives_nothing),
+        cmocka_unit_test(test_remote_leader_handover),
+    };
+    return cmocka_run_group_tests_name("remote", tests, setup, teardown);
+}
