@@ -516,6 +516,8 @@ static void publish(mgr_t *m, int64_t now)
         {"godis_manager_heartbeat_kills_total", "counter", "Workers killed for missing heartbeats.", NULL, (long long)m->heartbeat_kills},
         {"godis_manager_informers_synced", "gauge", "Informers whose cache is synced.", NULL, synced},
         {"godis_manager_control_rejected_total", "counter", "Malformed or unexpected control messages.", NULL, (long long)mgr_control_rejected(m->ctl)},
+        {"godis_manager_remote_workers", "gauge", "Workers in other pods connected over tcp:// with CURVE.", NULL, mgr_remote_count(m->remote)},
+        {"godis_manager_remote_worker_losses_total", "counter", "Remote workers declared gone after missed heartbeats.", NULL, (long long)mgr_remote_losses(m->remote)},
     };
     gd_sbuf ownb;
     gd_sbuf_init(&ownb);
@@ -710,7 +712,7 @@ static void begin_shutdown(mgr_t *m, int code, const char *why)
 static void advance_shutdown(mgr_t *m)
 {
     /* remote workers too: the lease is released only once none can still write */
-    if (m->phase == 1 && mgr_sup_alive(m->sup, MGR_ROLE_WORKER) == 0 && mgr_remote_quiet(m->remote)) {
+    if (m->phase == 1 && mgr_sup_alive(m->sup, MGR_ROLE_WORKER) == 0 && mgr_remote_quiet(m->remote, m->ctl, gd_mono_ms())) {
         stop_election(m);
         for (int i = 0; i < m->ninf; i++) mgr_sup_stop(m->sup, m->inf[i].proc, false);
         mgr_proc *wh = mgr_sup_find(m->sup, MGR_ROLE_WEBHOOK, 0);
@@ -763,7 +765,9 @@ static void loop(mgr_t *m)
         if (m->leading != was_leading) next_publish = 0;   /* probes see it at once */
         if (m->leading && startup_settled(m, now)) send_shard_actions(m);
         heartbeat(m, now);                  /* standby workers too */
-        mgr_remote_tick(m->remote, m->ctl, &m->shards, now);
+        int freed[MGR_SHARDS_MAX_WORKERS];
+        for (int i = 0, n = mgr_remote_tick(m->remote, m->ctl, &m->shards, now, freed); i < n; i++)
+            { free(m->w[freed[i]].metrics); m->w[freed[i]].metrics = NULL; }
         for (int i = 0; i < m->ninf; i++) mgr_stats_tick(m->inf[i].stats);
         advance_shutdown(m);
         int64_t wait = mgr_sup_tick(m->sup);

@@ -168,9 +168,10 @@ void mgr_remote_stop_all(mgr_remote *r, mgr_control *ctl, mgr_shards *sh)
         if (r->s[i].hello && !r->s[i].stopping) stop_one(r, ctl, sh, i);
 }
 
-void mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now)
+int mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now, int *freed)
 {
-    if (!r) return;
+    int nfreed = 0;
+    if (!r) return 0;
     bool ping = now >= r->next_ping_ms;
     if (ping) r->next_ping_ms = now + r->heartbeat_ms;
     for (int i = MGR_REMOTE_FIRST; i < MGR_SHARDS_MAX_WORKERS; i++) {
@@ -183,6 +184,7 @@ void mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t no
                 mgr_control_forget(ctl, i);
                 log_slot("remote worker gone: its shards are free", i, s->name);
                 memset(s, 0, sizeof *s);
+                freed[nfreed++] = i;
             }
             continue;
         }
@@ -196,11 +198,14 @@ void mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t no
             stop_one(r, ctl, sh, i);
         }
     }
+    return nfreed;
 }
 
-bool mgr_remote_quiet(const mgr_remote *r)
+bool mgr_remote_quiet(const mgr_remote *r, mgr_control *ctl, int64_t now)
 {
-    return mgr_remote_count(r) == 0;
+    for (int i = MGR_REMOTE_FIRST; r && i < MGR_SHARDS_MAX_WORKERS; i++)
+        if (r->s[i].hello && mgr_control_remote_lease_end(ctl, i) > now) return false;
+    return true;
 }
 
 int mgr_remote_count(const mgr_remote *r)

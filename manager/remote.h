@@ -45,10 +45,13 @@ void mgr_remote_start_leading(mgr_remote *r, mgr_shards *sh);
 /* Fencing or shutdown: STOP to every remote worker; their shards stay theirs until their
  * lease has expired (mgr_remote_tick frees them). */
 void mgr_remote_stop_all(mgr_remote *r, mgr_control *ctl, mgr_shards *sh);
-/* PINGs every heartbeat, declares silent workers gone, frees the shards of gone ones. */
-void mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now);
-/* True when no remote worker can still be writing (none connected). */
-bool mgr_remote_quiet(const mgr_remote *r);
+/* PINGs every heartbeat, declares silent workers gone, frees the shards of gone ones;
+ * writes the slots freed now into freed (room for MGR_SHARDS_MAX_WORKERS) and returns how
+ * many (the caller forgets what it kept about them, e.g. their metrics). */
+int mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now, int *freed);
+/* True when no remote worker can still be writing: none holds a lease that has not run out
+ * (one that joined without a lease, e.g. during shutdown, cannot write). */
+bool mgr_remote_quiet(const mgr_remote *r, mgr_control *ctl, int64_t now);
 int  mgr_remote_count(const mgr_remote *r);
 uint64_t mgr_remote_losses(const mgr_remote *r);  /* workers declared gone */
 

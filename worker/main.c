@@ -92,6 +92,12 @@ static int remote_main(gd_flagset *fs, worker_opts *o, const char *lease, const 
             snprintf(hostname, sizeof hostname, "worker");
         o->worker_name = hostname;
     }
+    /* it goes into the User-Agent and the manager's logs */
+    if (strlen(o->worker_name) > 63 || !*o->worker_name ||
+        strspn(o->worker_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+            != strlen(o->worker_name))
+        return gd_flags_fail(fs, "--worker-name: 1..63 letters, digits, '.', '_' or '-', got \"%s\"",
+                             o->worker_name);
     if (!gd_reconciler_find(o->reconciler))
         return gd_flags_fail(fs, "--reconciler: unknown reconciler set \"%s\"", o->reconciler);
     o->remote = true;

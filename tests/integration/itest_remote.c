@@ -24,7 +24,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <zmq.h>
+#include "audit_log.h"
 #include "e2e_lib.h"
+#include "e2e_operator.h"
 #include "e2e_procs.h"
 #include "gd_curve.h"
 #include "gd_json.h"
@@ -163,22 +165,44 @@ static int leader(void)
     return who;
 }
 
-/* Waits until the leader's metrics show the two remote workers (slots 32 and 33) owning
- * every shard between them. */
-static bool remote_workers_own_all(int ldr, int timeout_ms)
+/* From one read of the leader's /metrics: how many remote slots (32..63) own shards, and
+ * how many shards they own together; -1 when /metrics does not answer. */
+static int owning_slots(int ldr, int *total)
+{
+    static char body[1 << 20];
+    *total = 0;
+    if (http_get(R.metrics[ldr], "/metrics", body, sizeof body) != 200) return -1;
+    int n = 0;
+    const char *pfx = "godis_worker_shards_active{worker=\"";
+    for (char *p = strstr(body, pfx); p; p = strstr(p + 1, pfx)) {
+        int slot = 0;
+        double v = 0;
+        if (sscanf(p + strlen(pfx), "%d\"} %lf", &slot, &v) == 2 && slot >= 32 && v > 0) {
+            n++;
+            *total += (int)v;
+        }
+    }
+    return n;
+}
+
+/* Waits until exactly `slots` remote workers own every shard between them. */
+static bool remote_workers_own_all_n(int ldr, int slots, int timeout_ms)
 {
     int64_t end = gd_mono_ms() + timeout_ms;
-    double a = -1, b = -1;
+    int n = -1, total = 0;
     while (gd_mono_ms() < end) {
-        a = metric(R.metrics[ldr], "godis_worker_shards_active{worker=\"32\"}");
-        b = metric(R.metrics[ldr], "godis_worker_shards_active{worker=\"33\"}");
-        if (a > 0 && b > 0 && a + b == GD_NSHARDS &&
+        n = owning_slots(ldr, &total);
+        if (n == slots && total == GD_NSHARDS &&
             metric(R.metrics[ldr], "godis_manager_shards_unassigned") == 0)
             return true;
-        gd_sleep_ms(200);
+        gd_sleep_ms(100);
     }
-    fprintf(stderr, "remote: shards of worker 32: %g, 33: %g\n", a, b);
+    fprintf(stderr, "remote: %d remote workers own %d shards (want %d own all)\n", n, total, slots);
     return false;
+}
+static bool remote_workers_own_all(int ldr, int timeout_ms)
+{
+    return remote_workers_own_all_n(ldr, 2, timeout_ms);
 }
 
 static bool log_has(const char *path, const char *needle)
@@ -298,6 +322,119 @@ static void test_remote_wrong_key_receives_nothing(void **state)
     assert_true(e2e_wait_converged(R.c, R.ns, "rc-late", 1, 120000));
 }
 
+/* The wall-clock ms of the first line of the log at or after `after_ms` containing both
+ * needles (its ts= field), 0 when none. */
+static int64_t log_time(const char *path, const char *a, const char *b, int64_t after_ms)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int64_t t = 0;
+    while (f && !t && fgets(line, sizeof line, f)) {
+        char ts[40];
+        if (!strstr(line, a) || !strstr(line, b) || sscanf(line, "ts=%39s", ts) != 1) continue;
+        int64_t us = audit_time_us(ts);
+        if (us >= 0 && us / 1000 >= after_ms) t = us / 1000;
+    }
+    if (f) fclose(f);
+    return t;
+}
+
+static void create_clusters(const char *prefix, int n, int replicas)
+{
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s-%d", prefix, i);
+        assert_true(e2e_cluster_create(R.c, R.ns, name, replicas));
+    }
+}
+
+static void wait_clusters(const char *prefix, int n, int replicas)
+{
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s-%d", prefix, i);
+        assert_true(e2e_wait_converged(R.c, R.ns, name, replicas, 180000));
+        assert_true(e2e_wait_consistent(R.c, R.ns, name, 60000));
+    }
+}
+
+/* SIGSTOP remote-1 beyond its heartbeat timeout while clusters are being created: its
+ * shards move to remote-2 within the bound; after SIGCONT it writes nothing until it has
+ * joined again as a new worker — proven from the API server's audit log. */
+static void test_remote_sigstop_fenced(void **state)
+{
+    (void)state;
+    int ldr = leader();
+    assert_true(ldr >= 0);
+    assert_true(remote_workers_own_all(ldr, 30000));
+    int64_t t_stop = e2e_wall_us() / 1000;
+    assert_int_equal(kill(R.w[0], SIGSTOP), 0);
+    create_clusters("rs", 6, 1);            /* events its shards would have had */
+    assert_true(remote_workers_own_all_n(ldr, 1, 30000));
+    int64_t t_moved = e2e_wall_us() / 1000;
+    fprintf(stderr, "remote: SIGSTOP: shards moved after %lld ms (heartbeat 1 s, bound 6 s)\n",
+            (long long)(t_moved - t_stop));
+    assert_true(t_moved - t_stop <= 10000);
+    wait_clusters("rs", 6, 1);
+    int64_t t_cont = e2e_wall_us() / 1000;
+    assert_int_equal(kill(R.w[0], SIGCONT), 0);
+    assert_true(remote_workers_own_all(ldr, 60000));
+    int64_t t_join = log_time(R.mgrlog[ldr], "remote worker joined", "name=remote-1", t_cont);
+    assert_true(t_join > 0);
+    /* the audit log: no write of remote-1 received from shortly after its SIGSTOP (a request
+     * already on the wire may land) until it joined again */
+    audit_event *ev = NULL;
+    int n = audit_events(getenv("DEVCLUSTER_AUDIT_LOG"), "remote-worker=remote-1", &ev, NULL);
+    assert_true(n >= 0);
+    int before = 0, inside = 0, after = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t ms = ev[i].recv_us / 1000;
+        if (ms <= t_stop + 200) before++;
+        else if (ms < t_join) {
+            inside++;
+            fprintf(stderr, "remote: write by the stopped worker at %lld: %s %s %s\n",
+                    (long long)ms, ev[i].verb, ev[i].resource, ev[i].name);
+        } else after++;
+    }
+    free(ev);
+    char wlog[300];
+    snprintf(wlog, sizeof wlog, "%s/worker-remote-1.log", R.logdir);
+    fprintf(stderr, "remote: remote-1 writes before SIGSTOP %d, while it had no lease %d, "
+            "after it joined again %d; fenced attempts logged: %s\n", before, inside, after,
+            log_has(wlog, "write refused: lease deadline passed") ? "yes" : "none");
+    assert_int_equal(inside, 0);
+}
+
+/* kill -9 remote-2 in the middle of scaling: its shards move to remote-1 within the
+ * bound, membership changes stay one at a time (never two reconcilers on one cluster),
+ * and everything converges; then a new remote-2 process joins. */
+static void test_remote_kill9_mid_scaling(void **state)
+{
+    (void)state;
+    int ldr = leader();
+    assert_true(ldr >= 0);
+    e2e_history h[3];
+    const char *names[3] = {"rc-0", "rc-3", "rs-0"};
+    for (int i = 0; i < 3; i++) assert_true(e2e_history_start(&h[i], R.c, R.ns, names[i]));
+    for (int i = 0; i < 3; i++) assert_true(e2e_cluster_scale(R.c, R.ns, names[i], 3));
+    for (int i = 0; i < 3; i++) assert_true(e2e_history_wait_scale_out(&h[i], 1, 60000) != 0);
+    int64_t t_kill = e2e_wall_us() / 1000;
+    assert_int_equal(kill(R.w[1], SIGKILL), 0);
+    waitpid(R.w[1], NULL, 0);
+    assert_true(remote_workers_own_all_n(ldr, 1, 30000));
+    int64_t t_moved = e2e_wall_us() / 1000;
+    fprintf(stderr, "remote: kill -9: shards moved after %lld ms (heartbeat 1 s, bound 6 s)\n",
+            (long long)(t_moved - t_kill));
+    assert_true(t_moved - t_kill <= 10000);
+    for (int i = 0; i < 3; i++) {
+        assert_true(e2e_wait_converged(R.c, R.ns, names[i], 3, 180000));
+        assert_true(e2e_wait_consistent(R.c, R.ns, names[i], 60000));
+    }
+    for (int i = 0; i < 3; i++) assert_true(e2e_history_stop(&h[i]));
+    R.w[1] = spawn_worker("remote-2");
+    assert_true(remote_workers_own_all(ldr, 60000));
+}
+
 /* SIGKILL the leader (with its informers): the remote workers find the new leader in the
  * Lease and join it without a restart; a new cluster converges. */
 static void test_remote_leader_handover(void **state)
@@ -330,6 +467,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remote_workers_converge),
         cmocka_unit_test(test_remote_wrong_key_receives_nothing),
+        cmocka_unit_test(test_remote_sigstop_fenced),
+        cmocka_unit_test(test_remote_kill9_mid_scaling),
         cmocka_unit_test(test_remote_leader_handover),
     };
     return cmocka_run_group_tests_name("remote", tests, setup, teardown);

@@ -60,7 +60,10 @@ static gd_err setup_client(worker *w)
     /* The manager's identity in the User-Agent: the audit log then tells which manager's
      * worker made each write (tests prove fencing from it). */
     char ua[300];
-    if (w->o->manager_identity)
+    if (w->o->manager_identity && w->o->remote)   /* audit log: which remote worker */
+        snprintf(ua, sizeof ua, "godis-operator (worker; manager=%s) remote-worker=%s",
+                 w->o->manager_identity, w->o->worker_name ? w->o->worker_name : "");
+    else if (w->o->manager_identity)
         snprintf(ua, sizeof ua, "godis-operator (worker; manager=%s)", w->o->manager_identity);
     else
         snprintf(ua, sizeof ua, "godis-operator (worker)");
