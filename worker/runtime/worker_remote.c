@@ -25,9 +25,7 @@ typedef struct {
 
 /* Reads the annotation of a Lease object; GD_ERR_MISSING while nobody leads or the
  * annotation belongs to another holder (a leader without remote endpoints, or mid-change). */
-gd_err worker_remote_parse_lease(const cJSON *lease, leader_info *out, char *why, size_t cap);
-
-gd_err worker_remote_parse_lease(const cJSON *lease, leader_info *out, char *why, size_t cap)
+static gd_err parse_lease(const cJSON *lease, leader_info *out, char *why, size_t cap)
 {
     memset(out, 0, sizeof *out);
     const char *holder = gd_json_str_or(lease, "spec.holderIdentity", "");
@@ -107,7 +105,7 @@ int worker_remote_main(worker_opts *o, const char *lease_ns, const char *lease_n
         char why[200] = "";
         gd_err e = k8s_get(c, &K8S_RES_LEASES, lease_ns, lease_name, &lease, &st);
         if (e == GD_OK)
-            e = worker_remote_parse_lease(lease, &li, why, sizeof why);
+            e = parse_lease(lease, &li, why, sizeof why);
         else
             snprintf(why, sizeof why, "get Lease %s/%s: %s", lease_ns, lease_name, gd_strerror(e));
         cJSON_Delete(lease);
