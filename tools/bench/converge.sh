@@ -34,7 +34,9 @@
 # members, converged clusters), the API server's request mix, the CPU seconds of every
 # component and the phases (when each kind of object was created, pods scheduled and Ready)
 # go to stderr; the last run's timeline, manager log and metrics, the API server's metrics
-# before and after, and the children templates stay in build/bench-converge/.
+# before and after, the children templates and the control plane's logs (kube-apiserver.log,
+# ...; with DEVCLUSTER_PROFILING=true also kube-apiserver's goroutines, apiserver.goroutines)
+# stay in build/bench-converge/.
 #
 # Where the time goes (2 shared cores; figures from the 2026-11-22 runs): the machine is CPU
 # bound for the whole run (vmstat idle 0-2 %); kube-apiserver takes ~27 of ~56 CPU seconds,
@@ -94,6 +96,21 @@ api() {  # api METHOD PATH [BODY] — as admin
     ${3:+--data-binary "$3"} "$KUBE_APISERVER$2"
 }
 
+# keep_control_plane_state — the control plane's logs as the measured run left them (the
+# floor's fresh devcluster deletes them) and, when it was started with
+# DEVCLUSTER_PROFILING=true, kube-apiserver's goroutines: a stalled watch can only be
+# explained from those (2026-11-25: all four Service watchers stopped after ~27 events while
+# the watch cache went on, and the workers re-created Services 2 462 times; nothing kept).
+keep_control_plane_state() {
+  local f
+  for f in kube-apiserver kube-controller-manager kube-scheduler etcd node-agent; do
+    cp "$DEVCLUSTER_DIR/logs/$f.log" "$W/" 2>/dev/null || true
+  done
+  if [ "${DEVCLUSTER_PROFILING:-false}" = true ]; then
+    api GET '/debug/pprof/goroutine?debug=2' >"$W/apiserver.goroutines" 2>/dev/null || true
+  fi
+}
+
 stop_manager() {
   if [ -n "$MGR_PID" ] && kill -0 "$MGR_PID" 2>/dev/null; then
     kill -TERM "$MGR_PID" 2>/dev/null || true
@@ -121,7 +138,8 @@ cleanup() {
     api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/$USER_CN >/dev/null 2>&1 || true
     api DELETE /api/v1/namespaces/default/serviceaccounts/$USER_CN >/dev/null 2>&1 || true
   fi
-  mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json "$KEEP"/ 2>/dev/null || true
+  mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json \
+    "$W"/*.log "$W"/apiserver.goroutines "$KEEP"/ 2>/dev/null || true
   tools/devcluster down >/dev/null 2>&1 || true
   rm -rf "$W"
 }
@@ -291,6 +309,7 @@ rc=0
 res=$(bin/bench-converge --namespace "$NS" --count "$COUNT" --replicas "$REPLICAS" \
   --timeout "$TIMEOUT" --detail-ms 5000 2> >(tee "$W/timeline" >&2)) || rc=$?
 r1=$(flow_requests); w1=$(writes_total); cpu_all >"$W/cpu1"; api GET /metrics >"$W/api.metrics1"
+keep_control_plane_state
 log "CPU seconds during the run (machine: $(nproc) cores, load average $l0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end):"
 join "$W/cpu0" "$W/cpu1" | awk '{printf "  %-24s %7.1f\n", $1, ($3 - $2) / 1000}' >&2
 request_mix "$W/api.metrics0" "$W/api.metrics1" >"$W/requests" && cat "$W/requests" >&2 || true
