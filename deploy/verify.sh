@@ -124,10 +124,10 @@ cols_are() {  # cols_are PATH "Name Col ...": the default columns of `kubectl ge
   local got; got=$(table_columns)
   [ "$got" = "$2" ] || { echo "columns: $got"; return 1; }
 }
-check "GodisCluster columns: NAME STATUS REPLICAS READY MEMBERS AGE" \
-  cols_are "$GCS/example-godis" "Name Status Replicas Ready Members Age"
+check "GodisCluster columns: NAME STATUS REPLICAS READY UPDATED ROLLING MEMBERS AGE" \
+  cols_are "$GCS/example-godis" "Name Status Replicas Ready Updated Rolling Members Age"
 check "GodisCluster list (kubectl get gc) has the same columns" \
-  cols_are "$GCS" "Name Status Replicas Ready Members Age"
+  cols_are "$GCS" "Name Status Replicas Ready Updated Rolling Members Age"
 check "Godis columns: NAME STATE PREFERRED AGE" \
   cols_are "/apis/kumkeehyun.github.com/v1/namespaces/$NS/godises" "Name State Preferred Age"
 check "short names gc, gdc and gd registered" sh -c \
