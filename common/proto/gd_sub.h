@@ -2,18 +2,20 @@
  *
  * One gd_sub follows one informer (one kind): it subscribes to a set of shard topics on the
  * informer's PUB socket, fetches a snapshot of those shards from its ROUTER socket, keeps a
- * replica (key → shard, resourceVersion and, unless keys_only, the parsed object) and
- * applies updates strictly in order. The worker runs keys_only: its cache holds the
- * objects, the replica only what gap repair needs.
+ * replica (per key: the object and the record gap repair and ordering need, gd_sub_rec) and
+ * applies updates strictly in order. Where the replica lives is the owner's choice
+ * (gd_sub_store): by default a map inside the gd_sub; the worker passes its indexed cache,
+ * so it keeps one record per key (worker/runtime/cache_sub.h).
  * Gaps (a per-topic sequence that jumps, a HEARTBEAT listing a newer topic sequence than we
  * have, an informer restart) are repaired by re-fetching a snapshot of the affected topics
  * and diffing it against the replica, so the owner's handler sees ADDED/MODIFIED/DELETED for
  * exactly what changed — never a silent loss.
  *
  * Threads: the gd_sub itself (its sockets, gd_sub_set_shards, gd_sub_poll) belongs to ONE
- * thread, as ZeroMQ sockets do. The replica is behind a read-write lock, so gd_sub_get /
- * gd_sub_get_rv / gd_sub_count may be called from any thread.
- * The event handler runs on the owning thread, after the replica was updated and without the
+ * thread, as ZeroMQ sockets do, and only that thread changes the replica. The default store
+ * is behind a read-write lock (a given store must be as thread-safe as its readers need), so
+ * gd_sub_get / gd_sub_get_rv / gd_sub_count may be called from any thread.
+ * The event handler runs on the owning thread, after the replica was updated and without a
  * lock held (it may call gd_sub_get). Snapshots are fetched synchronously inside
  * gd_sub_poll/gd_sub_set_shards (bounded by snapshot_timeout_ms); PUB messages that
  * arrive meanwhile are buffered and applied after the snapshot (CHP / clone pattern). */
@@ -43,6 +45,40 @@ typedef struct gd_sub gd_sub;
 typedef void (*gd_sub_event_fn)(void *ud, gd_ev ev, const char *key, int shard,
                                 const cJSON *old_obj, const cJSON *new_obj, bool resync);
 
+/* What the protocol keeps per key beside the object (PROTOCOL.md §1, subscriber algorithm). */
+typedef struct {
+    int shard;                     /* the topic it came on: 0..GD_NSHARDS-1 or broadcast */
+    /* The informer's global sequence at which this state was current: the PUB message's,
+     * or the snapshot END's. A PUB message with a lower or equal one is older than this
+     * state (an object that moved shards: the old topic's DELETED, read after a snapshot of
+     * the new topic that already has it) and is skipped. */
+    uint64_t gseq;
+    char rv[64];                   /* resourceVersion the message carried */
+} gd_sub_rec;
+
+/* The replica's storage: one entry per key holding the object and its gd_sub_rec. The
+ * gd_sub calls the writers (put, take, drop) on its owning thread only, so an object it was
+ * handed stays valid on that thread until the gd_sub replaces or removes it. */
+typedef struct {
+    void *ud;
+    /* key's record into *rec; false when absent */
+    bool   (*get)(void *ud, const char *key, gd_sub_rec *rec);
+    /* stores *obj (taken: set to NULL on success) with rec under key; the object key had
+     * before goes to *old (NULL when none; the gd_sub frees it) */
+    gd_err (*put)(void *ud, const char *key, const gd_sub_rec *rec, cJSON **obj, cJSON **old);
+    /* removes key: its object to *old (the gd_sub frees it), its record to *rec; false when
+     * absent */
+    bool   (*take)(void *ud, const char *key, cJSON **old, gd_sub_rec *rec);
+    /* fn for every key, in any order; fn must not call into the store */
+    void   (*each)(void *ud, void (*fn)(void *fud, const char *key, const gd_sub_rec *rec),
+                   void *fud);
+    /* removes, without telling anyone, every key whose shard is one of shards[0..n) (a
+     * revoked shard is not a deletion); GD_SHARD_BROADCAST may be among them */
+    void   (*drop)(void *ud, const int *shards, int n);
+    cJSON *(*copy)(void *ud, const char *key);     /* deep copy, NULL when absent */
+    size_t (*count)(void *ud);
+} gd_sub_store;
+
 typedef struct {
     const char *kind;              /* for logs, e.g. "Pod" (copied) */
     const char *pub_endpoint;      /* informer PUB, e.g. ipc:///run/x/Pod.pub (copied) */
@@ -52,12 +88,8 @@ typedef struct {
     int  max_batch;                /* gd_sub_poll: messages per call; 0 → 1000 */
     gd_sub_event_fn on_event;      /* may be NULL */
     void *ud;
-    /* The replica keeps key, shard and resourceVersion only — enough for gap repair — and
-     * the owner keeps the objects: inside on_event (ADDED/MODIFIED) it takes new_obj with
-     * gd_sub_steal (or leaves it, and gd_sub frees it). Saves a copy of every object (the
-     * worker's indexed cache is the replica). Then old_obj is always NULL, gd_sub_get
-     * returns NULL. */
-    bool keys_only;
+    /* Where the replica lives (copied); NULL: a map inside the gd_sub. */
+    const gd_sub_store *store;
     /* Non-NULL: set (by any thread) when the owner is stopping; the snapshot waits inside
      * gd_sub_set_shards/gd_sub_poll give up within ~100 ms (GD_ERR_CANCELLED), so a
      * stopping process is not held up by an informer that is not synced yet. */
@@ -83,11 +115,6 @@ gd_err gd_sub_set_shards(gd_sub *s, const int *shards, size_t n);
 /* Follows every topic (all shards and broadcast), e.g. for Nodes or for the manager. */
 gd_err gd_sub_set_all(gd_sub *s);
 
-/* keys_only: inside on_event for ADDED/MODIFIED, takes new_obj (the caller owns it from
- * now on; it stays valid). NULL outside the handler, when already taken, or without
- * keys_only. */
-cJSON *gd_sub_steal(gd_sub *s);
-
 /* Waits up to timeout_ms for messages, applies those received (up to max_batch), repairs
  * any gap found (synchronous snapshot) and retries a pending snapshot. Returns GD_OK, or the
  * error of a failed snapshot (the caller just keeps calling; the gap stays pending). */
@@ -100,7 +127,7 @@ bool    gd_sub_synced(const gd_sub *s);
  * into buf. Lets a worker check "has the cache caught up with my write" (read your writes). */
 void    gd_sub_last_rv(const gd_sub *s, char *buf, size_t cap);
 
-/* ---- the replica: safe from any thread ---- */
+/* ---- the replica (through its store): safe from any thread with the default store ---- */
 /* Deep copy of the cached object (caller cJSON_Delete's it), or NULL when absent. */
 cJSON  *gd_sub_get(gd_sub *s, const char *key);
 /* resourceVersion of the cached object into buf; false when absent. */

@@ -1,7 +1,7 @@
 /* fuzz_gdi_sub.c — what an informer sends its subscribers (docs/PROTOCOL.md §1, GDI1): PUB
- * messages and snapshot replies into common/proto/gd_sub.c, as a worker runs it (keys_only, each
- * object taken into the worker's cache and mapped to reconcile keys: worker/runtime/cache.c,
- * worker/runtime/mapping.c, as worker/runtime/worker_feed.c does), and the STATS replies the manager reads
+ * messages and snapshot replies into common/proto/gd_sub*.c, as a worker runs it (the replica
+ * in the worker's cache, worker/runtime/cache_sub.c and cache.c, each change mapped to
+ * reconcile keys by worker/runtime/mapping.c, as worker/runtime/worker_feed.c does), and the STATS replies the manager reads
  * (manager/statsclient.c, manager/promtext.c).
  *
  * Input: byte 0 picks the kind; then records (fuzz_util.h). A record whose first frame is
@@ -17,7 +17,10 @@
 #include <zmq.h>
 #include "fuzz_util.h"
 #include "gd_sub.c"
+#include "gd_sub_snap.c"
+#include "gd_sub_store.c"
 #include "cache.c"
+#include "cache_sub.c"
 #include "mapping.c"
 #include "../../manager/promtext.c"
 #include "../../manager/statsclient.c"
@@ -28,6 +31,7 @@ static const char *const kinds[8] = {"GodisCluster", "Godis", "ConfigMap", "Repl
 typedef struct {
     gd_sub *sub;
     cache *cache;
+    cache_sub cs;
     const char *kind;
     int emits;
 } feed;
@@ -39,33 +43,23 @@ static void emit(void *ud, const char *ctrl, const char *key)
     f->emits++;
 }
 
-/* worker_feed.c's on_sub_event */
+/* worker_feed.c's on_sub_event: the cache already holds new_obj; old_obj is what it held */
 static void on_sub_event(void *ud, gd_ev ev, const char *key, int shard,
                          const cJSON *old_obj, const cJSON *new_obj, bool resync)
 {
     feed *f = ud;
-    cJSON *old = NULL;
-    if (old_obj) abort();                          /* keys_only */
-    switch (ev) {
-    case GD_EV_ADDED:
-    case GD_EV_MODIFIED: {
-        cJSON *obj = gd_sub_steal(f->sub);
-        if (!obj || obj != new_obj) abort();
-        if (cache_apply_take(f->cache, CACHE_UPSERT, f->kind, key, shard, &obj, &old) != GD_OK) {
-            cJSON_Delete(obj);
-            return;
-        }
-        break;
-    }
-    case GD_EV_DELETED:
-        cache_apply_take(f->cache, CACHE_DELETE, f->kind, key, shard, NULL, &old);
-        if (!old) return;
-        break;
-    case GD_EV_SYNCED:
-        return;
-    }
-    mapping_event(f->cache, f->kind, ev == GD_EV_ADDED ? NULL : old, new_obj, emit, f);
-    cJSON_Delete(old);
+    if (ev == GD_EV_SYNCED) return;
+    if (!key || (ev == GD_EV_ADDED) != (old_obj == NULL) || (ev == GD_EV_DELETED) != (new_obj == NULL))
+        abort();
+    if (new_obj && !cache_has(f->cache, f->kind, key)) abort();
+    if (ev == GD_EV_DELETED && cache_has(f->cache, f->kind, key)) abort();
+    mapping_event(f->cache, f->kind, ev == GD_EV_ADDED ? NULL : old_obj, new_obj, emit, f);
+}
+
+static void count_stamp(void *ud, const char *key, const cache_stamp *st)
+{
+    if (!key || !*key) abort();
+    (*(size_t *)ud)++;
 }
 
 static void to_frames(const fz_record *r, int from, frames *f)
@@ -100,12 +94,12 @@ static gd_sub *the_sub(feed *fd)
         o.pub_endpoint = "inproc://fz.pub";
         o.snap_endpoint = "inproc://fz.snap";
         o.on_event = on_sub_event;
-        o.keys_only = true;
         if (!(s = gd_sub_new(zctx, &o))) abort();
+        gd_sub_map_store_free(&s->store);       /* replaced by each input's cache */
+        s->own_store = false;
     }
-    /* reset: empty replica, every topic followed without a baseline */
-    gd_map_destroy(&s->cache);
-    if (!(s->cache = gd_map_new(entry_free))) abort();
+    /* reset: an empty replica (this input's cache), every topic followed without a baseline */
+    cache_sub_store(&fd->cs, fd->cache, fd->kind, &s->store);
     for (int i = 0; i < NTOPICS; i++) {
         s->follow[i] = true;
         s->base[i] = s->resnap[i] = false;
@@ -155,21 +149,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
         if (!is_snap) {
             handle_pub(s, &f);
         } else {
-            if (!snap.items && !(snap.items = gd_map_new(snap_item_free))) abort();
-            int rc = snap_reply(s, &f, &snap);
+            if (!snap.items && !(snap.items = gd_map_new(gd_sub_snap_item_free))) abort();
+            int rc = gd_sub_snap_reply(s, &f, &snap);
             if (rc == SNAP_DONE) {
                 bool want[NTOPICS];
                 for (int i = 0; i < NTOPICS; i++)
                     want[i] = s->follow[i] && (!s->base[i] || s->resnap[i]);
-                apply_snapshot(s, want, &snap);
+                gd_sub_apply_snapshot(s, want, &snap);
             }
-            if (rc <= 0) snap_result_clear(&snap);
+            if (rc <= 0) gd_sub_snap_result_clear(&snap);
         }
-        frames_close(&f);
+        gd_sub_frames_close(&f);
     }
-    snap_result_clear(&snap);
+    gd_sub_snap_result_clear(&snap);
     (void)gd_sub_synced(s);
-    if (gd_sub_count(s) != cache_count(fd.cache, fd.kind)) abort();
+    size_t walked = 0;
+    cache_each_stamp(fd.cache, fd.kind, count_stamp, &walked);
+    if (gd_sub_count(s) != walked) abort();
     cache_destroy(&fd.cache);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <zmq.h>
+#include "cache_sub.h"
 #include "gd_json.h"
 #include "gd_proto.h"
 #include "gd_sub.h"
@@ -36,6 +37,9 @@ typedef struct {
     /* the subscribers a test made: a failed assertion leaves the test before it destroys
      * them, and zmq_ctx_term in teardown would then wait for their sockets for ever */
     gd_sub *subs[4];
+    cache *cache;           /* the worker's replica store, for the tests that use it */
+    cache_sub cs;
+    gd_sub_store store;
 } fx;
 
 typedef struct {
@@ -106,6 +110,7 @@ static int teardown(void **state)
     fx *f = *state;
     for (size_t i = 0; i < sizeof f->subs / sizeof f->subs[0]; i++)
         gd_sub_destroy(&f->subs[i]);
+    cache_destroy(&f->cache);
     stop_pub(f);
     zmq_ctx_term(f->zctx);
     rmdir(f->dir);
@@ -224,7 +229,8 @@ static void converge(fx *f, gd_sub *s, const int *shards, int n)
     fail_msg("replica did not converge");
 }
 
-static gd_sub *new_sub_with(fx *f, gd_sub_event_fn fn, void *ud, int rcvhwm, bool keys_only)
+static gd_sub *new_sub_with(fx *f, gd_sub_event_fn fn, void *ud, int rcvhwm,
+                            const gd_sub_store *store)
 {
     gd_sub_opts o;
     gd_sub_opts_default(&o);
@@ -234,7 +240,7 @@ static gd_sub *new_sub_with(fx *f, gd_sub_event_fn fn, void *ud, int rcvhwm, boo
     o.on_event = fn;
     o.ud = ud;
     o.snapshot_timeout_ms = (int)test_scaled_ms(2000);
-    o.keys_only = keys_only;
+    o.store = store;
     if (rcvhwm)
         o.rcvhwm = rcvhwm;
     gd_sub *s = gd_sub_new(f->zctx, &o);
@@ -259,7 +265,18 @@ static void drop_sub(fx *f, gd_sub **s)
 
 static gd_sub *new_sub(fx *f, counts *c, int rcvhwm)
 {
-    return new_sub_with(f, on_event, c, rcvhwm, false);
+    return new_sub_with(f, on_event, c, rcvhwm, NULL);
+}
+
+/* A subscriber whose replica is the worker's cache (cache_sub.h), as the worker runs it. */
+static gd_sub *new_cache_sub(fx *f, counts *c, int rcvhwm)
+{
+    if (!f->cache) {
+        f->cache = cache_new();
+        assert_non_null(f->cache);
+        cache_sub_store(&f->cs, f->cache, "ConfigMap", &f->store);
+    }
+    return new_sub_with(f, on_event, c, rcvhwm, &f->store);
 }
 
 static void test_live_and_late(void **state)
@@ -303,49 +320,36 @@ static void test_live_and_late(void **state)
     assert_null(s);
 }
 
-/* keys_only: the handler borrows every new object (and takes every other one), old_obj is
- * always NULL, the replica answers rv lookups but hands out no objects; gaps still repair. */
-typedef struct {
-    gd_sub *s;
-    int events, taken;
-} keys_only_ctx;
-
-static void on_event_keys_only(void *ud, gd_ev ev, const char *key, int shard,
-                               const cJSON *old, const cJSON *new_obj, bool resync)
-{
-    keys_only_ctx *k = ud;
-    assert_null(old);
-    if (ev != GD_EV_ADDED && ev != GD_EV_MODIFIED) {
-        assert_null(gd_sub_steal(k->s));
-        return;
-    }
-    assert_non_null(new_obj);
-    assert_string_equal(gd_meta_name(new_obj), strchr(key, '/') + 1);
-    if (k->events++ % 2 == 0) {
-        cJSON *mine = gd_sub_steal(k->s);
-        assert_ptr_equal(mine, new_obj);
-        assert_null(gd_sub_steal(k->s));       /* once */
-        cJSON_Delete(mine);
-        k->taken++;
-    }
-}
-
-static void test_keys_only(void **state)
+/* The replica in the worker's cache: the handler sees old and new objects as with the
+ * default store (on_event asserts them), the cache holds every object with the record the
+ * protocol needs, the gd_sub no copy of its own; gaps still repair. */
+static void test_cache_store(void **state)
 {
     fx *f = *state;      /* PUB high-water mark 5: gaps happen */
-    keys_only_ctx k = {0};
-    gd_sub *s = k.s = new_sub_with(f, on_event_keys_only, &k, 5, true);
-    assert_null(gd_sub_steal(s));              /* outside a handler */
+    counts c = {0};
+    gd_sub *s = new_cache_sub(f, &c, 5);
     initial_list(f, 100);
     assert_int_equal(gd_sub_set_all(s), GD_OK);
     converge(f, s, NULL, 0);
     churn(f, 1000);                            /* converge() waits for all of it */
     converge(f, s, NULL, 0);
-    assert_true(k.taken > 0 && k.events > k.taken);
+    assert_true(c.modified > 0 && c.deleted > 0);
+    assert_int_equal(gd_sub_count(s), cache_count(f->cache, "ConfigMap"));
     for (int i = 0; i < NKEYS; i++) {
-        char key[32];
+        char key[32], want[16];
         snprintf(key, sizeof key, "ns/o%d", i);
-        assert_null(gd_sub_get(s, key));       /* the owner keeps the objects */
+        snprintf(want, sizeof want, "%d", f->rv[i]);
+        cache_stamp st;
+        cJSON *o = cache_get(f->cache, "ConfigMap", key);
+        assert_int_equal(o != NULL, f->rv[i] != 0);
+        assert_int_equal(cache_get_stamp(f->cache, "ConfigMap", key, &st), f->rv[i] != 0);
+        if (o) {
+            assert_string_equal(gd_meta_rv(o), want);
+            assert_string_equal(st.rv, want);
+            assert_int_equal(st.shard, f->shard[i]);
+            assert_true(st.seq > 0);
+        }
+        cJSON_Delete(o);
     }
     drop_sub(f, &s);
 }
@@ -413,11 +417,10 @@ static void test_shards(void **state)
  * DELETED on the old topic, then ADDED on the new one; the snapshot of the new shard (taken
  * after the move) has the object, and the old topic's DELETED, published before that snapshot
  * but read after it, must not remove it: it is older than what the snapshot gave. */
-static void test_move_into_added_shard(void **state)
+static void move_into_added_shard(fx *f, bool in_cache)
 {
-    fx *f = *state;
     counts c = {0};
-    gd_sub *s = new_sub(f, &c, 0);
+    gd_sub *s = in_cache ? new_cache_sub(f, &c, 0) : new_sub(f, &c, 0);
     initial_list(f, 100);
     int sh1[] = {1};
     assert_int_equal(gd_sub_set_shards(s, sh1, 1), GD_OK);
@@ -437,6 +440,13 @@ static void test_move_into_added_shard(void **state)
     assert_true(gd_sub_get_rv(s, "ns/o1", rv, sizeof rv));
     assert_string_equal(rv, want);
     drop_sub(f, &s);
+}
+
+static void test_move_into_added_shard(void **state) { move_into_added_shard(*state, false); }
+/* the same with the replica in the worker's cache */
+static void test_move_into_added_shard_cache(void **state)
+{
+    move_into_added_shard(*state, true);
 }
 
 static void test_restart(void **state)
@@ -517,9 +527,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_live_and_late, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lagged, setup_lag, teardown),
-        cmocka_unit_test_setup_teardown(test_keys_only, setup_lag, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_store, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_move_into_added_shard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_move_into_added_shard_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync, setup_resync, teardown),
         cmocka_unit_test(test_bad_opts),

@@ -15,6 +15,8 @@ typedef struct {
     cJSON *obj;
     char *idx[CACHE_IDX__COUNT];    /* index values, NULL when not indexed */
     int shard;
+    uint64_t seq;                   /* the feed's stamp (cache_stamp) */
+    char *rv;                       /* NULL: none given */
 } item;
 
 typedef struct {
@@ -33,6 +35,7 @@ static void item_free(void *p)
     cJSON_Delete(it->obj);
     for (int i = 0; i < CACHE_IDX__COUNT; i++)
         free(it->idx[i]);
+    free(it->rv);
     free(it);
 }
 
@@ -170,13 +173,20 @@ gd_err cache_apply(cache *c, cache_op op, const char *kind, const char *key, int
     return rc;
 }
 
-gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key, int shard,
-                        cJSON **obj, cJSON **old_out)
+static void stamp_of(const item *it, cache_stamp *st)
+{
+    st->shard = it->shard;
+    st->seq = it->seq;
+    snprintf(st->rv, sizeof st->rv, "%s", it->rv ? it->rv : "");
+}
+
+/* UPSERT (stamp st, takes *obj) or DELETE (the removed key's stamp to old_st when not NULL). */
+static gd_err apply(cache *c, cache_op op, const char *kind, const char *key,
+                    const cache_stamp *st, cJSON **obj, cJSON **old_out, cache_stamp *old_st)
 {
     if (old_out)
         *old_out = NULL;
-    if (!c || !kind || !*kind || !key || !*key || (op == CACHE_UPSERT && (!obj || !*obj)) ||
-        (op != CACHE_UPSERT && op != CACHE_DELETE))
+    if (!c || !kind || !*kind || !key || !*key || (op == CACHE_UPSERT && (!obj || !*obj)))
         return GD_ERR_ARG;
     item *it = NULL;
     if (op == CACHE_UPSERT) {   /* build outside the lock: readers are never held up by it */
@@ -184,7 +194,12 @@ gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key
         if (!it)
             return GD_ERR_NOMEM;
         it->obj = *obj;
-        it->shard = shard;
+        it->shard = st->shard;
+        it->seq = st->seq;
+        if (st->rv[0] && !(it->rv = strdup(st->rv))) {
+            free(it);
+            return GD_ERR_NOMEM;
+        }
         index_values(kind, it->obj, it->idx);
     }
     gd_err rc = GD_OK;
@@ -196,6 +211,8 @@ gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key
     }
     item *old = gd_map_get(s->items, key);
     if (old) {
+        if (old_st)
+            stamp_of(old, old_st);
         unfile(s, key, old);
         if (old_out) {          /* handed to the caller instead of freed with the item */
             *old_out = old->obj;
@@ -226,6 +243,27 @@ out:
         gd_log(GD_LOG_ERROR, "cache: out of memory applying a change", "kind", kind, "key",
                key, NULL);
     return rc;
+}
+
+gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key, int shard,
+                        cJSON **obj, cJSON **old_out)
+{
+    if (op != CACHE_UPSERT && op != CACHE_DELETE)
+        return GD_ERR_ARG;
+    cache_stamp st = {.shard = shard};
+    return apply(c, op, kind, key, &st, obj, old_out, NULL);
+}
+
+gd_err cache_put_stamped(cache *c, const char *kind, const char *key, const cache_stamp *st,
+                         cJSON **obj, cJSON **old_out)
+{
+    return st ? apply(c, CACHE_UPSERT, kind, key, st, obj, old_out, NULL) : GD_ERR_ARG;
+}
+
+bool cache_take(cache *c, const char *kind, const char *key, cJSON **old_out, cache_stamp *st)
+{
+    apply(c, CACHE_DELETE, kind, key, NULL, NULL, old_out, st);
+    return *old_out != NULL;    /* a cached key always has its object */
 }
 
 typedef struct {
@@ -345,6 +383,41 @@ bool cache_get_rv(cache *c, const char *kind, const char *key, char *rv, size_t 
     }
     pthread_rwlock_unlock(&c->lock);
     return it != NULL;
+}
+
+bool cache_get_stamp(cache *c, const char *kind, const char *key, cache_stamp *st)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    item *it = find(c, kind, key);
+    if (it)
+        stamp_of(it, st);
+    pthread_rwlock_unlock(&c->lock);
+    return it != NULL;
+}
+
+typedef struct {
+    void (*fn)(void *ud, const char *key, const cache_stamp *st);
+    void *ud;
+} stamp_walk;
+
+static int walk_stamp(void *ud, const char *key, void *val)
+{
+    stamp_walk *w = ud;
+    cache_stamp st;
+    stamp_of(val, &st);
+    w->fn(w->ud, key, &st);
+    return 0;
+}
+
+void cache_each_stamp(cache *c, const char *kind,
+                      void (*fn)(void *ud, const char *key, const cache_stamp *st), void *ud)
+{
+    stamp_walk w = {fn, ud};
+    pthread_rwlock_rdlock(&c->lock);
+    store *s = kind ? store_get(c, kind, false) : NULL;
+    if (s)
+        gd_map_each(s->items, walk_stamp, &w);
+    pthread_rwlock_unlock(&c->lock);
 }
 
 bool cache_rv_lookup(void *ud, const char *kind, const char *key, char *rv, size_t cap,

@@ -13,6 +13,7 @@
 #define WORKER_CACHE_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <cjson/cJSON.h>
 #include "gd_err.h"
 
@@ -45,6 +46,29 @@ gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key
 /* Removes every object of kind (NULL: all kinds) whose shard is in shards — a revoked shard
  * is forgotten, not deleted. Returns the number removed. */
 int    cache_drop_shards(cache *c, const char *kind, const int *shards, int n);
+
+/* What the feed that fills the cache keeps with each object, so the worker holds one record
+ * per key (its subscriber's bookkeeping, see cache_sub.h): the shard it came on, the feed's
+ * sequence of that state, the resourceVersion the feed carried ("" when none was given). */
+typedef struct {
+    int shard;
+    uint64_t seq;
+    char rv[64];
+} cache_stamp;
+/* UPSERT with a stamp: takes *obj (set to NULL on success), the object key had before goes
+ * to *old_out (NULL when none; the caller frees it). */
+gd_err cache_put_stamped(cache *c, const char *kind, const char *key, const cache_stamp *st,
+                         cJSON **obj, cJSON **old_out);
+/* Removes key: its object to *old_out (the caller frees it), its stamp to *st (may be NULL);
+ * false when absent. */
+bool   cache_take(cache *c, const char *kind, const char *key, cJSON **old_out,
+                  cache_stamp *st);
+/* key's stamp; false when absent. cache_apply leaves seq 0 and rv "". */
+bool   cache_get_stamp(cache *c, const char *kind, const char *key, cache_stamp *st);
+/* fn for every object of kind with its stamp, under the read lock (in no particular order);
+ * fn must not call into the cache. */
+void   cache_each_stamp(cache *c, const char *kind,
+                        void (*fn)(void *ud, const char *key, const cache_stamp *st), void *ud);
 
 /* Deep copy (caller cJSON_Delete's it), or NULL when absent. */
 cJSON *cache_get(cache *c, const char *kind, const char *key);

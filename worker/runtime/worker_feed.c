@@ -2,10 +2,11 @@
  * takes its events into the cache and maps them to controller keys.
  *
  * Why threads of their own: a gd_sub fetches snapshots synchronously, and an informer that
- * does not answer must not stall the manager's heartbeats on the main thread. Each thread
- * applies events to the cache and maps them to keys itself (both thread-safe), and follows
- * the shard set the main thread publishes (follow[] + follow_gen, see worker_refollow),
- * dropping from the cache the objects of shards it stops following. */
+ * does not answer must not stall the manager's heartbeats on the main thread. Each thread's
+ * gd_sub keeps its replica in the cache (cache_sub.h) and the thread maps its events to keys
+ * (both thread-safe); it follows the shard set the main thread publishes (follow[] +
+ * follow_gen, see worker_refollow), and the objects of shards it stops following leave the
+ * cache with them. */
 #include "worker_internal.h"
 #include <stdio.h>
 #include <string.h>
@@ -50,48 +51,27 @@ void worker_map_change(worker *w, const char *kind, const cJSON *old_obj, const 
         mapping_event(w->cache, kind, old_obj, new_obj, emit_key, w);
 }
 
-/* The subscribers are keys_only: the cache is the one replica of the objects. gd_sub lends
- * each new object and the cache takes it without a copy; the object the key had before
- * comes back out of the cache for the mapping (old owners, old labels) and is freed after.
- * A cached object is never changed and only this thread replaces or removes it, so
- * new_obj stays valid for the mapping after the cache took it. */
+/* The cache is the subscribers' replica store (cache_sub.h): by the time an event arrives
+ * the cache holds new_obj, and old_obj is the object the key had before (borrowed; old
+ * owners and labels for the mapping). */
 static void on_sub_event(void *ud, gd_ev ev, const char *key, int shard,
                          const cJSON *old_obj, const cJSON *new_obj, bool resync)
 {
     sub_slot *s = ud;
-    worker *w = s->w;
-    cJSON *old = NULL;
-    (void)old_obj;              /* always NULL with keys_only */
-    switch (ev) {
-    case GD_EV_ADDED:
-    case GD_EV_MODIFIED: {
-        cJSON *obj = gd_sub_steal(s->sub);
-        if (!obj || cache_apply_take(w->cache, CACHE_UPSERT, s->kind, key, shard, &obj,
-                                     &old) != GD_OK) {
-            cJSON_Delete(obj);
-            return;
-        }
-        gd_hop_rv(gd_meta_rv(new_obj), GD_HOP_CACHE);
-        break;
-    }
-    case GD_EV_DELETED:
-        cache_apply_take(w->cache, CACHE_DELETE, s->kind, key, shard, NULL, &old);
-        if (!old)
-            return;             /* the cache never had it: nothing to map */
-        break;
-    case GD_EV_SYNCED:
+    if (ev == GD_EV_SYNCED) {
         gd_log(GD_LOG_INFO, "informer synced", "kind", s->kind, NULL);
         return;
     }
-    worker_map_change(w, s->kind, ev == GD_EV_ADDED ? NULL : old, new_obj);
-    cJSON_Delete(old);
+    if (new_obj)
+        gd_hop_rv(gd_meta_rv(new_obj), GD_HOP_CACHE);
+    worker_map_change(s->w, s->kind, ev == GD_EV_ADDED ? NULL : old_obj, new_obj);
 }
 
 static void *sub_thread(void *arg)
 {
     sub_slot *s = arg;
     worker *w = s->w;
-    bool cur[GD_NSHARDS] = {false}, want[GD_NSHARDS];
+    bool want[GD_NSHARDS];
     uint64_t applied = 0;
     while (!atomic_load(&w->subs_stop)) {
         uint64_t gen = atomic_load(&w->follow_gen);
@@ -100,22 +80,16 @@ static void *sub_thread(void *arg)
             gen = atomic_load(&w->follow_gen);
             memcpy(want, w->follow, sizeof want);
             pthread_mutex_unlock(&w->follow_mu);
-            int shards[GD_NSHARDS], n = 0, drop[GD_NSHARDS], nd = 0;
-            for (int i = 0; i < GD_NSHARDS; i++) {
+            int shards[GD_NSHARDS], n = 0;
+            for (int i = 0; i < GD_NSHARDS; i++)
                 if (want[i])
                     shards[n++] = i;
-                else if (cur[i])
-                    drop[nd++] = i;
-            }
             atomic_store(&s->synced, false);
             gd_err rc = gd_sub_set_shards(s->sub, shards, (size_t)n);
             if (rc != GD_OK && rc != GD_ERR_TIMEOUT && rc != GD_ERR_CANCELLED)
                 gd_log(GD_LOG_ERROR, "subscriber: cannot follow shards", "kind", s->kind,
                        "error", gd_strerror(rc), NULL);
-            /* gd_sub dropped those shards' objects without events; so does the cache. */
-            if (nd)
-                cache_drop_shards(w->cache, s->kind, drop, nd);
-            memcpy(cur, want, sizeof cur);
+            /* the shards no longer followed left the cache without events (cache_sub) */
             applied = gen;
             atomic_store(&s->applied_gen, gen);
         }
@@ -179,7 +153,9 @@ gd_err worker_setup_subs(worker *w)
         so.on_event = on_sub_event;
         so.ud = s;
         so.snapshot_timeout_ms = 1000;
-        so.keys_only = true;        /* the cache keeps the objects (on_sub_event) */
+        gd_sub_store store;
+        cache_sub_store(&s->store, w->cache, e->kind, &store);
+        so.store = &store;          /* the cache is the replica (cache_sub.h) */
         so.stop = &w->subs_stop;    /* a stopping worker does not sit out a snapshot wait */
         s->sub = gd_sub_new(w->zctx, &so);
         if (!s->sub) {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "cache.h"
+#include "cache_sub.h"
 #include "control.h"
 #include "controller.h"
 #include "gd_sub.h"
@@ -27,6 +28,7 @@ typedef struct {
     worker *w;
     char kind[48];
     gd_sub *sub;
+    cache_sub store;                /* the subscriber's replica: this kind in the cache */
     pthread_t th;
     bool running;
     _Atomic uint64_t applied_gen;   /* follow_gen last applied by this subscriber */
