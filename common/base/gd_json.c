@@ -357,3 +357,20 @@ int gd_rv_compare(const char *a, const char *b)
     int c = strcmp(a, b);
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
+
+const cJSON *gd_meta_condition(const cJSON *obj, const char *type)
+{
+    const cJSON *conds = gd_json_path(obj, "status.conditions"), *c;
+    if (!cJSON_IsArray(conds))
+        return NULL;
+    cJSON_ArrayForEach(c, conds)
+        if (strcmp(gd_json_str_or(c, "type", ""), type) == 0)
+            return c;
+    return NULL;
+}
+
+bool gd_meta_condition_true(const cJSON *obj, const char *type)
+{
+    const cJSON *c = gd_meta_condition(obj, type);
+    return c && strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
+}

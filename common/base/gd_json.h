@@ -47,6 +47,10 @@ const cJSON *gd_meta_controller_owner(const cJSON *obj);
 bool        gd_meta_owned_by(const cJSON *obj, const char *kind, const char *uid);
 bool        gd_meta_deleting(const cJSON *obj);    /* deletionTimestamp set */
 bool        gd_meta_has_finalizer(const cJSON *obj, const char *finalizer);
+/* The first entry of status.conditions with this type, or NULL; and whether its status is
+ * "True" (false when absent, as for a Node or Pod that reports no condition yet). */
+const cJSON *gd_meta_condition(const cJSON *obj, const char *type);
+bool        gd_meta_condition_true(const cJSON *obj, const char *type);
 
 /* Compares resourceVersions as client-go does for "is my cache at least this new":
  * both are decimal etcd revisions in practice; returns <0, 0, >0, or -2 when either is not

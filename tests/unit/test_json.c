@@ -232,6 +232,24 @@ static void test_meta_hostile(void **state)
     cJSON_Delete(n);
 }
 
+/* One helper answers "is condition X True" for Nodes, Pods and GodisClusters. */
+static void test_conditions(void **state)
+{
+    cJSON *o = cJSON_Parse("{\"status\":{\"conditions\":[{\"type\":\"PodScheduled\","
+                           "\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"False\"}]}}");
+    assert_non_null(o);
+    assert_string_equal(gd_json_str_or(gd_meta_condition(o, "Ready"), "status", ""), "False");
+    assert_false(gd_meta_condition_true(o, "Ready"));
+    assert_true(gd_meta_condition_true(o, "PodScheduled"));
+    assert_null(gd_meta_condition(o, "Progressing"));
+    assert_false(gd_meta_condition_true(o, "Progressing"));   /* absent: not True */
+    cJSON *not_array = cJSON_Parse("{\"status\":{\"conditions\":{\"type\":\"Ready\"}}}");
+    assert_null(gd_meta_condition(not_array, "Ready"));
+    assert_false(gd_meta_condition_true(NULL, "Ready"));
+    cJSON_Delete(not_array);
+    cJSON_Delete(o);
+}
+
 static void test_rv_compare(void **state)
 {
     assert_int_equal(gd_rv_compare("10", "9"), 1);
@@ -259,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_meta),
         cmocka_unit_test(test_meta_hostile),
         cmocka_unit_test(test_rv_compare),
+        cmocka_unit_test(test_conditions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,15 +6,6 @@
 
 #define WHY_NODES 8      /* nodes named in a message; the rest are counted */
 
-static bool place_node_ready(const cJSON *node)
-{
-    const cJSON *c;
-    cJSON_ArrayForEach(c, gd_json_path(node, "status.conditions"))
-        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0)
-            return strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
-    return false;
-}
-
 /* The first taint that keeps a pod without tolerations off the node, or NULL. */
 static const cJSON *place_blocking_taint(const cJSON *node)
 {
@@ -42,7 +33,7 @@ static const char *place_excluded(const cJSON *node, const godis_place_req *r, c
     if (r->own_node && !strcmp(name, r->own_node)) return "its own node";
     if (gd_meta_deleting(node)) return "being deleted";
     if (unsched) return "cordoned";
-    if (!place_node_ready(node)) return "not Ready";
+    if (!gd_meta_condition_true(node, "Ready")) return "not Ready";
     const cJSON *t = place_blocking_taint(node);
     if (t) {
         snprintf(taint, cap, "taint %s:%s", gd_json_str_or(t, "key", "?"), gd_json_str_or(t, "effect", "?"));

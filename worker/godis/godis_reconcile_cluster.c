@@ -42,16 +42,6 @@ typedef struct {
 
 /* ---- observing ---- */
 
-static bool pod_ready(const cJSON *pod)
-{
-    const cJSON *c;
-    cJSON_ArrayForEach(c, gd_json_path(pod, "status.conditions")) {
-        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0)
-            return strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
-    }
-    return false;
-}
-
 /* Cordoned, or NotReady/Unknown for longer than the grace period (judged on our clock
  * from lastTransitionTime — a coarse bound is enough to decide a migration). A node that is
  * NotReady but still within its grace sets c->grace_wait_ms, so the reconcile looks again
@@ -94,7 +84,7 @@ static void observe_runtime(cluster_ctx *c, int idx, const char *godis_name)
         if (gd_meta_deleting(pod)) continue;
         m->running = true;
         if (m->ready) continue;
-        m->ready = pod_ready(pod);
+        m->ready = gd_meta_condition_true(pod, "Ready");
         m->node_bad = node_bad(c, gd_json_str_or(pod, "spec.nodeName", NULL));
         m->reschedule |= gd_meta_annotation(pod, "godis.kumkeehyun.github.com/reschedule") != NULL;
         snprintf(c->pod_ip[idx], sizeof c->pod_ip[idx], "%s", gd_json_str_or(pod, "status.podIP", ""));
@@ -511,15 +501,6 @@ static godis_result drop_bootstrap_annotation(cluster_ctx *c, const cJSON *clust
     return gw_result(err);
 }
 
-static bool ready_condition_true(const cJSON *cluster)
-{
-    const cJSON *cond;
-    cJSON_ArrayForEach(cond, gd_json_path(cluster, "status.conditions"))
-        if (strcmp(gd_json_str_or(cond, "type", ""), "Ready") == 0)
-            return strcmp(gd_json_str_or(cond, "status", ""), "True") == 0;
-    return false;
-}
-
 /* Converged: Ready=True only once a write through a member succeeded. Probed while the
  * condition is not True yet (a converged cluster that is already Ready costs nothing). */
 static godis_result settle(cluster_ctx *c, const godis_step *s)
@@ -533,7 +514,7 @@ static godis_result settle(cluster_ctx *c, const godis_step *s)
         if (idx >= 0 && v->observed[idx].ready && (!via || v->members[i] < via)) via = v->members[i];
     }
     bool probe = all_ready && v->nmembers == v->desired && strcmp(c->phase, "Running") == 0;
-    v->writable = ready_condition_true(c->cluster) ||
+    v->writable = gd_meta_condition_true(c->cluster, "Ready") ||
                   (probe && call_member(c, via, "write probe", NULL, probe_fn, NULL) == GD_OK);
     godis_result r = godis_status_step(c->e, c->cluster, v, s, &c->written);
     if (r.kind == GODIS_DONE && probe && !v->writable)
@@ -595,7 +576,6 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
     return false;
 }
 
-static bool ready_condition_true(const cJSON *cluster);
 
 static godis_result reconcile_cluster_ctx(cluster_ctx *c)
 {
@@ -618,7 +598,7 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     godis_result r;
     /* Day-2 changes: a member being replaced is finished before any membership step. */
     godis_rollout ro = {.e = c->e, .ns = c->ns, .name = c->name, .cluster = &c->cluster, .v = &c->v,
-                        .phase = c->phase, .writable = ready_condition_true(c->cluster)};
+                        .phase = c->phase, .writable = gd_meta_condition_true(c->cluster, "Ready")};
     bool rolling = godis_rollout_run(&ro, &r);
     c->uid = gd_meta_uid(c->cluster);
     if (rolling) return r;

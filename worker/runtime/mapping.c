@@ -85,19 +85,6 @@ bool mapping_owned_update_matters(const cJSON *old_obj, const cJSON *new_obj)
     return differs(old_obj, new_obj, false, false);
 }
 
-static const cJSON *ready_condition(const cJSON *node)
-{
-    cJSON *conds = gd_json_path(node, "status.conditions");
-    const cJSON *c;
-    if (!cJSON_IsArray(conds))
-        return NULL;
-    cJSON_ArrayForEach(c, conds) {
-        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0)
-            return c;
-    }
-    return NULL;
-}
-
 static bool json_equal(const cJSON *a, const cJSON *b)
 {
     if (!a || !b)
@@ -113,7 +100,8 @@ bool mapping_node_update_matters(const cJSON *old_obj, const cJSON *new_obj)
                     gd_json_path(new_obj, "spec.unschedulable")) ||
         !json_equal(gd_json_path(old_obj, "spec.taints"), gd_json_path(new_obj, "spec.taints")))
         return true;
-    const cJSON *ro = ready_condition(old_obj), *rn = ready_condition(new_obj);
+    const cJSON *ro = gd_meta_condition(old_obj, "Ready");
+    const cJSON *rn = gd_meta_condition(new_obj, "Ready");
     return strcmp(gd_json_str_or(ro, "status", ""), gd_json_str_or(rn, "status", "")) != 0 ||
            gd_meta_deleting(old_obj) != gd_meta_deleting(new_obj);
 }
