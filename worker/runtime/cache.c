@@ -181,7 +181,7 @@ static void stamp_of(const item *it, cache_stamp *st)
 }
 
 /* UPSERT (stamp st, takes *obj) or DELETE (the removed key's stamp to old_st when not NULL). */
-static gd_err apply(cache *c, cache_op op, const char *kind, const char *key,
+static gd_err apply_change(cache *c, cache_op op, const char *kind, const char *key,
                     const cache_stamp *st, cJSON **obj, cJSON **old_out, cache_stamp *old_st)
 {
     if (old_out)
@@ -251,18 +251,18 @@ gd_err cache_apply_take(cache *c, cache_op op, const char *kind, const char *key
     if (op != CACHE_UPSERT && op != CACHE_DELETE)
         return GD_ERR_ARG;
     cache_stamp st = {.shard = shard};
-    return apply(c, op, kind, key, &st, obj, old_out, NULL);
+    return apply_change(c, op, kind, key, &st, obj, old_out, NULL);
 }
 
 gd_err cache_put_stamped(cache *c, const char *kind, const char *key, const cache_stamp *st,
                          cJSON **obj, cJSON **old_out)
 {
-    return st ? apply(c, CACHE_UPSERT, kind, key, st, obj, old_out, NULL) : GD_ERR_ARG;
+    return st ? apply_change(c, CACHE_UPSERT, kind, key, st, obj, old_out, NULL) : GD_ERR_ARG;
 }
 
 bool cache_take(cache *c, const char *kind, const char *key, cJSON **old_out, cache_stamp *st)
 {
-    apply(c, CACHE_DELETE, kind, key, NULL, NULL, old_out, st);
+    apply_change(c, CACHE_DELETE, kind, key, NULL, NULL, old_out, st);
     return *old_out != NULL;    /* a cached key always has its object */
 }
 
