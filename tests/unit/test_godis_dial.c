@@ -33,7 +33,8 @@
 #define OWNER "\"ownerReferences\":[{\"apiVersion\":\"kumkeehyun.github.com/v1\","      \
               "\"kind\":\"GodisCluster\",\"name\":\"c\",\"uid\":\"cu\",\"controller\":true}]"
 
-/* Scaling out to 4: the intent recorded, the ConfigMap already listing 4: next is meet. */
+/* Scaling out to 4: the intent recorded, the ConfigMap already listing 4, member 4's Godis
+ * created (join=true) and its pod Ready: next is meet. */
 static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     if (strcmp(kind, "GodisCluster") == 0 && strcmp(name, "c") == 0)
@@ -63,11 +64,11 @@ static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const ch
     cJSON *arr = cJSON_CreateArray();
     char buf[1024];
     if (strcmp(kind, "Godis") == 0) {
-        for (int id = 1; id <= 3; id++) {
+        for (int id = 1; id <= 4; id++) {
             snprintf(buf, sizeof buf,
                      "{\"metadata\":{\"name\":\"c-%d\",\"namespace\":\"ns\",\"uid\":\"g%d\","
-                     "\"labels\":{\"cluster-name\":\"c\"}," OWNER "},\"spec\":{\"preferred\":true}}",
-                     id, id);
+                     "\"labels\":{\"cluster-name\":\"c\"}," OWNER "},\"spec\":{\"preferred\":%s}}",
+                     id, id, id < 4 ? "true" : "false");
             cJSON_AddItemToArray(arr, cJSON_Parse(buf));
         }
     } else if (strcmp(kind, "Pod") == 0 && v) {   /* the member's Ready pod, IP 127.0.0.1 */

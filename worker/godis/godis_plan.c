@@ -149,22 +149,46 @@ static int count_ready(const godis_view *v)
     return n;
 }
 
+/* Adding a member: the intent (scaleOutID, nextID) is recorded first; the ConfigMap lists the
+ * newcomer; its Godis is created with join=true (preferred=false); once its pod is Ready it
+ * is admitted with `cluster meet`, and the executor records it in status.members in the
+ * same step, right after the +OK (GP_MEET).
+ *
+ * Why the member exists before its meet: a godis started with join=true on an empty volume
+ * is etcd raft's RestartNode with an empty log — no configuration, so it never campaigns,
+ * and it waits for the leader's first message; no member lists it before its meet, so
+ * nobody asks it for a vote either. Until the meet it is inert: a crash anywhere before the
+ * meet changes nothing in Raft. The meet is the step's only Raft change, and it is made only
+ * while the member it adds runs, so a new configuration never counts a voter that does not
+ * exist. The other order (meet, then create) left a 1 -> 2 step without quorum when the
+ * worker died between the two: 1 of 2 voters, and every retry of the meet had to commit in
+ * the new configuration without the absent member. Resumed after its +OK, the step meets
+ * again (idempotent: an admitted member is admitted again, nothing changes; it commits in
+ * the configuration that holds the running newcomer), then records.
+ *
+ * A newcomer that is not Ready waits for its meet — except one whose node went bad or
+ * whose volume is lost (it may have been admitted by a meet whose +OK was never recorded):
+ * where today's Ready members alone are a majority of the bigger cluster, the step is
+ * finished, and the migration and loss rules take it away (forgetting it first). A
+ * one-member cluster never admits a newcomer that does not run. */
 static godis_step plan_scale_out(const godis_view *v)
 {
     int64_t id = v->scale_out_id;
     if (has_id(v->members, v->nmembers, id))
         return step(GP_FINISH_SCALE_OUT, id, "ScaledOut", "new member already recorded");
     if (!cm_matches(v))
-        return step(GP_ENSURE_CONFIGMAP, id, "ScalingOut", "ConfigMap lists the new member before it joins");
+        return step(GP_ENSURE_CONFIGMAP, id, "ScalingOut", "ConfigMap lists the new member before it starts");
     const godis_member *m = observed(v, id);
-    if (!m || !m->godis_exists) {
-        int64_t via = pick_via(v, id);
-        if (!via) return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster meet to");
-        godis_step s = step(GP_MEET, id, "MemberAdded", "cluster meet, then create the Godis with join=true");
-        s.via_id = via;
-        return s;
-    }
-    return step(GP_FINISH_SCALE_OUT, id, "ScaledOut", "new member created");
+    if (!m || !m->godis_exists)
+        return step(GP_CREATE_GODIS, id, "ScalingOut",
+                    "new member created with join=true: it waits, inert, for its meet");
+    if (!m->ready && !(member_bad(v, id) && count_ready(v) >= majority(v->nmembers + 1)))
+        return step(GP_WAIT, id, "WaitingForNewMember", "the new member's pod must be Ready before its meet");
+    int64_t via = pick_via(v, id);
+    if (!via) return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster meet to");
+    godis_step s = step(GP_MEET, id, "MemberAdded", "cluster meet, then record the member in status");
+    s.via_id = via;
+    return s;
 }
 
 /* After the forget: stop the member, wait until its pods are gone, then its Godis goes.
@@ -361,7 +385,7 @@ static godis_step explain_unschedulable(const godis_view *v, godis_step s)
     if (s.kind == GP_WAIT && (s.warn || strncmp(s.reason, "Waiting", 7))) return s;
     for (int i = 0; i < v->nobserved; i++) {
         const godis_member *m = &v->observed[i];
-        if (m->unschedulable && has_id(v->members, v->nmembers, m->id))
+        if (m->unschedulable && (has_id(v->members, v->nmembers, m->id) || m->id == v->scale_out_id))
             return blocked(m->id, "MemberUnschedulable", m->blocked_why ? m->blocked_why
                            : "cannot be scheduled");
     }

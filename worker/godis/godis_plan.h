@@ -87,10 +87,12 @@ typedef enum {
     GP_RECORD_INIT,        /* status: phase Initializing, members 1..n, nextID n+1, initialReplicas n */
     GP_ADOPT,              /* status: members from existing Godis ids (old controller objects) */
     GP_ENSURE_CONFIGMAP,   /* create or update the ConfigMap from status.members (+ pending out id) */
-    GP_CREATE_GODIS,       /* create Godis id (preferred = initial member) */
+    GP_CREATE_GODIS,       /* create Godis id (preferred = initial member; a member being
+                              added is created with join=true before its meet) */
     GP_FINISH_INIT,        /* status: phase Running */
     GP_RECORD_SCALE_OUT,   /* status: phase Scaling, scaleOutID = nextID, nextID++ */
-    GP_MEET,               /* `cluster meet id url` to a Ready member other than id */
+    GP_MEET,               /* `cluster meet id url` to a Ready member other than id, once
+                              id's pod is Ready; on +OK, at once GP_FINISH_SCALE_OUT's record */
     GP_FINISH_SCALE_OUT,   /* status: members += id, scaleOutID = 0, phase Running */
     GP_RECORD_SCALE_IN,    /* status: phase Scaling, scaleInID = victim */
     GP_FORGET,             /* `cluster forget id` to a Ready member other than id, then at

@@ -372,6 +372,11 @@ static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int6
                        meet ? meet_fn : forget_fn, &a);
 }
 
+/* The meet admits a member that already runs (created with join=true, Ready; see
+ * plan_scale_out); its +OK is recorded in status.members at once. A record that fails
+ * (Conflict, the API server unreachable) or a worker killed before it leaves the step to be
+ * resumed as it is: the meet again (idempotent: it commits in the configuration that
+ * already holds the running newcomer), then the record. */
 static godis_result do_meet(cluster_ctx *c, const godis_step *s)
 {
     gd_err err = membership_command(c, s->via_id, true, s->id);
@@ -380,8 +385,11 @@ static godis_result do_meet(cluster_ctx *c, const godis_step *s)
     snprintf(msg, sizeof msg, "member %lld joined through member %lld (cluster meet)",
              (long long)s->id, (long long)s->via_id);
     godis_emit_event(c->e, c->cluster, "Normal", "MemberAdded", msg);
-    /* meet answers before the member exists: create it right away, with join=true */
-    return create_godis(c, s->id, false);
+    godis_step rec = *s;
+    rec.kind = GP_FINISH_SCALE_OUT;
+    rec.reason = "ScaledOut";
+    rec.why = "new member admitted and recorded";
+    return godis_status_step(c->e, c->cluster, &c->v, &rec, &c->written);
 }
 
 static gd_err stop_member(cluster_ctx *c, int64_t id)
