@@ -46,5 +46,28 @@ char *inf_counters_render(const inf_counters *c, const char *kind)
     gd_sbuf b;
     gd_sbuf_init(&b);
     gd_prom_ints(&b, f, sizeof f / sizeof f[0]);
+    /* one family, one sample per cause (a row without a name continues the family) */
+    gd_prom_int ends[INF_END__COUNT];
+    char el[INF_END__COUNT][112];
+    for (int i = 0; i < INF_END__COUNT; i++) {
+        snprintf(el[i], sizeof el[i], "%s,cause=\"%s\"", labels,
+                 inf_watch_end_name((inf_watch_end)i));
+        ends[i] = (gd_prom_int){i == 0 ? "godis_informer_watch_ends_total" : NULL, "counter",
+                                "Watches that ended, by cause (see docs/PROTOCOL.md).", el[i],
+                                (long long)atomic_load_explicit(&c->watch_ends[i],
+                                                                memory_order_relaxed)};
+    }
+    gd_prom_ints(&b, ends, INF_END__COUNT);
     return gd_sbuf_detach(&b);
+}
+
+const char *inf_watch_end_name(inf_watch_end e)
+{
+    static const char *const N[INF_END__COUNT] = {
+        [INF_END_TIMEOUT] = "timeout", [INF_END_CLOSED] = "closed",
+        [INF_END_STALLED] = "stalled", [INF_END_TRUNCATED] = "truncated",
+        [INF_END_GARBAGE] = "garbage", [INF_END_EXPIRED] = "expired",
+        [INF_END_ERROR] = "error",
+    };
+    return (unsigned)e < INF_END__COUNT ? N[e] : "unknown";
 }

@@ -100,9 +100,25 @@ void       inf_store_foreach(inf_store *s, int (*fn)(void *ud, const inf_obj *o)
 
 /* ---------------------------------------------------------------- counters */
 
+/* Why a watch ended (each end is followed by a re-watch, or a relist then a watch). */
+typedef enum {
+    INF_END_TIMEOUT,     /* the server ended it at the timeoutSeconds we asked for */
+    INF_END_CLOSED,      /* the server ended it cleanly before that (shutdown, a cacher that
+                          * dropped a slow watcher, a proxy) */
+    INF_END_STALLED,     /* no byte within the progress deadline, or the server overran
+                          * timeoutSeconds: we ended it */
+    INF_END_TRUNCATED,   /* the response was cut (inside an event, or with no proper end) */
+    INF_END_GARBAGE,     /* a line that is no watch event */
+    INF_END_EXPIRED,     /* 410 Gone / Expired / too large resource version: relist */
+    INF_END_ERROR,       /* any other ERROR event, HTTP error or transport failure */
+    INF_END__COUNT
+} inf_watch_end;
+const char *inf_watch_end_name(inf_watch_end e);   /* "timeout", "closed", ... */
+
 typedef struct {
     _Atomic uint64_t objects, events_published, messages_published, lists, relists,
         watch_restarts, watch_errors, snapshots, bad_objects, synced;
+    _Atomic uint64_t watch_ends[INF_END__COUNT];
     _Atomic int64_t last_rv;     /* numeric resourceVersion, -1 when not numeric */
 } inf_counters;
 /* Prometheus text exposition (malloc'd). */
@@ -132,6 +148,9 @@ typedef struct {
     long page_size;
     bool initial_list_from_cache;    /* first list with resourceVersion=0, as client-go */
     int min_watch_timeout_s;         /* watch timeout random in [min, 2*min) */
+    /* The watch progress deadline: no byte for this long (with bookmarks requested) ends
+     * the watch, which is then re-established from the last resourceVersion. 0: none. */
+    int64_t watch_idle_timeout_ms;
     const char *const *drop;
     size_t ndrop;
     /* Every list/watch result is handed to apply (main.c: inf_pub_apply, the store + PUB)

@@ -51,7 +51,7 @@ typedef struct {
     size_t ndrop;
     int page_size, pub_hwm;
     bool list_from_cache;
-    int64_t heartbeat_ms, resync_ms, min_watch_ms;
+    int64_t heartbeat_ms, resync_ms, min_watch_ms, watch_deadline_ms;
 } flags;
 
 static gd_err add_drop(void *ud, const char *v, char *why, size_t cap)
@@ -82,6 +82,7 @@ static int parse_flags(int argc, char **argv, flags *f)
     f->heartbeat_ms = 1000;
     f->pub_hwm = 100000;
     f->min_watch_ms = 300000;
+    f->watch_deadline_ms = 150000;    /* 2.5 bookmark intervals: reflector.c */
     f->log_level = "info";
     f->log_format = "text";
     gd_flag defs[] = {
@@ -111,6 +112,7 @@ static int parse_flags(int argc, char **argv, flags *f)
         FLAG(GD_FLAG_MILLIS, "heartbeat-ms", &f->heartbeat_ms, "", .min = 10, .max = 3600000, .deprecated = "use --heartbeat DURATION"),
         FLAG(GD_FLAG_DURATION, "resync-period", &f->resync_ms, "republish every object as MODIFIED each period; 0 = off"),
         FLAG(GD_FLAG_DURATION, "min-watch-timeout", &f->min_watch_ms, "watch timeout is random in [D, 2*D) (1s..24h)", .min = 1000, .max = 86400000),
+        FLAG(GD_FLAG_DURATION, "watch-progress-deadline", &f->watch_deadline_ms, "a watch that delivers no byte (event or bookmark) for D is ended and re-established from the last resourceVersion; the API server bookmarks about once a minute; 0 = off (0..24h)", .min = 0, .max = 86400000),
         SECTION("Logging"),
         FLAG(GD_FLAG_FUNC, "log-level", NULL, "debug, info, warn or error", .metavar = "LEVEL", .fn = gd_flags_log_level, .ud = &f->log_level, .def = "info"),
         FLAG(GD_FLAG_FUNC, "log-format", NULL, "text or json", .metavar = "FORMAT", .fn = gd_flags_log_format, .ud = &f->log_format, .def = "text"),
@@ -333,6 +335,7 @@ int main(int argc, char **argv)
                             .field_selector = f.field_selector, .page_size = f.page_size,
                             .initial_list_from_cache = f.list_from_cache,
                             .min_watch_timeout_s = (int)(f.min_watch_ms / 1000),
+                            .watch_idle_timeout_ms = f.watch_deadline_ms,
                             .drop = f.drop, .ndrop = f.ndrop, .apply = apply_direct,
                             .apply_ud = pub, .ctr = &ctr,
                             .stop = &g_stop};

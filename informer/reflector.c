@@ -17,7 +17,21 @@
  *    without failure) and retries the watch from the same rv — a relist is not needed to
  *    survive an API server restart, and if our rv has become too old the watch says 410.
  *  - A watch that ends within a second without any event counts as a failure (client-go's
- *    "very short watch"), so a server that closes at once cannot spin us. */
+ *    "very short watch"), so a server that closes at once cannot spin us.
+ *  - No watch can hang forever: the server is asked to end it (timeoutSeconds), libcurl
+ *    gives up 30 s after that, and a progress deadline (--watch-progress-deadline, 150 s by
+ *    default) ends a watch that delivered no byte for that long. kube-apiserver sends a
+ *    BOOKMARK to every watcher that asked for them about once a minute (1.20's cacher:
+ *    defaultBookmarkFrequency), so 150 s is 2.5 of its intervals: one bookmark may be lost
+ *    or late (a CPU-starved API server) without a false alarm. A stalled watch is re-watched
+ *    from the last rv at once. (1.20 sends no bookmarks for a resource that has had no
+ *    event since the API server started; such an idle watch is renewed every 150 s, one
+ *    cheap request, and the rv it resumes from is still served.)
+ *  - Every end is counted by cause (inf_watch_end: timeout, closed, stalled, truncated,
+ *    garbage, expired, error) and every abnormal one is logged with what was wrong. A
+ *    stream cut inside an event, or a line that is no event, is never skipped silently: the
+ *    watch ends and resumes from the last rv, so the server sends the lost event again; the
+ *    same garbage at the same rv three times relists. */
 #include "informer.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,32 +293,45 @@ static int on_event(void *ud, const char *type, cJSON *obj)
     return push(r, qt, o, NULL, 0) == GD_OK ? 0 : 1;
 }
 
-static gd_err watch_once(refl *r, k8s_status *st)
+/* One watch from r->rv. Returns why it ended; *ret is k8s_watch's result. */
+static inf_watch_end watch_once(refl *r, k8s_status *st, gd_err *ret)
 {
     inf_reflector_cfg *c = r->cfg;
     int min = c->min_watch_timeout_s > 0 ? c->min_watch_timeout_s : 300;
+    int timeout_s = min + (int)(gd_rand01() * min);
     k8s_watch_opts wo = {
         .list = {.label_selector = c->label_selector, .field_selector = c->field_selector,
-                 .resource_version = r->rv,
-                 .timeout_seconds = min + (int)(gd_rand01() * min)},
+                 .resource_version = r->rv, .timeout_seconds = timeout_s},
         .allow_bookmarks = true,
         .stop = c->stop,
+        .idle_timeout_ms = c->watch_idle_timeout_ms,
+        .end_on_bad_event = true,
     };
     r->events = 0;
     r->relist = false;
     r->watch_err = GD_OK;
     r->err_msg[0] = '\0';
     GD_DEBUG("watch", "kind", c->kind, "rv", r->rv);
+    int64_t started = gd_mono_ms();
     gd_err e = k8s_watch(c->client, &c->res, c->ns, &wo, on_event, r, st);
+    *ret = e;
     if (r->relist)
-        return GD_ERR_GONE;
-    if (e == GD_ERR_CANCELLED && *c->stop)
-        return GD_ERR_CANCELLED;
-    if (e == GD_ERR_CANCELLED && r->watch_err != GD_OK) {
+        return INF_END_EXPIRED;
+    if (e == GD_ERR_CANCELLED && r->watch_err != GD_OK && !*c->stop) {
         snprintf(st->message, sizeof st->message, "%s", r->err_msg);
-        return r->watch_err;
+        *ret = r->watch_err;                   /* an ERROR event other than 410 */
+        return INF_END_ERROR;
     }
-    return e == GD_ERR_CLOSED ? GD_OK : e;
+    if (e == GD_OK)      /* the server ended the response; at its timeout, or before it */
+        return gd_mono_ms() - started + 2000 >= (int64_t)timeout_s * 1000 ? INF_END_TIMEOUT
+                                                                           : INF_END_CLOSED;
+    if (e == GD_ERR_TIMEOUT)      /* our progress deadline, or timeoutSeconds overrun */
+        return INF_END_STALLED;
+    if (e == GD_ERR_CLOSED)
+        return INF_END_TRUNCATED;
+    if (strcmp(st->reason, K8S_REASON_GARBAGE) == 0)
+        return INF_END_GARBAGE;
+    return inf_needs_relist(e, st) ? INF_END_EXPIRED : INF_END_ERROR;
 }
 
 void *inf_reflector_run(void *arg)
@@ -314,6 +341,8 @@ void *inf_reflector_run(void *arg)
     gd_backoff bo;
     gd_backoff_init(&bo, 800, 30000, 2.0, 0.2, 120000);
     bool need_list = true, first_list = true, first_watch = true;
+    int garbage_streak = 0;            /* garbage endings without the rv moving */
+    char garbage_rv[64] = "";
     while (!*c->stop) {
         k8s_status st;
         memset(&st, 0, sizeof st);
@@ -341,24 +370,67 @@ void *inf_reflector_run(void *arg)
             atomic_fetch_add(&c->ctr->watch_restarts, 1);
         first_watch = false;
         int64_t started = gd_mono_ms();
-        gd_err e = watch_once(&r, &st);
+        gd_err e;
+        inf_watch_end end = watch_once(&r, &st, &e);
         if (e == GD_ERR_CANCELLED && *c->stop)
             break;
-        if (e == GD_ERR_GONE || inf_needs_relist(e, &st)) {
+        atomic_fetch_add(&c->ctr->watch_ends[end], 1);
+        const char *why = r.err_msg[0] ? r.err_msg : st.message;
+        char evs[24];
+        snprintf(evs, sizeof evs, "%d", r.events);
+        if (end == INF_END_EXPIRED) {
             GD_INFO("resourceVersion unusable; relisting", "kind", c->kind, "rv", r.rv,
-                    "message", r.err_msg[0] ? r.err_msg : st.message);
+                    "message", why);
             need_list = true;
             continue;
         }
-        if (e == GD_OK && (r.events > 0 || gd_mono_ms() - started >= 1000))
-            continue;                              /* the server ended a healthy watch */
+        if (end == INF_END_GARBAGE) {
+            /* The line may have been an event: re-watching from the last good rv gets it
+             * again. The same garbage at the same rv three times is no passing corruption:
+             * relist (the list has no per-event cap and re-reads every object). */
+            garbage_streak = strcmp(garbage_rv, r.rv) == 0 ? garbage_streak + 1 : 1;
+            snprintf(garbage_rv, sizeof garbage_rv, "%s", r.rv);
+            if (garbage_streak >= 3) {
+                GD_WARN("the same bad watch event three times; relisting", "kind", c->kind,
+                        "rv", r.rv, "detail", why);
+                garbage_streak = 0;
+                garbage_rv[0] = '\0';
+                need_list = true;
+                continue;
+            }
+        }
+        bool quick = r.events == 0 && gd_mono_ms() - started < 1000;
+        switch (end) {
+        case INF_END_TIMEOUT:
+        case INF_END_CLOSED:
+            if (quick)
+                break;                 /* client-go's "very short watch": back off */
+            if (end == INF_END_CLOSED)
+                GD_INFO("the API server ended the watch before its timeout; re-watching",
+                        "kind", c->kind, "rv", r.rv, "events", evs);
+            continue;
+        case INF_END_STALLED:
+            /* nothing to back off from: the deadline already spaced the attempts */
+            GD_WARN("watch made no progress; re-watching from the last resourceVersion",
+                    "kind", c->kind, "rv", r.rv, "events", evs, "detail", why);
+            continue;
+        case INF_END_TRUNCATED:
+            GD_WARN("watch stream cut; re-watching from the last resourceVersion", "kind",
+                    c->kind, "rv", r.rv, "events", evs, "detail", why);
+            if (!quick)
+                continue;              /* it made progress: at once */
+            break;
+        default:                       /* garbage, errors: back off */
+            break;
+        }
         atomic_fetch_add(&c->ctr->watch_errors, 1);
         int64_t d = gd_backoff_next(&bo);
         char ds[24];
         snprintf(ds, sizeof ds, "%lld", (long long)d);
         GD_WARN("watch failed; retrying from the last resourceVersion", "kind", c->kind,
-                "error", e == GD_OK ? "very short watch" : gd_strerror(e), "message",
-                st.message, "rv", r.rv, "backoff_ms", ds);
+                "cause", inf_watch_end_name(end),
+                "error", quick && e == GD_OK ? "very short watch" : gd_strerror(e),
+                "message", why, "rv", r.rv, "backoff_ms", ds);
         nap(c->stop, d);
     }
     GD_DEBUG("reflector stopped", "kind", c->kind);

@@ -283,12 +283,15 @@ typedef struct {
     gd_err stop_err;              /* why the stream was stopped from our side */
     k8s_status error_status;      /* the Status of an ERROR event */
     unsigned long bad_events;
+    bool end_on_bad;              /* k8s_watch_opts.end_on_bad_event */
     char path[PATH_CAP];
 } watch_ctx;
 
 static int watch_on_event(void *ud, const char *type, cJSON *obj)
 {
     watch_ctx *w = ud;
+    if (w->stop_err != GD_OK)
+        return 1;                 /* a bad line ended the watch: nothing after it counts */
     if (strcmp(type, "ERROR") == 0) {
         /* a Status: 410 Expired/Gone means relist; anything else ends this watch too */
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
@@ -316,6 +319,17 @@ static void watch_on_error(void *ud, gd_err err, const char *what)
 {
     watch_ctx *w = ud;
     w->bad_events++;
+    if (w->end_on_bad) {
+        if (w->stop_err == GD_OK) {   /* the first bad line is the reason; the caller logs it */
+            w->stop_err = err;
+            memset(&w->error_status, 0, sizeof w->error_status);
+            w->error_status.err = err;
+            snprintf(w->error_status.reason, sizeof w->error_status.reason, "%s",
+                     K8S_REASON_GARBAGE);
+            snprintf(w->error_status.message, sizeof w->error_status.message, "%s", what);
+        }
+        return;
+    }
     gd_log(GD_LOG_WARN, "dropped a bad watch event", "path", w->path, "error",
            err == GD_ERR_TOO_LARGE ? "TooLarge" : "Parse", "detail", what, NULL);
 }
@@ -323,6 +337,8 @@ static void watch_on_error(void *ud, gd_err err, const char *what)
 static int watch_sink(void *ud, const char *p, size_t n)
 {
     watch_ctx *w = ud;
+    if (w->stop_err != GD_OK)
+        return 1;
     gd_err e = k8s_watch_decoder_feed(w->dec, p, n);
     if (e != GD_OK && e != GD_ERR_CANCELLED) {    /* the decoder itself failed (memory) */
         w->stop_err = e;
@@ -330,7 +346,8 @@ static int watch_sink(void *ud, const char *p, size_t n)
         snprintf(w->error_status.message, sizeof w->error_status.message,
                  "watch decoder failed: out of memory");
     }
-    return e == GD_OK ? 0 : 1;
+    /* a bad line with end_on_bad (no event followed it in this piece) */
+    return e == GD_OK && w->stop_err == GD_OK ? 0 : 1;
 }
 
 gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
@@ -343,6 +360,7 @@ gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
         return fail(st, GD_ERR_NOMEM, "watch: out of memory");
     w->fn = fn;
     w->ud = ud;
+    w->end_on_bad = o && o->end_on_bad_event;
     if (k8s_path(w->path, sizeof w->path, r, ns, NULL, NULL) < 0) {
         free(w);
         return fail(st, GD_ERR_ARG, "watch: bad resource or namespace");
@@ -370,6 +388,7 @@ gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
         .method = "GET", .path = w->path, .watch = true,
         .watch_timeout_s = lo ? lo->timeout_seconds : 0,
         .sink = watch_sink, .sink_ud = w, .stop = o ? o->stop : NULL,
+        .idle_timeout_ms = o ? o->idle_timeout_ms : 0,
     };
     k8s_status local;
     if (!st)
@@ -397,6 +416,7 @@ gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
         }
         e = GD_ERR_CLOSED;
         st->err = e;
+        snprintf(st->reason, sizeof st->reason, "%s", K8S_REASON_TRUNCATED);
         snprintf(st->message, sizeof st->message,
                  "watch stream ended inside an event: %zu bytes of it discarded%s%s", pending,
                  why[0] ? "; " : "", why);

@@ -135,12 +135,29 @@ typedef struct {
     size_t max_event_bytes;             /* cap per event; default 16 MiB */
     const volatile int *stop;           /* polled ~every 100 ms; non-zero aborts the watch
                                          * (read atomically: set it with __atomic_store_n) */
+    /* > 0: the progress deadline. No byte (event, bookmark, blank keep-alive) for this long
+     * ends the watch with GD_ERR_TIMEOUT, st->reason K8S_REASON_STALLED. A server that
+     * stopped feeding a watch without ending it (or a response end we never saw) then
+     * costs this long, not the whole timeoutSeconds. */
+    long idle_timeout_ms;
+    /* A line that is no watch event (bad JSON, no type/object, over max_event_bytes) ends
+     * the watch with GD_ERR_PARSE / GD_ERR_TOO_LARGE, st->reason K8S_REASON_GARBAGE, and no
+     * event after it is delivered. Without it the line is logged and dropped: a consumer
+     * that resumes from its last resourceVersion wants the end, because the line may have
+     * been the one event that told it about a change. */
+    bool end_on_bad_event;
 } k8s_watch_opts;
 
+/* k8s_status.reason values k8s_watch sets for endings that are not the server's Status. */
+#define K8S_REASON_STALLED   "WatchStalled"     /* progress deadline passed */
+#define K8S_REASON_TRUNCATED "WatchTruncated"   /* the stream ended inside an event */
+#define K8S_REASON_GARBAGE   "WatchGarbage"     /* a line that is no event (end_on_bad_event) */
+
 /* Streams until the server ends the watch (GD_OK or GD_ERR_CLOSED), the callback stops it,
- * *stop is set (GD_ERR_CANCELLED), or an error. A truncated final event is GD_ERR_CLOSED
- * with the partial bytes discarded and reported in st->message. An ERROR event whose Status
- * is 410 returns GD_ERR_GONE (after calling the callback with it). */
+ * *stop is set (GD_ERR_CANCELLED), or an error. GD_ERR_CLOSED: the stream broke (between
+ * events: the transport's reason in st->message; inside one: st->reason
+ * K8S_REASON_TRUNCATED, the partial bytes discarded and counted in st->message). An ERROR
+ * event whose Status is 410 returns GD_ERR_GONE (after calling the callback with it). */
 gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
                  const k8s_watch_opts *o, k8s_watch_fn fn, void *ud, k8s_status *st);
 

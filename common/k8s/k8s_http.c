@@ -313,6 +313,8 @@ typedef struct {
     bool too_large;
     int streaming;                  /* -1 unknown yet, 0 buffer, 1 to the sink */
     bool sink_stopped;
+    bool stalled;                   /* the progress deadline (rq->idle_timeout_ms) passed */
+    int64_t last_rx_ms;             /* monotonic time of the last byte received */
     char retry_after[32];
 } xfer;
 
@@ -320,6 +322,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t n = size * nmemb;
+    if (x->rq->idle_timeout_ms > 0)
+        x->last_rx_ms = gd_mono_ms();
     if (x->streaming < 0) {
         long code = 0;
         curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
@@ -359,6 +363,8 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t n = size * nmemb;
+    if (x->rq->idle_timeout_ms > 0)
+        x->last_rx_ms = gd_mono_ms();
     if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
         x->retry_after[0] = '\0';       /* a new response (after 100 Continue, say) */
     } else if (n > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
@@ -375,7 +381,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
  * data race in C11, and ThreadSanitizer says so). Writers should use __atomic_store_n. */
 static bool stop_requested(const volatile int *stop)
 {
-    return __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0;
+    return stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE) != 0;
 }
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -486,9 +492,11 @@ static bool setup_handle(k8s_client *c, CURL *h, const k8s_http_req *rq, xfer *x
     return true;
 }
 
-/* Runs the transfer in our own multi loop so *stop is checked every 100 ms even when the
- * stream is idle (curl_easy_perform would look at it only about once a second). */
-static CURLcode perform_stoppable(CURL *h, const volatile int *stop, bool *cancelled)
+/* Runs the transfer in our own multi loop so *stop and the progress deadline are checked
+ * every 100 ms even when the stream is idle (curl_easy_perform would look at a stop flag
+ * only about once a second, and has no "no byte for N ms" limit finer than
+ * CURLOPT_LOW_SPEED_TIME's whole seconds of an averaged rate). */
+static CURLcode perform_stoppable(CURL *h, const volatile int *stop, xfer *x, bool *cancelled)
 {
     CURLM *m = curl_multi_init();
     if (!m)
@@ -500,9 +508,15 @@ static CURLcode perform_stoppable(CURL *h, const volatile int *stop, bool *cance
     }
     int running = 1;
     bool done = false;
+    long idle_ms = x->rq->idle_timeout_ms;
+    x->last_rx_ms = gd_mono_ms();
     while (!done) {
         if (stop_requested(stop)) {
             *cancelled = true;
+            break;
+        }
+        if (idle_ms > 0 && gd_mono_ms() - x->last_rx_ms >= idle_ms) {
+            x->stalled = true;
             break;
         }
         if (curl_multi_perform(m, &running) != CURLM_OK) {
@@ -518,8 +532,14 @@ static CURLcode perform_stoppable(CURL *h, const volatile int *stop, bool *cance
             }
         if (!done && !running)
             done = true;
-        if (!done)
-            curl_multi_poll(m, NULL, 0, 100, NULL);
+        if (!done) {
+            int wait = 100;
+            if (idle_ms > 0) {          /* wake up in time for the deadline */
+                int64_t left = x->last_rx_ms + idle_ms - gd_mono_ms();
+                wait = left < 1 ? 1 : left < wait ? (int)left : wait;
+            }
+            curl_multi_poll(m, NULL, 0, wait, NULL);
+        }
     }
     curl_multi_remove_handle(m, h);
     curl_multi_cleanup(m);
@@ -548,6 +568,14 @@ static gd_err outcome(const k8s_http_req *rq, const xfer *x, CURLcode cc, long c
         st->err = err;
         st->http_status = code;
         snprintf(st->message, sizeof st->message, "cancelled");
+    } else if (x->stalled) {
+        err = GD_ERR_TIMEOUT;
+        st->err = err;
+        st->http_status = code;
+        snprintf(st->reason, sizeof st->reason, "%s", K8S_REASON_STALLED);
+        snprintf(st->message, sizeof st->message,
+                 "no byte from the server for %ld ms (progress deadline)%s",
+                 rq->idle_timeout_ms, x->streaming == 1 ? "" : "; no response yet");
     } else if (x->sink_stopped) {
         err = GD_ERR_CANCELLED;           /* the sink asked to stop; it knows why */
         st->err = err;
@@ -610,7 +638,9 @@ gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s
         }
         atomic_fetch_add(&c->requests, 1);
         bool cancelled = false;
-        CURLcode cc = rq->stop ? perform_stoppable(h, rq->stop, &cancelled) : curl_easy_perform(h);
+        CURLcode cc = rq->stop || rq->idle_timeout_ms > 0
+                          ? perform_stoppable(h, rq->stop, &x, &cancelled)
+                          : curl_easy_perform(h);
         long code = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         /* drop references to our stack and header list before the handle goes back */

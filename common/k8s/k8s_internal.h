@@ -52,6 +52,10 @@ typedef struct {
     int (*sink)(void *ud, const char *p, size_t n);
     void *sink_ud;
     const volatile int *stop;    /* polled every 100 ms; non-zero cancels */
+    /* > 0: a progress deadline. No byte of the response (header or body) for this long
+     * ends the transfer with GD_ERR_TIMEOUT and K8S_REASON_STALLED in st->reason: a watch
+     * whose server stopped sending must end even when the connection stays up. */
+    long idle_timeout_ms;
 } k8s_http_req;
 
 typedef struct {

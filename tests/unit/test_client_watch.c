@@ -1,6 +1,7 @@
 /* test_client_watch.c — k8s_watch against the libmicrohttpd helper on 127.0.0.1: events
  * split across reads in any way, 410 and other ERROR events, streams cut mid-event, big and
- * oversized events, and the two ways to stop a watch. */
+ * oversized events, the two ways to stop a watch, the progress deadline on a stream that
+ * goes silent without ending, and end_on_bad_event on a line that is no event. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -135,6 +136,81 @@ static void test_watch_cut_mid_event(void **state)
     snprintf(want, sizeof want, "%zu bytes", cut - (strlen(WATCH_STREAM) -
              strlen(strstr(WATCH_STREAM, "{\"type\":\"DELETED\""))));
     assert_non_null(strstr(st.message, want));
+    assert_string_equal(st.reason, K8S_REASON_TRUNCATED);
+}
+
+/* A server that sends some events and then nothing, holding the stream open: with a
+ * progress deadline the watch ends that long after the last byte, not at the hang's end. */
+static void test_watch_progress_deadline(void **state)
+{
+    client_fixture *f = *state;
+    /* four lines of 60..80 bytes, 150 ms apart: 450 ms of stream, longer than the 300 ms
+     * deadline, so only a deadline measured from the last byte lets it through (stretched
+     * under valgrind, where the gaps between pieces stay 150 ms) */
+    long deadline = (long)test_scaled_ms(300);
+    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 60, .chunk_delay_ms = 150,
+                    .hang_ms = 30000};
+    watch_sink w = {0};
+    k8s_watch_opts o = {.idle_timeout_ms = deadline};
+    k8s_status st;
+    int64_t t0 = gd_mono_ms();
+    assert_int_equal(watch_pods(f, &r, &o, &w, &st), GD_ERR_TIMEOUT);
+    int64_t took = gd_mono_ms() - t0;
+    assert_int_equal(w.n, 4);                           /* every event before the silence */
+    assert_string_equal(st.reason, K8S_REASON_STALLED);
+    char want[80];
+    snprintf(want, sizeof want, "no byte from the server for %ld ms", deadline);
+    assert_non_null(strstr(st.message, want));
+    assert_true(took >= 450 + deadline - 50);           /* the stream, then the deadline */
+    assert_true(took < 450 + deadline + 5000);          /* not the 30 s hang */
+
+    /* a server that never even sends the response's headers */
+    httpd_resp r2 = {.status = 200, .body = "", .delay_ms = 30000};
+    watch_sink w2 = {0};
+    t0 = gd_mono_ms();
+    assert_int_equal(watch_pods(f, &r2, &o, &w2, &st), GD_ERR_TIMEOUT);
+    assert_true(gd_mono_ms() - t0 < deadline + 5000);
+    assert_string_equal(st.reason, K8S_REASON_STALLED);
+    assert_non_null(strstr(st.message, "no response yet"));
+}
+
+/* end_on_bad_event: the first line that is no event ends the watch, and nothing after it
+ * reaches the callback (the line may have been an event: a consumer resumes before it). */
+static void test_watch_garbage_ends(void **state)
+{
+    client_fixture *f = *state;
+    const char *s =
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"101\"}}}\n"
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"na\x01\x02 garbage\n"
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"c\",\"resourceVersion\":\"103\"}}}\n";
+    k8s_watch_opts o = {.end_on_bad_event = true};
+    k8s_status st;
+    size_t chunks[] = {4096, 7};            /* the bad line and the next in one read, or apart */
+    for (size_t i = 0; i < 2; i++) {
+        httpd_resp r = {.status = 200, .body = s, .chunk = chunks[i], .hang_ms = 10000};
+        watch_sink w = {0};
+        int64_t t0 = gd_mono_ms();
+        assert_int_equal(watch_pods(f, &r, &o, &w, &st), GD_ERR_PARSE);
+        assert_true(gd_mono_ms() - t0 < 5000);           /* at once, not after the hang */
+        assert_int_equal(w.n, 1);
+        assert_string_equal(w.names[0], "a");
+        assert_string_equal(st.reason, K8S_REASON_GARBAGE);
+        assert_non_null(strstr(st.message, "not valid JSON"));
+    }
+    /* an oversized event is garbage too */
+    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 4096};
+    watch_sink w = {0};
+    k8s_watch_opts o2 = {.end_on_bad_event = true, .max_event_bytes = 40};
+    assert_int_equal(watch_pods(f, &r, &o2, &w, &st), GD_ERR_TOO_LARGE);
+    assert_int_equal(w.n, 0);
+    assert_string_equal(st.reason, K8S_REASON_GARBAGE);
+    assert_non_null(strstr(st.message, "exceeds the cap"));
+
+    /* without the option the line is dropped and the stream goes on */
+    httpd_resp r3 = {.status = 200, .body = s, .chunk = 4096};
+    watch_sink w3 = {0};
+    assert_int_equal(watch_pods(f, &r3, NULL, &w3, &st), GD_OK);
+    assert_int_equal(w3.n, 2);
 }
 
 static void test_watch_big_and_oversized(void **state)
@@ -223,6 +299,7 @@ int main(void)
     const struct CMUnitTest plain[] = {
         T(test_watch_stream), T(test_watch_gone), T(test_watch_cut_mid_event),
         T(test_watch_big_and_oversized), T(test_watch_stop_flag_and_callback_stop),
+        T(test_watch_progress_deadline), T(test_watch_garbage_ends),
     };
 #undef T
     return cmocka_run_group_tests_name("plain_http", plain, NULL, NULL);

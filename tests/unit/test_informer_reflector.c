@@ -3,7 +3,10 @@
  * continue token falling back to a full list, watch from the list's resourceVersion with
  * bookmarks and a randomised timeout, events and bookmarks advancing the rv, an ERROR 410
  * leading to a relist, a 500 leading to backoff and a re-watch from the same rv, and the
- * "too large resource version" classification. */
+ * "too large resource version" classification. Faults of the stream itself: a server that
+ * goes silent without ending the watch (the progress deadline re-watches from the last rv),
+ * a stream cut inside an event, a line of garbage (re-watched before it, relisted when it
+ * repeats); each end is counted by cause. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,6 +19,7 @@
 #include "httpd_helper.h"
 #include "k8s_client.h"
 #include "../../informer/informer.h"
+#include "../support/test_wait.h"
 
 static const char *CM_LIST_1 =
     "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"10\","
@@ -65,7 +69,9 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     inf_update *got[64];
+    int64_t got_at[64];        /* when the reflector applied each (gd_mono_ms) */
     int ngot;
+    int64_t popped_at;         /* got_at of the update next_item returned last */
     inf_counters ctr;
     inf_reflector_cfg cfg;
     volatile int stop;
@@ -84,6 +90,7 @@ static gd_err sink(void *ud, inf_update *u)
     u->nitems = 0;
     pthread_mutex_lock(&f->mu);
     assert_true(f->ngot < (int)(sizeof f->got / sizeof f->got[0]));
+    f->got_at[f->ngot] = gd_mono_ms();
     f->got[f->ngot++] = mine;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
@@ -146,7 +153,10 @@ static inf_update *next_item(fx *f, int timeout_ms)
         ;
     if (f->ngot > 0) {
         it = f->got[0];
-        memmove(f->got, f->got + 1, (size_t)--f->ngot * sizeof f->got[0]);
+        f->popped_at = f->got_at[0];
+        memmove(f->got, f->got + 1, (size_t)(f->ngot - 1) * sizeof f->got[0]);
+        memmove(f->got_at, f->got_at + 1, (size_t)(f->ngot - 1) * sizeof f->got_at[0]);
+        f->ngot--;
     }
     pthread_mutex_unlock(&f->mu);
     if (!it)
@@ -256,6 +266,10 @@ static void test_list_watch_relist(void **state)
     assert_int_equal(f->ctr.watch_restarts, 2);
     assert_int_equal(f->ctr.bad_objects, 1);
     assert_int_equal(f->ctr.last_rv, 17);
+    /* the ends, by cause: the ERROR 410, then the 500 */
+    assert_int_equal(f->ctr.watch_ends[INF_END_EXPIRED], 1);
+    assert_int_equal(f->ctr.watch_ends[INF_END_ERROR], 1);
+    assert_int_equal(f->ctr.watch_ends[INF_END_STALLED], 0);
     /* stop is honoured promptly inside a hanging watch */
     t0 = gd_mono_ms();
     f->stop = 1;
@@ -286,6 +300,135 @@ static void test_list_failure_backoff(void **state)
     assert_null(strstr(query(f, 0), "limit="));
 }
 
+/* ------------------------------------------------------------ faults of the stream */
+
+#define EV(type, name, rv)                                                                 \
+    "{\"type\":\"" type "\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\""  \
+    name "\",\"namespace\":\"ns\",\"resourceVersion\":\"" rv "\"}}}\n"
+#define BOOKMARK(rv)                                                                       \
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{"             \
+    "\"resourceVersion\":\"" rv "\"}}}\n"
+
+static uint64_t ends(fx *f, inf_watch_end e) { return atomic_load(&f->ctr.watch_ends[e]); }
+
+/* The benchmark's dead watch: a server that sent a few events and then nothing, holding
+ * the stream open. The progress deadline ends it that long after the last byte, and the
+ * reflector watches again from the last resourceVersion (the bookmark's), without a
+ * relist. Without the deadline the reflector sits in the first watch for its 60 s. */
+static void test_silent_watch_rewatches(void **state)
+{
+    fx *f = *state;
+    int64_t deadline = test_scaled_ms(400);
+    f->cfg.page_size = 0;
+    f->cfg.watch_idle_timeout_ms = deadline;
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_2});
+    httpd_push(f->h, &(httpd_resp){.body = EV("ADDED", "g", "17") BOOKMARK("18"),
+                                   .chunk = 4096, .hang_ms = 60000});
+    /* the second watch ends cleanly long before its timeoutSeconds: "closed" */
+    httpd_push(f->h, &(httpd_resp){.body = EV("ADDED", "h", "19"), .chunk = 4096});
+    httpd_push(f->h, &(httpd_resp){.body = "", .chunk = 10, .hang_ms = 60000});
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+
+    inf_update *it = next_item(f, 5000);
+    assert_int_equal(it->type, INF_UPD_REPLACE);
+    inf_update_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_UPD_UPSERT, "ns/g", "17");
+    inf_update_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_UPD_RV, NULL, "18");
+    int64_t silent_from = f->popped_at;
+    inf_update_destroy(&it);
+    it = next_item(f, (int)deadline + 5000);
+    expect_item(it, INF_UPD_UPSERT, "ns/h", "19");
+    int64_t gap = f->popped_at - silent_from;
+    inf_update_destroy(&it);
+    assert_true(gap >= deadline - 50);                 /* the deadline, measured from the */
+    assert_true(gap < deadline + 3000);                /* last byte: not the 60 s hang */
+    assert_non_null(strstr(query(f, 2), "resourceVersion=18"));   /* resumed, not relisted */
+    WAIT_UNTIL(httpd_request_count(f->h) >= 4, 5000);
+    assert_non_null(strstr(query(f, 3), "resourceVersion=19"));
+    assert_non_null(strstr(query(f, 3), "watch=1"));
+    assert_int_equal(ends(f, INF_END_STALLED), 1);
+    assert_int_equal(ends(f, INF_END_CLOSED), 1);
+    assert_int_equal(f->ctr.lists, 1);
+    assert_int_equal(f->ctr.relists, 0);
+    assert_int_equal(f->ctr.watch_errors, 0);          /* no backoff: the deadline spaced it */
+    assert_int_equal(f->ctr.watch_restarts, 2);
+    char *t = inf_counters_render(&f->ctr, "ConfigMap");
+    assert_non_null(strstr(t, "godis_informer_watch_ends_total{kind=\"ConfigMap\","
+                              "cause=\"stalled\"} 1\n"));
+    assert_non_null(strstr(t, "godis_informer_watch_ends_total{kind=\"ConfigMap\","
+                              "cause=\"timeout\"} 0\n"));
+    free(t);
+}
+
+/* A stream cut inside an event: the whole events before the cut count, the partial one
+ * is discarded, and the watch resumes from the last whole event, so the server sends the
+ * cut one again. Counted and logged as "truncated". */
+static void test_cut_watch_rewatches(void **state)
+{
+    fx *f = *state;
+    f->cfg.page_size = 0;
+    static const char STREAM[] = EV("ADDED", "g", "17") EV("ADDED", "h", "18");
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_2});
+    httpd_push(f->h, &(httpd_resp){.body = STREAM, .chunk = 20, .cut = true,
+                                   .cut_at = sizeof STREAM - 1 - 25});
+    httpd_push(f->h, &(httpd_resp){.body = EV("ADDED", "h", "18"), .chunk = 4096,
+                                   .hang_ms = 60000});
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+    inf_update *it = next_item(f, 5000);
+    assert_int_equal(it->type, INF_UPD_REPLACE);
+    inf_update_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_UPD_UPSERT, "ns/g", "17");
+    inf_update_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_UPD_UPSERT, "ns/h", "18");
+    inf_update_destroy(&it);
+    assert_non_null(strstr(query(f, 2), "resourceVersion=17"));
+    assert_int_equal(ends(f, INF_END_TRUNCATED), 1);
+    assert_int_equal(f->ctr.relists, 0);
+}
+
+/* A line that is no event, between two events: nothing after it is applied (it may have
+ * been an event, and the rv must not move past it); the watch resumes before it. The same
+ * garbage at the same rv three times is no passing fault: relist. */
+static void test_garbage_rewatches_then_relists(void **state)
+{
+    fx *f = *state;
+    f->cfg.page_size = 0;
+    const char *junk = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":\x01 junk\n";
+    char first[512];
+    snprintf(first, sizeof first, "%s%s%s", EV("ADDED", "g", "17"), junk,
+             EV("ADDED", "h", "19"));
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_2});
+    httpd_push(f->h, &(httpd_resp){.body = first, .chunk = 4096});
+    httpd_push(f->h, &(httpd_resp){.body = junk, .chunk = 4096});
+    httpd_push(f->h, &(httpd_resp){.body = junk, .chunk = 4096});
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_FULL});
+    httpd_push(f->h, &(httpd_resp){.body = "", .chunk = 10, .hang_ms = 60000});
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+    inf_update *it = next_item(f, 5000);
+    assert_int_equal(it->type, INF_UPD_REPLACE);
+    inf_update_destroy(&it);
+    it = next_item(f, 5000);
+    expect_item(it, INF_UPD_UPSERT, "ns/g", "17");
+    inf_update_destroy(&it);
+    /* next: the relist (two backoffs, ~0.8 s and ~1.6 s), never ns/h from behind the junk */
+    it = next_item(f, 15000);
+    const char *k[] = {"ns/a", "ns/b", "ns/c"};
+    expect_replace(it, "11", k, 3);
+    inf_update_destroy(&it);
+    assert_non_null(strstr(query(f, 2), "resourceVersion=17"));
+    assert_non_null(strstr(query(f, 3), "resourceVersion=17"));
+    assert_null(strstr(query(f, 4), "watch="));
+    assert_int_equal(ends(f, INF_END_GARBAGE), 3);
+    WAIT_UNTIL(atomic_load(&f->ctr.relists) == 1, 5000);    /* counted after the apply */
+    assert_int_equal(f->ctr.relists, 1);
+    assert_int_equal(f->ctr.watch_errors, 2);
+}
+
 static void test_needs_relist(void **state)
 {
     k8s_status st;
@@ -313,6 +456,9 @@ int main(void)
         cmocka_unit_test(test_needs_relist),
         cmocka_unit_test_setup_teardown(test_list_watch_relist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_failure_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_silent_watch_rewatches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_watch_rewatches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_rewatches_then_relists, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
