@@ -5,9 +5,12 @@
  * shard of every object (informer/store.c, common/proto/gd_proto.c) and the publisher's store and
  * PUB socket (informer/publisher.c, an inproc endpoint nobody reads).
  *
- * Input: byte 0 picks the kind, byte 1 the chunk sizes; the rest is a list page (JSON), a
- * record separator, then the watch stream. The stream is also decoded whole, and both ways
- * must yield the same events: the decoder may not depend on how the network split bytes. */
+ * Input: byte 0 picks the kind (bits 0-2) and whether a bad line ends the watch as the
+ * reflector asks (bit 3, end_on_bad_event), byte 1 the chunk sizes; the rest is a list page
+ * (JSON), a record separator, then the watch stream. The stream is also decoded whole, and
+ * both ways must yield the same events: the decoder may not depend on how the network split
+ * bytes. Once a bad line ended the watch, no later byte may deliver an event (the reflector
+ * resumes from before the bad line; an event applied after it would move the rv past it). */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -125,6 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
     watch_ctx *w = calloc(1, sizeof *w);
     w->fn = on_event;
     w->ud = &r;
+    w->end_on_bad = (d[0] & 8) != 0;
     w->dec = k8s_watch_decoder_new(8192, watch_on_event, watch_on_error, w);
     size_t off = 0, i = 0;
     while (off < slen && w->stop_err == GD_OK) {
@@ -132,6 +136,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
         if (c > slen - off) c = slen - off;
         if (watch_sink(w, stream + off, c) != 0) break;
         off += c;
+    }
+    if (w->end_on_bad && w->bad_events > 0) {
+        /* whatever follows the bad line, and whatever the network brings after it, is
+         * refused without reaching the reflector */
+        int before = r.events;
+        if (w->stop_err == GD_OK || watch_sink(w, stream + off, slen - off) != 1 ||
+            r.events != before)
+            abort();
     }
     (void)inf_needs_relist(w->stop_err, &w->error_status);
     k8s_watch_decoder_destroy(&w->dec);
