@@ -50,9 +50,24 @@ static bool answers(const char *ip)
     return ok;
 }
 
-/* The membership as a live member counts it (the stand-in's `standin members`). */
-static int raft_members(const pod_ip *m, int n, int64_t *ids)
+static int cmp64(const void *a, const void *b)
 {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    return cmp64(&((const pod_ip *)a)->id, &((const pod_ip *)b)->id);
+}
+
+/* The membership as Raft counts it: a live member's own list (the stand-in's `standin
+ * members`; a meet counts before the new pod runs, a forget removes at once), sorted.
+ * Asked of the lowest id that answers, so consecutive samples read the same member's view
+ * (members learn a change a moment apart). */
+static int raft_members(pod_ip *m, int n, int64_t *ids)
+{
+    qsort(m, (size_t)n, sizeof *m, by_id);
     for (int i = 0; i < n; i++) {
         godis_client *g = dial(m[i].ip);
         char *urls[E2E_SAMPLER_MAXM] = {0};
@@ -63,9 +78,32 @@ static int raft_members(const pod_ip *m, int n, int64_t *ids)
         for (size_t k = 0; k < got; k++) free(urls[k]);
         if (e != GD_OK) continue;
         for (size_t k = 0; k < got; k++) ids[k] = lids[k];
+        qsort(ids, got, sizeof *ids, cmp64);
         return (int)got;
     }
     return -1;
+}
+
+/* Two ids added, or two removed, between samples 100 ms apart is two membership changes at
+ * once. One removed and one added is the end of one move and the start of the next (a
+ * forget, then the next member's meet): sequential. */
+static void count_changes(e2e_sampler *s, const int64_t *ids, int nr)
+{
+    if (s->nlast) {
+        int added = 0, removed = 0;
+        for (int i = 0; i < nr; i++)
+            if (!bsearch(&ids[i], s->last_ids, (size_t)s->nlast, sizeof *ids, cmp64)) added++;
+        for (int i = 0; i < s->nlast; i++)
+            if (!bsearch(&s->last_ids[i], ids, (size_t)nr, sizeof *ids, cmp64)) removed++;
+        if (added > 1 || removed > 1) {
+            s->multi_change++;
+            snprintf(s->violation, sizeof s->violation,
+                     "sample %d: %d members added and %d removed at once", s->samples, added,
+                     removed);
+        }
+    }
+    memcpy(s->last_ids, ids, sizeof(int64_t) * (size_t)nr);
+    s->nlast = nr;
 }
 
 static void sample_once(e2e_sampler *s)
@@ -91,6 +129,7 @@ static void sample_once(e2e_sampler *s)
         snprintf(s->violation, sizeof s->violation, "sample %d: %d of %d members answer",
                  s->samples, alive, nr);
     }
+    count_changes(s, ids, nr);
 }
 
 static void *sampler_main(void *arg)
@@ -126,7 +165,7 @@ void e2e_sampler_stop(e2e_sampler *s, const char *what)
     __atomic_store_n(&s->stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(s->t, NULL);
     k8s_client_destroy(&s->k);
-    fprintf(stderr, "%s: %s: %d samples, %d without quorum, at most %d unavailable%s%s\n", what,
-            s->cluster, s->samples, s->no_quorum, s->max_unavailable, s->violation[0] ? ": " : "",
-            s->violation);
+    fprintf(stderr, "%s: %s: %d samples, %d without quorum, %d multi-member changes, at most %d "
+            "unavailable%s%s\n", what, s->cluster, s->samples, s->no_quorum, s->multi_change,
+            s->max_unavailable, s->violation[0] ? ": " : "", s->violation);
 }

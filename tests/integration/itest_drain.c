@@ -35,6 +35,7 @@
 #include <cmocka.h>
 #include "e2e_lib.h"
 #include "e2e_procs.h"
+#include "e2e_sampler.h"
 #include "e2e_webhook.h"
 #include "gd_json.h"
 #include "gd_log.h"
@@ -115,138 +116,6 @@ static godis_client *dial(const char *ip)
 {
     godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000, .loopback_only = 1};
     return godis_client_new(ip, 6379, &o);
-}
-
-/* ---------- the sampler ---------- */
-typedef struct {
-    pthread_t t;
-    char cluster[64];
-    volatile int stop;
-    k8s_client *k;
-    int samples, no_quorum, multi_change;
-    int max_unavailable;        /* Raft members not answering, at most */
-    char violation[256];
-    int64_t last_ids[MAXM];
-    int nlast;
-} sampler;
-
-static int cmp64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The membership as Raft counts it: a live member's own list (the stand-in's `standin
- * members`; a meet counts before the new pod runs, a forget removes at once). */
-static int by_id(const void *a, const void *b)
-{
-    return cmp64(&((const member_pod *)a)->id, &((const member_pod *)b)->id);
-}
-
-/* Asked of the lowest id that answers, so consecutive samples read the same member's view
- * (members learn a change a moment apart). */
-static int raft_members(member_pod *m, int n, int64_t *ids)
-{
-    qsort(m, (size_t)n, sizeof *m, by_id);
-    for (int i = 0; i < n; i++) {
-        if (!m[i].ip[0]) continue;
-        godis_client *g = dial(m[i].ip);
-        char *urls[MAXM] = {0};
-        size_t got = 0;
-        long long lids[MAXM];
-        gd_err e = g ? godis_members(g, lids, urls, MAXM, &got) : GD_ERR_ARG;
-        godis_client_destroy(&g);
-        for (size_t k = 0; k < got; k++) free(urls[k]);
-        if (e != GD_OK) continue;
-        for (size_t k = 0; k < got; k++) ids[k] = lids[k];
-        qsort(ids, got, sizeof *ids, cmp64);
-        return (int)got;
-    }
-    return -1;
-}
-
-static bool answers(const char *ip)
-{
-    if (!ip[0]) return false;
-    godis_client *g = dial(ip);
-    godis_hello_info h;
-    bool ok = g && godis_hello(g, &h) == GD_OK;
-    godis_client_destroy(&g);
-    return ok;
-}
-
-static void sample_once(sampler *s)
-{
-    member_pod m[MAXM];
-    int n = member_pods(s->k, s->cluster, m, MAXM);
-    if (n < 0) return;                       /* the API server did not answer: no sample */
-    int64_t ids[MAXM];
-    int nr = raft_members(m, n, ids);
-    s->samples++;
-    if (nr <= 0) {
-        s->no_quorum++;
-        snprintf(s->violation, sizeof s->violation, "sample %d: no member answers", s->samples);
-        return;
-    }
-    int alive = 0;
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < n; j++)
-            if (m[j].id == ids[i] && answers(m[j].ip)) { alive++; break; }
-    if (nr - alive > s->max_unavailable) s->max_unavailable = nr - alive;
-    if (alive * 2 <= nr) {
-        s->no_quorum++;
-        snprintf(s->violation, sizeof s->violation, "sample %d: %d of %d members answer",
-                 s->samples, alive, nr);
-    }
-    /* Two ids added, or two removed, between samples 100 ms apart is two membership
-     * changes at once. One removed and one added is the end of one move and the start of
-     * the next (a forget, then the next member's meet): sequential, each checked by the
-     * status watch (e2e_history). */
-    if (s->nlast) {
-        int added = 0, removed = 0;
-        for (int i = 0; i < nr; i++) if (!bsearch(&ids[i], s->last_ids, (size_t)s->nlast, sizeof *ids, cmp64)) added++;
-        for (int i = 0; i < s->nlast; i++) if (!bsearch(&s->last_ids[i], ids, (size_t)nr, sizeof *ids, cmp64)) removed++;
-        if (added > 1 || removed > 1) {
-            s->multi_change++;
-            snprintf(s->violation, sizeof s->violation, "sample %d: %d members added and %d removed at once",
-                     s->samples, added, removed);
-        }
-    }
-    memcpy(s->last_ids, ids, sizeof(int64_t) * (size_t)nr);
-    s->nlast = nr;
-}
-
-static void *sampler_main(void *arg)
-{
-    sampler *s = arg;
-    while (!__atomic_load_n(&s->stop, __ATOMIC_SEQ_CST)) {
-        int64_t t0 = e2e_now_ms();
-        sample_once(s);
-        int64_t left = 100 - (e2e_now_ms() - t0);
-        if (left > 0) usleep((useconds_t)left * 1000);
-    }
-    return NULL;
-}
-
-static void sampler_start(sampler *s, const char *cluster)
-{
-    memset(s, 0, sizeof *s);
-    snprintf(s->cluster, sizeof s->cluster, "%s", cluster);
-    s->k = e2e_client();
-    assert_non_null(s->k);
-    sample_once(s);                          /* the state before the drain */
-    assert_int_equal(s->no_quorum, 0);
-    assert_int_equal(pthread_create(&s->t, NULL, sampler_main, s), 0);
-}
-
-static void sampler_stop(sampler *s)
-{
-    __atomic_store_n(&s->stop, 1, __ATOMIC_SEQ_CST);
-    pthread_join(s->t, NULL);
-    k8s_client_destroy(&s->k);
-    fprintf(stderr, "drain: %s: %d samples, %d without quorum, %d multi-member changes, at most "
-            "%d unavailable%s%s\n", s->cluster, s->samples, s->no_quorum, s->multi_change,
-            s->max_unavailable, s->violation[0] ? ": " : "", s->violation);
 }
 
 /* ---------- data ---------- */
@@ -364,13 +233,13 @@ static void drain_and_check(const char *cluster, const char *node, int on_node, 
     write_data(cluster);
     e2e_history h;
     assert_true(e2e_history_start(&h, c, ns, cluster));
-    sampler s;
-    sampler_start(&s, cluster);
+    e2e_sampler s;
+    assert_true(e2e_sampler_start(&s, ns, cluster));
     char sel[96];
     snprintf(sel, sizeof sel, "cluster-name=%s", cluster);
     int64_t ms = 0;
     int rc = drain(node, sel, &ms);
-    sampler_stop(&s);
+    e2e_sampler_stop(&s, "drain");
     bool hist_ok = e2e_history_stop(&h);
     fprintf(stderr, "drain-figure: %s drain_ms=%lld max_unavailable=%d samples=%d "
             "samples_without_quorum=%d\n", figure, (long long)ms, s.max_unavailable, s.samples,
@@ -504,18 +373,18 @@ static void test_drain_node_with_ten_clusters(void **state)
         assert_true(here >= 1);
         write_data(names[i]);
     }
-    static sampler s[MAXC];
+    static e2e_sampler s[MAXC];
     e2e_history h[MAXC];
     for (int i = 0; i < MAXC; i++) {
         assert_true(e2e_history_start(&h[i], c, ns, names[i]));
-        sampler_start(&s[i], names[i]);
+        assert_true(e2e_sampler_start(&s[i], ns, names[i]));
     }
     int64_t ms = 0;
     int rc = drain("node-1", "cluster-name in (ten-0,ten-1,ten-2,ten-3,ten-4,ten-5,ten-6,ten-7,ten-8,ten-9)", &ms);
     int worst = 0;
     bool ok = true;
     for (int i = 0; i < MAXC; i++) {
-        sampler_stop(&s[i]);
+        e2e_sampler_stop(&s[i], "drain");
         ok &= e2e_history_stop(&h[i]);
         if (s[i].max_unavailable > worst) worst = s[i].max_unavailable;
         assert_int_equal(s[i].no_quorum, 0);
@@ -648,8 +517,8 @@ static void test_move_waits_for_a_schedulable_node(void **state)
     cJSON_Delete(gc);
     e2e_history h;
     assert_true(e2e_history_start(&h, c, ns, "stuck"));
-    sampler s;
-    sampler_start(&s, "stuck");
+    e2e_sampler s;
+    assert_true(e2e_sampler_start(&s, ns, "stuck"));
     assert_true(webhook_answers_for(m[0].pod));
     k8s_status st;
     assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);   /* marks it */
@@ -682,7 +551,7 @@ static void test_move_waits_for_a_schedulable_node(void **state)
     assert_int_equal(e, GD_ERR_NOT_FOUND);
     assert_true(e2e_wait_converged(c, ns, "stuck", 3, 120000));
     assert_true(e2e_wait_consistent(c, ns, "stuck", 60000));
-    sampler_stop(&s);
+    e2e_sampler_stop(&s, "drain");
     assert_true(e2e_history_stop(&h));
     assert_int_equal(s.no_quorum, 0);
     assert_int_equal(s.multi_change, 0);
