@@ -27,31 +27,12 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 #include "e2e_procs.h"
+#include "fake_informer.h"
 #include "gd_json.h"
 #include "gd_proto.h"
 #include "gd_time.h"
 
-#define NKEYS 500
-#define NNS 10
-#define BTOPIC GD_NSHARDS
-
-/* ---------------------------------------------------------------- fake informer */
-
-typedef struct {
-    char key[64];
-    char rv[24];
-    int shard;
-    char *body;
-} fobj;
-
-typedef struct {
-    void *pub, *snap;
-    uint64_t gseq, tseq[GD_NSHARDS + 1];
-    fobj objs[NKEYS];
-    int nobjs;
-    uint64_t rv;
-    int64_t last_hb_ms;
-} finf;
+#define NKEYS FINF_MAX_OBJS
 
 static void *zctx;
 static char dir[128];
@@ -66,191 +47,6 @@ static void *track(void *sock)
     return sock;
 }
 static char rec_path[200];
-
-static void sendv(void *sock, int n, const char **f)
-{
-    for (int i = 0; i < n; i++)
-        assert_true(zmq_send(sock, f[i], strlen(f[i]), i < n - 1 ? ZMQ_SNDMORE : 0) >= 0);
-}
-
-/* Same, behind a binary ROUTER identity frame. */
-static void sendv_to(void *sock, const void *id, size_t idlen, int n, const char **f)
-{
-    assert_true(zmq_send(sock, id, idlen, ZMQ_SNDMORE) >= 0);
-    sendv(sock, n, f);
-}
-
-static char *status_json(finf *fi)
-{
-    cJSON *st = cJSON_CreateObject(), *topics = cJSON_AddObjectToObject(st, "topics");
-    cJSON_AddStringToObject(st, "instance", "00c0ffee00c0ffee");
-    cJSON_AddNumberToObject(st, "seq", (double)fi->gseq);
-    cJSON_AddBoolToObject(st, "synced", 1);
-    for (int t = 0; t <= GD_NSHARDS; t++) {
-        if (!fi->tseq[t])
-            continue;
-        char name[8];
-        gd_shard_topic(t == BTOPIC ? GD_SHARD_BROADCAST : t, name, sizeof name);
-        cJSON_AddNumberToObject(topics, name, (double)fi->tseq[t]);
-    }
-    char *s = cJSON_PrintUnformatted(st);
-    cJSON_Delete(st);
-    return s;
-}
-
-static void publish(finf *fi, const char *type, int topic_idx, const char *key, const char *rv,
-                    const char *body)
-{
-    char topic[8], seq[48];
-    gd_shard_topic(topic_idx == BTOPIC ? GD_SHARD_BROADCAST : topic_idx, topic, sizeof topic);
-    fi->gseq++;
-    fi->tseq[topic_idx]++;
-    snprintf(seq, sizeof seq, "%llu:%llu", (unsigned long long)fi->gseq,
-             (unsigned long long)fi->tseq[topic_idx]);
-    char *status = NULL;
-    if (!body)
-        body = status = status_json(fi);
-    const char *f[] = {topic, "GDI1", seq, type, "GodisCluster", key, rv, body};
-    sendv(fi->pub, 8, f);
-    free(status);
-}
-
-static void heartbeat(finf *fi, const char *type)
-{
-    char rv[24];
-    snprintf(rv, sizeof rv, "%llu", (unsigned long long)fi->rv);
-    publish(fi, type, BTOPIC, "", rv, NULL);
-    fi->last_hb_ms = gd_mono_ms();
-}
-
-/* Creates or updates key i with a new generation. */
-static void put_cluster(finf *fi, int i, int generation)
-{
-    char ns[16], name[32];
-    snprintf(ns, sizeof ns, "ns%d", i % NNS);
-    snprintf(name, sizeof name, "c%d", i);
-    fobj *o = &fi->objs[i];
-    bool added = !o->body;
-    fi->rv++;
-    snprintf(o->key, sizeof o->key, "%s/%s", ns, name);
-    snprintf(o->rv, sizeof o->rv, "%llu", (unsigned long long)fi->rv);
-    o->shard = gd_shard_of_cluster(ns, name);
-    cJSON *obj = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(obj, "metadata");
-    cJSON_AddStringToObject(obj, "kind", "GodisCluster");
-    cJSON_AddStringToObject(meta, "name", name);
-    cJSON_AddStringToObject(meta, "namespace", ns);
-    cJSON_AddStringToObject(meta, "resourceVersion", o->rv);
-    cJSON_AddNumberToObject(meta, "generation", generation);
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(obj, "spec"), "replicas", 3);
-    free(o->body);
-    o->body = cJSON_PrintUnformatted(obj);
-    cJSON_Delete(obj);
-    if (i >= fi->nobjs)
-        fi->nobjs = i + 1;
-    publish(fi, added ? "ADDED" : "MODIFIED", o->shard, o->key, o->rv, o->body);
-}
-
-static bool topic_wanted(const char *list, int topic_idx)
-{
-    if (strcmp(list, "*") == 0)
-        return true;
-    char name[8];
-    gd_shard_topic(topic_idx == BTOPIC ? GD_SHARD_BROADCAST : topic_idx, name, sizeof name);
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *c = strchr(p, ',');
-        size_t l = c ? (size_t)(c - p) : strlen(p);
-        if (l == n && memcmp(p, name, n) == 0)
-            return true;
-        p += l + (c ? 1 : 0);
-    }
-    return false;
-}
-
-static void serve_snapshot(finf *fi)
-{
-    char frames[6][1200];
-    size_t lens[6] = {0};
-    int n = 0, more = 1;
-    size_t more_sz = sizeof more;
-    while (more) {
-        int slot = n < 6 ? n : 5;
-        int r = zmq_recv(fi->snap, frames[slot], 1199, 0);
-        assert_true(r >= 0);
-        lens[slot] = (size_t)(r < 1199 ? r : 1199);
-        frames[slot][lens[slot]] = 0;
-        n++;
-        zmq_getsockopt(fi->snap, ZMQ_RCVMORE, &more, &more_sz);
-    }
-    assert_int_equal(n, 4);         /* identity, GDI1, SNAPSHOT, topics */
-    assert_string_equal(frames[1], "GDI1");
-    assert_string_equal(frames[2], "SNAPSHOT");
-    const char *id = frames[0], *list = frames[3];
-    size_t idlen = lens[0];
-    for (int i = 0; i < fi->nobjs; i++) {
-        fobj *o = &fi->objs[i];
-        if (!o->body || !topic_wanted(list, o->shard))
-            continue;
-        char topic[8];
-        gd_shard_topic(o->shard, topic, sizeof topic);
-        const char *f[] = {"GDI1", "OBJ", o->key, o->rv, o->body, topic};
-        sendv_to(fi->snap, id, idlen, 6, f);
-    }
-    cJSON *seqs = cJSON_CreateObject();
-    for (int t = 0; t <= GD_NSHARDS; t++) {
-        if (!topic_wanted(list, t) || (strcmp(list, "*") == 0 && !fi->tseq[t]))
-            continue;
-        char name[8];
-        gd_shard_topic(t == BTOPIC ? GD_SHARD_BROADCAST : t, name, sizeof name);
-        cJSON_AddNumberToObject(seqs, name, (double)fi->tseq[t]);
-    }
-    char *sj = cJSON_PrintUnformatted(seqs), *st = status_json(fi), gs[24];
-    snprintf(gs, sizeof gs, "%llu", (unsigned long long)fi->gseq);
-    const char *f[] = {"GDI1", "END", gs, sj, "1", st};
-    sendv_to(fi->snap, id, idlen, 6, f);
-    free(sj);
-    free(st);
-    cJSON_Delete(seqs);
-}
-
-/* Serves snapshot requests and heartbeats for up to ms. */
-static void serve(finf *fi, int ms)
-{
-    int64_t until = gd_mono_ms() + ms;
-    do {
-        zmq_pollitem_t pi = {.socket = fi->snap, .events = ZMQ_POLLIN};
-        int64_t left = until - gd_mono_ms();
-        zmq_poll(&pi, 1, left > 20 ? 20 : (left > 0 ? left : 0));
-        if (pi.revents & ZMQ_POLLIN)
-            serve_snapshot(fi);
-        if (gd_mono_ms() - fi->last_hb_ms >= 200)
-            heartbeat(fi, "HEARTBEAT");
-    } while (gd_mono_ms() < until);
-}
-
-static finf *finf_new(void)
-{
-    finf *fi = calloc(1, sizeof *fi);
-    char ep[256];
-    fi->pub = track(zmq_socket(zctx, ZMQ_PUB));
-    fi->snap = track(zmq_socket(zctx, ZMQ_ROUTER));
-    int linger = 0;
-    zmq_setsockopt(fi->pub, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(fi->snap, ZMQ_LINGER, &linger, sizeof linger);
-    snprintf(ep, sizeof ep, "ipc://%s/GodisCluster.pub", dir);
-    assert_int_equal(zmq_bind(fi->pub, ep), 0);
-    snprintf(ep, sizeof ep, "ipc://%s/GodisCluster.snap", dir);
-    assert_int_equal(zmq_bind(fi->snap, ep), 0);
-    fi->rv = 1000;
-    return fi;
-}
-
-static void finf_destroy(finf *fi)
-{
-    for (int i = 0; i < fi->nobjs; i++)
-        free(fi->objs[i].body);
-    free(fi);
-}
 
 /* ---------------------------------------------------------------- workers */
 
@@ -424,7 +220,7 @@ static bool wait_all(finf *fi, const int64_t *since, int timeout_ms, void (*tick
     int64_t until = gd_mono_ms() + timeout_ms;
     int missing = NKEYS;
     while (gd_mono_ms() < until) {
-        serve(fi, 100);
+        finf_serve(fi, 100);
         if (tick)
             tick(ud);
         record r;
@@ -470,22 +266,22 @@ static int teardown(void **state)
 static void test_standalone_500_keys(void **state)
 {
     unlink(rec_path);
-    finf *fi = finf_new();
+    finf *fi = finf_new(zctx, dir, track);
     int64_t since[NKEYS];
     for (int i = 0; i < NKEYS; i++) {
-        put_cluster(fi, i, 1);
+        finf_put_cluster(fi, i, 1);
         since[i] = 0;
     }
-    heartbeat(fi, "SYNCED");
+    finf_heartbeat(fi, "SYNCED");
     pid_t w = spawn_worker(0, false, "0-255");
     assert_true(wait_all(fi, since, 20000, NULL, NULL));
     /* updates while it runs: every updated key must be reconciled again afterwards */
     for (int round = 0; round < 3; round++) {
         for (int i = round; i < NKEYS; i += 3) {
             since[i] = wall_us();
-            put_cluster(fi, i, 2 + round);
+            finf_put_cluster(fi, i, 2 + round);
         }
-        serve(fi, 30);
+        finf_serve(fi, 30);
     }
     /* a status-only change (same generation) is filtered by the predicate: no new reconcile */
     assert_true(wait_all(fi, since, 20000, NULL, NULL));
@@ -574,7 +370,7 @@ static void fmgr_send(fmgr *m, int index, const char *cmd, const char *a, const 
     snprintf(seq, sizeof seq, "%llu", (unsigned long long)++m->seq);
     const char *f[] = {m->ids[w], "GDW1", cmd, seq, a, b};
     int n = 4 + (a != NULL) + (b != NULL);
-    sendv(m->router, n, f);
+    finf_sendv(m->router, n, f);
 }
 
 static void lease(fmgr *m, int index)
@@ -603,18 +399,18 @@ static void manager_tick(void *ud)
 static void test_managed_handoff(void **state)
 {
     unlink(rec_path);
-    finf *fi = finf_new();
+    finf *fi = finf_new(zctx, dir, track);
     fmgr *m = fmgr_new();
     int64_t since[NKEYS];
     for (int i = 0; i < NKEYS; i++) {
-        put_cluster(fi, i, 1);
+        finf_put_cluster(fi, i, 1);
         since[i] = 0;
     }
-    heartbeat(fi, "SYNCED");
+    finf_heartbeat(fi, "SYNCED");
     pid_t w0 = spawn_worker(0, true, NULL), w1 = spawn_worker(1, true, NULL);
     for (int i = 0; i < 100 && m->nids < 2; i++) {
         fmgr_poll(m, 50);
-        serve(fi, 10);
+        finf_serve(fi, 10);
     }
     assert_int_equal(m->nids, 2);
     /* shards without a lease: nothing may be reconciled */
@@ -629,7 +425,7 @@ static void test_managed_handoff(void **state)
         fmgr_send(m, 1, "ASSIGN", list, "{}");
     }
     for (int i = 0; i < 8; i++) {
-        serve(fi, 50);
+        finf_serve(fi, 50);
         fmgr_send(m, 0, "PING", NULL, NULL);
         fmgr_send(m, 1, "PING", NULL, NULL);
         fmgr_poll(m, 0);
@@ -654,17 +450,17 @@ static void test_managed_handoff(void **state)
     for (int i = 0; i < NKEYS; i++)
         if (fi->objs[i].shard < 64) {
             since[i] = wall_us();
-            put_cluster(fi, i, 2);
+            finf_put_cluster(fi, i, 2);
         }
-    serve(fi, 5);                               /* some of them are in flight now */
+    finf_serve(fi, 5);                               /* some of them are in flight now */
     fmgr_send(m, 0, "REVOKE", list, NULL);
     for (int i = 0; i < NKEYS; i += 2)          /* more changes during the revocation */
         if (fi->objs[i].shard < 64) {
             since[i] = wall_us();
-            put_cluster(fi, i, 3);
+            finf_put_cluster(fi, i, 3);
         }
     for (int i = 0; i < 200 && !m->revoked[0]; i++) {
-        serve(fi, 20);
+        finf_serve(fi, 20);
         manager_tick(m);
     }
     assert_true(m->revoked[0] != 0);
@@ -711,7 +507,7 @@ static void test_managed_handoff(void **state)
         fmgr_send(m, 1, "ASSIGN", shard_s, pend);
         fmgr_send(m, 1, "REVOKE", shard_s, NULL);
         for (int i = 0; i < 100 && !m->revoked[0]; i++) {
-            serve(fi, 20);
+            finf_serve(fi, 20);
             manager_tick(m);
         }
         assert_non_null(strstr(m->revoked, key));
@@ -730,9 +526,9 @@ static void test_managed_handoff(void **state)
 /* A worker the manager stops talking to stops writing and exits 1 within 5 heartbeats. */
 static void test_manager_silence(void **state)
 {
-    finf *fi = finf_new();
+    finf *fi = finf_new(zctx, dir, track);
     fmgr *m = fmgr_new();
-    heartbeat(fi, "SYNCED");
+    finf_heartbeat(fi, "SYNCED");
     pid_t w = spawn_worker(0, true, NULL);
     for (int i = 0; i < 100 && m->nids < 1; i++)
         fmgr_poll(m, 50);
@@ -750,13 +546,13 @@ static void test_manager_silence(void **state)
 static void test_runtime_dir_missing_informers(void **state)
 {
     unlink(rec_path);
-    finf *fi = finf_new();
+    finf *fi = finf_new(zctx, dir, track);
     int64_t since[NKEYS];
     for (int i = 0; i < NKEYS; i++) {
-        put_cluster(fi, i, 1);
+        finf_put_cluster(fi, i, 1);
         since[i] = 0;
     }
-    heartbeat(fi, "SYNCED");
+    finf_heartbeat(fi, "SYNCED");
     use_runtime_dir = true;
     pid_t w = spawn_worker(0, false, "all");
     use_runtime_dir = false;
