@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <zmq.h>
+#include "curve_fixture.h"
 #include "gd_curve.h"
 #include "gd_time.h"
 
@@ -57,12 +58,8 @@ static void *sock(fx *f, int type)
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/test-curve-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    cf_setup(f->dir, sizeof f->dir, "test-curve", &f->server, &f->a, &f->b);
     snprintf(f->allow, sizeof f->allow, "%s/allow", f->dir);
-    assert_int_equal(gd_curve_keygen(&f->server), GD_OK);
-    assert_int_equal(gd_curve_keygen(&f->a), GD_OK);
-    assert_int_equal(gd_curve_keygen(&f->b), GD_OK);
     char text[200];
     snprintf(text, sizeof text, "# workers\n%s worker-a\n", f->a.public_z85);
     write_allow(f, text);
@@ -74,13 +71,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    for (int i = 0; i < f->nsocks; i++)
-        zmq_close(f->socks[i]);
-    gd_curve_zap_destroy(&f->zap);
-    zmq_ctx_term(f->zctx);
-    char cmd[100];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
+    cf_teardown(f->socks, f->nsocks, &f->zap, f->zctx, f->dir);
     free(f);
     return 0;
 }

@@ -16,6 +16,7 @@
 #include <zmq.h>
 #include "../../manager/control.h"
 #include "../../worker/runtime/control.h"
+#include "curve_fixture.h"
 #include "gd_curve.h"
 #include "gd_time.h"
 
@@ -50,11 +51,7 @@ typedef struct {
 static int setup(void **st)
 {
     fx *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/test-curve-remote-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    assert_int_equal(gd_curve_keygen(&f->server), GD_OK);
-    assert_int_equal(gd_curve_keygen(&f->good), GD_OK);
-    assert_int_equal(gd_curve_keygen(&f->bad), GD_OK);
+    cf_setup(f->dir, sizeof f->dir, "test-curve-remote", &f->server, &f->good, &f->bad);
     char allow[128];
     snprintf(allow, sizeof allow, "%s/allow", f->dir);
     FILE *o = fopen(allow, "w");
@@ -76,13 +73,8 @@ static int setup(void **st)
 static int teardown(void **st)
 {
     fx *f = *st;
-    for (int i = 0; i < f->npeers; i++) zmq_close(f->peers[i]);
     mgr_control_destroy(&f->c);
-    gd_curve_zap_destroy(&f->zap);
-    zmq_ctx_term(f->zctx);
-    char cmd[100];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
+    cf_teardown(f->peers, f->npeers, &f->zap, f->zctx, f->dir);
     free(f);
     return 0;
 }

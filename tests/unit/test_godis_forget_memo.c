@@ -21,6 +21,7 @@
 #include <string.h>
 #include "client_fixture.h"
 #include "godis_fake.h"
+#include "../support/godis_fake_children.h"
 #include "gd_json.h"
 #include "godis_children.h"
 #include "godis_client.h"
@@ -41,19 +42,8 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
             "\"members\":[1,2],\"nextID\":3,\"scaleOutID\":0,\"scaleInID\":2,"
             "\"initialReplicas\":2,\"observedGeneration\":2}}");
     if (!strcmp(kind, "Godis")) return id == 1 || id == 2 ? gf_godis(id, true) : NULL;
-    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) {
-        int64_t ids[] = {1, 2};
-        char value[1024];
-        godis_initial_cluster(value, sizeof value, "ns", "c", ids, 2, NULL);
-        return godis_build_configmap("ns", "c", "cu", value);
-    }
-    if (!strcmp(kind, "ReplicaSet") && (id == 1 || id == 2)) {
-        godis_child_spec s = {.ns = "ns", .cluster = "c", .godis = name, .godis_uid = "gu",
-                              .id = id};
-        cJSON *rs = godis_build_replicaset(&s);
-        gd_json_set(rs, "metadata.resourceVersion", cJSON_CreateString("11"));
-        return rs;
-    }
+    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) return gfc_configmap(2);
+    if (!strcmp(kind, "ReplicaSet")) return gfc_replicaset(name, 2);
     if (!strcmp(kind, "Node")) return gf_node_ready(name);
     return NULL;
 }

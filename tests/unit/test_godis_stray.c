@@ -17,6 +17,7 @@
 #include <string.h>
 #include "client_fixture.h"
 #include "godis_fake.h"
+#include "../support/godis_fake_children.h"
 #include "godis_children.h"
 #include "godis_plan.h"
 #include "godis_status.h"
@@ -52,20 +53,8 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
         int64_t id = gf_id_of(name);
         return id >= 1 && id <= 4 ? gf_godis(id, id <= 3) : NULL;
     }
-    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) {
-        int64_t ids[] = {1, 2, 3};
-        char value[1024];
-        godis_initial_cluster(value, sizeof value, "ns", "c", ids, 3, NULL);
-        return godis_build_configmap("ns", "c", "cu", value);
-    }
-    if (!strcmp(kind, "ReplicaSet")) {
-        int64_t id = gf_id_of(name);
-        godis_child_spec s = {.ns = "ns", .cluster = "c", .godis = name, .godis_uid = "gu",
-                              .id = id};
-        cJSON *rs = id >= 1 && id <= 4 ? godis_build_replicaset(&s) : NULL;
-        if (rs) gd_json_set(rs, "metadata.resourceVersion", cJSON_CreateString("11"));
-        return rs;
-    }
+    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) return gfc_configmap(3);
+    if (!strcmp(kind, "ReplicaSet")) return gfc_replicaset(name, 4);
     if (!strcmp(kind, "Node")) return gf_node_ready(name);
     return NULL;
 }
