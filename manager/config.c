@@ -38,6 +38,8 @@ size_t mgr_config_bind_flags(mgr_config *c, gd_flag *out)
         STR("informer-kinds", informer_kinds, "comma-separated kinds to run one informer each for (Kind, plural or short name; each kind once)", .metavar = "KINDS"),
         STR("worker-arg", worker_args, "extra flags for every worker, separated by spaces (e.g. \"--reconciler sleepy\"; for tests and benchmarks)", .metavar = "ARGS"),
         STR("runtime-dir", runtime_dir, "private 0700 directory for the ZeroMQ ipc:// endpoints (default: $XDG_RUNTIME_DIR/godis-operator-<pid> or /tmp/godis-operator-<uid>-<pid>)", .metavar = "DIR"),
+        FLAG(GD_FLAG_INT, "max-concurrent-rollouts", &c->max_concurrent_rollouts, "at most N GodisClusters per worker roll a changed member template out at once (each worker counts the clusters of the shards it owns, so W workers roll at most W x N); the others wait, still scaling and healing. An operator upgrade that changes the template of many clusters so restarts their members a few clusters at a time (0..10000; 0: no limit)", .metavar = "N", .min = 0, .max = 10000),
+        STR("default-godis-image", default_godis_image, "image of the members of GodisClusters without spec.image (default: the workers' own, kbzjung359/godis); a change rolls exactly those clusters, within --max-concurrent-rollouts", .metavar = "IMAGE"),
         STR("cluster-domain", cluster_domain, "the cluster's DNS domain: workers dial a godis member without a pod IP in the cache at <godis>-endpoint.<ns>.svc.<domain>", .metavar = "DOMAIN"),
         STR("health-probe-bind-address", health_addr, "IPv4 host:port serving /healthz and /readyz (\":8081\" = every interface, as a pod needs for the kubelet's probes; \"0\" disables)", .metavar = "ADDR"),
         STR("metrics-bind-address", metrics_addr, "IPv4 host:port serving /metrics (\"0\" disables)", .metavar = "ADDR"),
@@ -91,6 +93,7 @@ void mgr_config_default(mgr_config *c, const char *argv0)
     snprintf(c->lease_name, sizeof c->lease_name, "godis-operator-leader");
     c->workers = 2;
     c->max_concurrent_reconciles = 4;
+    c->max_concurrent_rollouts = 1;
     gd_domain_kind_list(gd_domain_get(), c->informer_kinds, sizeof c->informer_kinds);
     snprintf(c->cluster_domain, sizeof c->cluster_domain, "cluster.local");
     snprintf(c->health_addr, sizeof c->health_addr, "127.0.0.1:8081");
@@ -299,6 +302,11 @@ gd_err mgr_config_validate(const mgr_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "--log-format: expected text or json, got \"%s\"", c->log_format);
         return GD_ERR_CONFIG;
     }
+    for (const char *p = c->default_godis_image; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+            snprintf(err, errlen, "--default-godis-image: \"%.60s\" is not an image reference", c->default_godis_image);
+            return GD_ERR_CONFIG;
+        }
     if (!godis_valid_dns_name(c->cluster_domain)) {
         snprintf(err, errlen, "--cluster-domain: expected a DNS name (letters, digits, '-', '.'), got \"%s\"",
                  c->cluster_domain);

@@ -32,6 +32,8 @@ typedef struct {
     char worker_args[MGR_STR];       /* extra worker flags, split on spaces (tests) */
     char runtime_dir[MGR_STR];
     char cluster_domain[254];           /* workers' --cluster-domain */
+    int max_concurrent_rollouts;        /* workers' --max-concurrent-rollouts */
+    char default_godis_image[512];      /* workers' --default-godis-image ("": theirs) */
     char health_addr[128];
     char metrics_addr[128];
     char webhook_addr[128];             /* "0": no eviction webhook (godis-webhook) */

@@ -112,10 +112,11 @@ mgr_proc *mgr_worker_slot(mgr_t *m, int i)
 {
     mgr_proc *p = mgr_sup_find(m->sup, MGR_ROLE_WORKER, i);
     if (p) return p;
-    char idx[12], ctl[300], mcr[12], hb[24], name[32];
+    char idx[12], ctl[300], mcr[12], hb[24], name[32], mro[12];
     snprintf(idx, sizeof idx, "%d", i);
     snprintf(ctl, sizeof ctl, "ipc://%s/control", m->rundir);
     snprintf(mcr, sizeof mcr, "%d", m->cfg.max_concurrent_reconciles);
+    snprintf(mro, sizeof mro, "%d", m->cfg.max_concurrent_rollouts);
     snprintf(hb, sizeof hb, "%lldms", (long long)m->cfg.heartbeat_ms);
     snprintf(name, sizeof name, "worker/%d", i);
     const char *a[48];
@@ -127,6 +128,8 @@ mgr_proc *mgr_worker_slot(mgr_t *m, int i)
     a[n++] = "--max-concurrent-reconciles"; a[n++] = mcr;
     a[n++] = "--heartbeat"; a[n++] = hb;
     a[n++] = "--cluster-domain"; a[n++] = m->cfg.cluster_domain;
+    a[n++] = "--max-concurrent-rollouts"; a[n++] = mro;
+    if (m->cfg.default_godis_image[0]) { a[n++] = "--default-godis-image"; a[n++] = m->cfg.default_godis_image; }
     n = common_args(m, a, n);
     if (m->identity[0]) { a[n++] = "--manager-identity"; a[n++] = m->identity; }
     char extra[MGR_STR];

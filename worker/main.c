@@ -41,6 +41,20 @@ static gd_err api_qps(void *ud, const char *v, char *why, size_t cap)
     return GD_OK;
 }
 
+/* An image reference as the CRD accepts one for spec.image: no spaces or control characters. */
+static gd_err default_image(void *ud, const char *v, char *why, size_t cap)
+{
+    bool ok = *v && strlen(v) < 512;
+    for (const char *p = v; ok && *p; p++)
+        ok = (unsigned char)*p > ' ' && *p != 0x7f;
+    if (!ok) {
+        snprintf(why, cap, "\"%.60s\" is not an image reference", v);
+        return GD_ERR_CONFIG;
+    }
+    *(const char **)ud = v;
+    return GD_OK;
+}
+
 static gd_err cluster_domain(void *ud, const char *v, char *why, size_t cap)
 {
     if (!godis_valid_dns_name(v)) {
@@ -136,6 +150,8 @@ int main(int argc, char **argv)
         FLAG(GD_FLAG_STRING, "context", &o.context, "kubeconfig context (default: current-context)", .metavar = "NAME"),
         FLAG(GD_FLAG_FUNC, "manager-identity", NULL, "the Lease identity of the manager that runs this worker; API requests then carry the User-Agent \"godis-operator (worker; manager=ID)\", so the API server's audit log names the manager of every write", .metavar = "ID", .fn = manager_identity, .ud = &o.manager_identity),
         FLAG(GD_FLAG_FUNC, "cluster-domain", NULL, "the cluster's DNS domain: a member without a pod IP in the cache is dialled at <godis>-endpoint.<ns>.svc.DOMAIN", .metavar = "DOMAIN", .fn = cluster_domain, .ud = &o.cluster_domain, .def = "cluster.local"),
+        FLAG(GD_FLAG_INT, "max-concurrent-rollouts", &o.max_concurrent_rollouts, "at most N of this worker's GodisClusters (the clusters of the shards it owns) roll a changed member template out at once; the others wait, still scaling and healing (0..10000; 0: no limit)", .metavar = "N", .min = 0, .max = 10000),
+        FLAG(GD_FLAG_FUNC, "default-godis-image", NULL, "image of the members of GodisClusters without spec.image; a change rolls those clusters, within --max-concurrent-rollouts", .metavar = "IMAGE", .fn = default_image, .ud = &o.default_image, .def = "kbzjung359/godis"),
         FLAG(GD_FLAG_STRING, "reconciler", &o.reconciler, rec_help, .metavar = "NAME"),
         FLAG(GD_FLAG_STRING, "reconciler-arg", &o.reconciler_arg, "options for the reconciler set (godis: \"node-grace-ms=N,godis-timeout-ms=N,godis-port=N\")", .metavar = "STRING"),
         FLAG(GD_FLAG_DURATION, "stop-grace", &o.stop_grace_ms, "on SIGTERM, how long in-flight reconciles may run (0s..1h)", .min = 0, .max = 3600000),

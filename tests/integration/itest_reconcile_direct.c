@@ -24,6 +24,8 @@
 #include "godis_input.c"
 #include "godis_place.c"
 #include "godis_rollout.c"
+#include "godis_slots.c"
+#include "godis_metrics.c"
 #include "godis_reconcile_cluster.c"
 #include "godis_reconcile_godis.c"
 #include "godis_retire.c"

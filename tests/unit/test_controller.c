@@ -513,6 +513,62 @@ static void test_reconciler_cache_helpers(void **state)
     cache_destroy(&c);
 }
 
+static char *render_keys(controller *c)
+{
+    static const gd_key_metric fams[] = {{"obj_members", "gauge", "members"},
+                                         {"obj_changes_total", "counter", "changes"},
+                                         {NULL, NULL, NULL}};
+    gd_sbuf b;
+    gd_sbuf_init(&b);
+    controllers_render_key_metrics(&c, 1, fams, &b);
+    return gd_sbuf_detach(&b);
+}
+
+/* Per-object series (issue 20.6): set and added under the reconcile key, rendered under one
+ * header per family, dropped when the key's shard is handed back (the next owner publishes
+ * them) and when the reconciler says the object is gone — no stale series either way. */
+static void test_key_metrics(void **state)
+{
+    fixture *f = fx_new(1, false);
+    char ka[32], kc[32];
+    key_of(0, ka);
+    int sa = gd_shard_of_key(GODIS_CTRL_CLUSTER, ka);
+    for (int i = 1; i < NK; i++)
+        if (gd_shard_of_key(GODIS_CTRL_CLUSTER, key_of(i, kc)) != sa) break;
+    int sc = gd_shard_of_key(GODIS_CTRL_CLUSTER, kc);
+    assert_int_not_equal(sa, sc);
+    int shards[] = {sa, sc};
+    controller_own_shards(f->c, shards, 2);
+    rec_ctx a = {.ctrl = f->c, .key = ka}, c = {.ctrl = f->c, .key = kc};
+    rec_metric_set(&a, "obj_members", "cluster=\"a\"", 5);
+    rec_metric_set(&a, "obj_members", "cluster=\"a\"", 3);     /* a gauge: replaced */
+    rec_metric_add(&a, "obj_changes_total", "cluster=\"a\",kind=\"add\"", 0);
+    rec_metric_add(&a, "obj_changes_total", "cluster=\"a\",kind=\"add\"", 1);
+    rec_metric_add(&a, "obj_changes_total", "cluster=\"a\",kind=\"add\"", 1);
+    rec_metric_set(&c, "obj_members", "cluster=\"c\"", 1);
+    char *t = render_keys(f->c);
+    assert_non_null(strstr(t, "# TYPE obj_members gauge\n"));
+    assert_non_null(strstr(t, "obj_members{cluster=\"a\"} 3\n"));
+    assert_non_null(strstr(t, "obj_members{cluster=\"c\"} 1\n"));
+    assert_non_null(strstr(t, "# TYPE obj_changes_total counter\n"));
+    assert_non_null(strstr(t, "obj_changes_total{cluster=\"a\",kind=\"add\"} 2\n"));
+    assert_null(strstr(strstr(t, "# TYPE obj_members") + 1, "# TYPE obj_members"));  /* once */
+    free(t);
+    assert_int_equal(controller_key_metrics_count(f->c), 2);
+    controller_revoke_begin(f->c, &sa, 1);       /* a's shard moves to another worker */
+    controller_revoke_finish(f->c, &sa, 1, NULL);
+    t = render_keys(f->c);
+    assert_null(strstr(t, "cluster=\"a\""));
+    assert_non_null(strstr(t, "obj_members{cluster=\"c\"} 1\n"));
+    free(t);
+    rec_metrics_forget(&c);                      /* c was deleted */
+    assert_int_equal(controller_key_metrics_count(f->c), 0);
+    t = render_keys(f->c);
+    assert_null(strstr(t, "cluster="));
+    free(t);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_revoke),
         cmocka_unit_test(test_stop_abandons_queued),
         cmocka_unit_test(test_reconciler_cache_helpers),
+        cmocka_unit_test(test_key_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,9 @@
 #include "client_fixture.h"
 #include "godis_children.h"
 #include "godis_plan.h"
+#include "godis_metrics.h"
 #include "godis_rollout.h"
+#include "godis_slots.h"
 #include "gd_json.h"
 
 #define N 3
@@ -34,6 +36,10 @@ typedef struct {
 } world;
 
 static world W;
+/* The other clusters this worker's cache holds, for the --max-concurrent-rollouts limit
+ * (0: no limit, the env then lists nothing), and the replace counter the metrics saw. */
+static cJSON *others;
+static int limit, replaced;
 
 static cJSON *godis_obj(int64_t id)
 {
@@ -112,6 +118,10 @@ static void world_init(const char *spec_json)
 
 static void world_free(void)
 {
+    cJSON_Delete(others);
+    others = NULL;
+    limit = replaced = 0;
+    godis_slots_reset();
     cJSON_Delete(W.cluster);
     for (int i = 0; i <= N; i++) {
         cJSON_Delete(W.rs[i]);
@@ -162,11 +172,39 @@ static gd_err fake_check(godis_rollout *ro, int64_t id, int64_t via, char *why, 
     return GD_ERR_TIMEOUT;
 }
 
+
+static int fake_each(godis_env *e, const char *kind, int (*fn)(void *, const char *, const cJSON *), void *ud)
+{
+    (void)e;
+    assert_string_equal(kind, "GodisCluster");
+    int n = 1;
+    fn(ud, "ns/c", W.cluster);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, others) {
+        char key[128];
+        snprintf(key, sizeof key, "ns/%s", gd_meta_name(o));
+        fn(ud, key, o);
+        n++;
+    }
+    return n;
+}
+
+static void fake_metric(godis_env *e, const char *family, const char *labels, double v, bool add)
+{
+    (void)e;
+    if (!strcmp(family, GODIS_M_CHANGES) && strstr(labels, "kind=\"replace\"")) {
+        assert_true(add);
+        assert_non_null(strstr(labels, "namespace=\"ns\",cluster=\"c\""));
+        replaced += (int)v;
+    }
+}
+
 /* What one reconcile wrote. */
 typedef struct {
     bool took;
     godis_result r;
     int status_writes, rs_updates, pod_deletes;
+    int64_t recheck_ms;
     char events[8][40];
     int nevents;
 } outcome;
@@ -183,13 +221,16 @@ static outcome run(client_fixture *f, int desired, bool paused)
                                        .pod_exists = W.pod[i + 1] != NULL};
     }
     v.nobserved = N;
-    godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .godis_port = 6379};
+    godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .godis_port = 6379,
+                   .each = limit ? fake_each : NULL, .max_concurrent_rollouts = limit,
+                   .metric = fake_metric};
     cJSON *cluster = cJSON_Duplicate(W.cluster, 1);
     godis_rollout ro = {.e = &e, .ns = "ns", .name = "c", .cluster = &cluster, .v = &v,
                         .phase = "Running", .writable = true, .member_check = fake_check};
     int before = httpd_request_count(f->h);
     outcome o = {0};
     o.took = godis_rollout_run(&ro, &o.r);
+    o.recheck_ms = ro.recheck_ms;
     cJSON_Delete(cluster);
     for (int i = before; i < httpd_request_count(f->h); i++) {
         const httpd_req *q = httpd_request(f->h, i);
@@ -466,6 +507,128 @@ static void test_member_gone_clears_the_record(void **state)
     world_free();
 }
 
+static cJSON *other(const char *name, bool holding, bool paused)
+{
+    char buf[300];
+    snprintf(buf, sizeof buf, "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"paused\":%s},"
+             "\"status\":{%s}}", name, paused ? "true" : "false", holding ? "\"rollout\":{\"revision\":\"r\"}" : "");
+    return cJSON_Parse(buf);
+}
+
+static int count_reason(const outcome *o, const char *reason)
+{
+    int n = 0;
+    for (int i = 0; i < o->nevents; i++) n += !strcmp(o->events[i], reason);
+    return n;
+}
+
+/* Point 7: at most --max-concurrent-rollouts clusters of this worker roll at once. A cluster
+ * without a slot waits (the planner still runs: it scales and heals), says so once, and
+ * looks again; a paused holder holds none; the slot is held from the first member to the
+ * last (status.rollout without a member between two); several holders (a moved shard, a
+ * lower limit) go on in key order. */
+static void test_rollout_slots(void **state)
+{
+    client_fixture *f = *state;
+    world_init("{\"replicas\":3}");
+    set_spec("image", cJSON_CreateString("kbzjung359/godis:v2"));
+    limit = 1;
+    others = cJSON_CreateArray();
+    cJSON_AddItemToArray(others, other("a", true, false));
+    outcome o = run(f, 3, false);
+    assert_false(o.took);                        /* waits; the planner's turn */
+    assert_int_equal(o.rs_updates + o.pod_deletes, 0);
+    assert_null(gd_json_path(W.cluster, "status.rollout"));
+    assert_int_equal(count_reason(&o, "RolloutQueued"), 1);
+    assert_int_equal(o.recheck_ms, 2000);
+    o = run(f, 3, false);
+    assert_int_equal(count_reason(&o, "RolloutQueued"), 0);   /* said once */
+    assert_null(gd_json_path(W.cluster, "status.rollout"));
+    cJSON_ReplaceItemInArray(others, 0, other("a", true, true));   /* paused: holds none */
+    int64_t first = roll_one(f);
+    assert_int_equal(first, 1);
+    assert_int_equal(replaced, 1);
+    const cJSON *r = gd_json_path(W.cluster, "status.rollout");   /* between two members */
+    assert_true(cJSON_IsObject(r));
+    assert_null(gd_json_path(r, "member"));
+    assert_string_equal(gd_json_str_or(r, "revision", ""), gd_json_str_or(W.cluster, "status.updateRevision", ""));
+    cJSON_ReplaceItemInArray(others, 0, other("a", true, false));  /* "ns/a" < "ns/c" holds too */
+    o = run(f, 3, false);
+    assert_false(o.took);
+    assert_int_equal(gd_json_int_or(W.cluster, "status.rollout.member", 0), 0);
+    assert_int_equal(o.recheck_ms, 2000);
+    cJSON_ReplaceItemInArray(others, 0, other("z", true, false));  /* "ns/z" comes after */
+    assert_int_equal(roll_one(f), 2);
+    limit = 2;                                   /* a second slot: both go on */
+    cJSON_ReplaceItemInArray(others, 0, other("a", true, false));
+    assert_int_equal(roll_one(f), 3);
+    assert_int_equal(replaced, 3);
+    assert_null(gd_json_path(W.cluster, "status.rollout"));      /* every member on it: released */
+    assert_string_equal(gd_json_str_or(W.cluster, "status.currentRevision", ""),
+                        gd_json_str_or(W.cluster, "status.updateRevision", ""));
+    world_free();
+}
+
+static cJSON *slot_world;
+
+static int slot_each(godis_env *e, const char *kind, int (*fn)(void *, const char *, const cJSON *), void *ud)
+{
+    (void)e, (void)kind;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, slot_world) {
+        char key[128];
+        snprintf(key, sizeof key, "ns/%s", gd_meta_name(o));
+        fn(ud, key, o);
+    }
+    return cJSON_GetArraySize(slot_world);
+}
+
+/* The slots themselves: a slot granted is reserved until the status shows it (two reconcile
+ * threads cannot both take the last one), released when the rollout ends, forgotten when its
+ * cluster leaves the cache; holders beyond the limit go on in key order; 0 is no limit. */
+static void test_slot_reservations(void **state)
+{
+    (void)state;
+    godis_slots_reset();
+    slot_world = cJSON_CreateArray();
+    cJSON_AddItemToArray(slot_world, other("a", false, false));
+    cJSON_AddItemToArray(slot_world, other("b", false, false));
+    cJSON_AddItemToArray(slot_world, other("c", false, false));
+    godis_env e = {.each = slot_each, .max_concurrent_rollouts = 1};
+    int holders = -1;
+    assert_true(godis_slot_may_roll(&e, "ns/a", false, &holders));
+    assert_int_equal(holders, 0);
+    assert_false(godis_slot_may_roll(&e, "ns/b", false, &holders));  /* a's status not seen yet */
+    assert_int_equal(holders, 1);
+    godis_slot_release("ns/a");                  /* a's rollout ended (or its write failed) */
+    assert_true(godis_slot_may_roll(&e, "ns/b", false, NULL));
+    cJSON_DeleteItemFromArray(slot_world, 1);    /* b left this worker's cache */
+    assert_true(godis_slot_may_roll(&e, "ns/c", false, &holders));
+    assert_int_equal(holders, 0);
+    godis_slots_reset();
+    cJSON_Delete(slot_world);
+    slot_world = cJSON_CreateArray();
+    cJSON_AddItemToArray(slot_world, other("a", true, false));
+    cJSON_AddItemToArray(slot_world, other("b", true, false));
+    cJSON_AddItemToArray(slot_world, other("c", true, true));     /* paused */
+    assert_true(godis_slot_may_roll(&e, "ns/a", true, NULL));
+    assert_false(godis_slot_may_roll(&e, "ns/b", true, &holders));
+    assert_int_equal(holders, 1);
+    assert_false(godis_slot_may_roll(&e, "ns/d", false, &holders));
+    assert_int_equal(holders, 2);
+    e.max_concurrent_rollouts = 2;
+    assert_true(godis_slot_may_roll(&e, "ns/b", true, NULL));
+    assert_false(godis_slot_may_roll(&e, "ns/d", false, NULL));
+    e.max_concurrent_rollouts = 0;
+    assert_true(godis_slot_may_roll(&e, "ns/d", false, NULL));
+    assert_true(godis_slot_note_waiting("ns/d", true));
+    assert_false(godis_slot_note_waiting("ns/d", true));
+    assert_false(godis_slot_note_waiting("ns/d", false));
+    godis_slots_reset();
+    cJSON_Delete(slot_world);
+    slot_world = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -476,6 +639,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_same_rendering_touches_nothing, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_member_gone_clears_the_record, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_adopted_members_are_not_restarted, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_slots, client_setup, client_teardown),
+        cmocka_unit_test(test_slot_reservations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

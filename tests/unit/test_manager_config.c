@@ -39,6 +39,29 @@ static void test_defaults(void **st)
     assert_non_null(strstr(c.informer_bin, "/godis-informer"));
     assert_non_null(strstr(c.worker_bin, "/godis-worker"));
     assert_int_equal(c.workers, 2);
+    assert_int_equal(c.max_concurrent_rollouts, 1);      /* issue 20.7: 1 per worker */
+    assert_string_equal(c.default_godis_image, "");      /* the workers' own */
+}
+
+/* --max-concurrent-rollouts and --default-godis-image, as flags and as YAML keys. */
+static void test_rollout_flags(void **st)
+{
+    (void)st;
+    mgr_config c;
+    char err[256];
+    assert_int_equal(parse(&c, err, 4, "--max-concurrent-rollouts", "0", "--default-godis-image",
+                           "registry.local/godis:1.2"), GD_OK);
+    assert_int_equal(c.max_concurrent_rollouts, 0);
+    assert_string_equal(c.default_godis_image, "registry.local/godis:1.2");
+    assert_int_equal(parse(&c, err, 1, "--max-concurrent-rollouts=-1"), GD_ERR_CONFIG);
+    assert_non_null(strstr(err, "--max-concurrent-rollouts"));
+    assert_int_equal(parse(&c, err, 1, "--default-godis-image=a b"), GD_ERR_CONFIG);
+    assert_non_null(strstr(err, "--default-godis-image"));
+    const char *y = "max-concurrent-rollouts: 3\ndefault-godis-image: kbzjung359/godis:v9\n";
+    mgr_config_default(&c, "/x/bin/godis-manager");
+    assert_int_equal(mgr_config_yaml(&c, y, strlen(y), "t.yaml", err, sizeof err), GD_OK);
+    assert_int_equal(c.max_concurrent_rollouts, 3);
+    assert_string_equal(c.default_godis_image, "kbzjung359/godis:v9");
 }
 
 static void test_flags(void **st)
@@ -242,6 +265,7 @@ int main(void)
 {
     gd_log_init("test", GD_LOG_ERROR + 1, 0, 2);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rollout_flags),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_flag_convention),

@@ -164,11 +164,16 @@ static cJSON *container_resources(const godis_child_spec *s)
     return r;
 }
 
+/* Set once at start-up (the worker's --default-godis-image), before any reconcile thread. */
+static const char *default_image = GODIS_DEFAULT_IMAGE;
+void godis_set_default_image(const char *image) { default_image = image && *image ? image : GODIS_DEFAULT_IMAGE; }
+const char *godis_default_image(void) { return default_image; }
+
 static cJSON *godis_container(const godis_child_spec *s)
 {
     cJSON *c = cJSON_CreateObject();
     cJSON_AddStringToObject(c, "name", "godis");
-    cJSON_AddStringToObject(c, "image", s->image ? s->image : GODIS_DEFAULT_IMAGE);
+    cJSON_AddStringToObject(c, "image", s->image ? s->image : godis_default_image());
     cJSON *args = cJSON_AddArrayToObject(c, "args");
     cJSON_AddItemToArray(args, cJSON_CreateString("cluster"));
     cJSON *env = cJSON_AddArrayToObject(c, "env");

@@ -27,6 +27,12 @@
 /* On a PVC kept by reclaimPolicy Retain: the Godis (name/uid) it belonged to. */
 #define GODIS_ANN_RETAINED_FROM "godis.kumkeehyun.github.com/retained-from"
 
+/* The image of members of clusters without spec.image: GODIS_DEFAULT_IMAGE unless the
+ * worker's --default-godis-image says otherwise (an operator upgrade that changes it rolls
+ * exactly those clusters: it is part of their rendered template). Set before any reconcile. */
+void        godis_set_default_image(const char *image);
+const char *godis_default_image(void);
+
 /* What a Godis needs from its cluster (spec.image / spec.storage, with defaults). */
 typedef struct {
     const char *ns;

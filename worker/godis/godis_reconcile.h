@@ -31,6 +31,14 @@ struct godis_env {
     int godis_timeout_ms;             /* one meet/forget, retries included */
     int godis_port;                   /* client port to dial (6379) */
     const char *cluster_domain;       /* Service names: <svc>.<ns>.svc.<domain>; NULL: cluster.local */
+    /* Optional (NULL in tests that do not need them): every cached object of kind, borrowed
+     * (fn must not call back into the env); the per-cluster series of /metrics, kept under
+     * this reconcile's key (add: a counter increment), and their removal. */
+    int (*each)(godis_env *e, const char *kind,
+                int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud);
+    void (*metric)(godis_env *e, const char *family, const char *labels, double v, bool add);
+    void (*metrics_forget)(godis_env *e);
+    int max_concurrent_rollouts;      /* per worker (godis_slots.h); 0: no limit */
     void *ud;
 };
 

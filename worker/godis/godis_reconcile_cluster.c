@@ -9,10 +9,12 @@
 #include "godis_children.h"
 #include "godis_client.h"
 #include "godis_input.h"
+#include "godis_metrics.h"
 #include "godis_place.h"
 #include "godis_plan.h"
 #include "godis_retire.h"
 #include "godis_rollout.h"
+#include "godis_slots.h"
 #include "godis_status.h"
 #include "godis_status_check.h"
 #include "godis_write.h"
@@ -38,6 +40,8 @@ typedef struct {
     char pod_node[GODIS_MAX_MEMBERS][GODIS_NODE_NAME_MAX];       /* by observed index */
     char blocked_why[GODIS_MAX_MEMBERS][GODIS_BLOCKED_WHY_MAX];  /* godis_member.blocked_why */
     int64_t grace_wait_ms;   /* >0: a member's node turns bad for migration after this long */
+    bool observed;           /* v holds this reconcile's observation (for the metrics) */
+    int updated;             /* members on the spec's template (godis_rollout) */
 } cluster_ctx;
 
 /* ---- observing ---- */
@@ -385,6 +389,7 @@ static godis_result do_meet(cluster_ctx *c, const godis_step *s)
     snprintf(msg, sizeof msg, "member %lld joined through member %lld (cluster meet)",
              (long long)s->id, (long long)s->via_id);
     godis_emit_event(c->e, c->cluster, "Normal", "MemberAdded", msg);
+    godis_metrics_change(c->e, c->ns, c->name, "add");
     godis_step rec = *s;
     rec.kind = GP_FINISH_SCALE_OUT;
     rec.reason = "ScaledOut";
@@ -442,6 +447,7 @@ static godis_result do_forget(cluster_ctx *c, const godis_step *s)
     snprintf(msg, sizeof msg, "member %lld forgotten through member %lld (cluster forget)%s",
              (long long)s->id, (long long)s->via_id, err ? "" : " and stopped");
     godis_emit_event(c->e, c->cluster, "Normal", "MemberRemoved", msg);
+    godis_metrics_change(c->e, c->ns, c->name, "remove");
     return err ? gw_result(err) : rec;
 }
 
@@ -597,6 +603,7 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     c->v.paused = spec.paused;
     read_status(c);
     observe(c);
+    c->observed = true;
     godis_input in = {.e = c->e, .ns = c->ns, .name = c->name, .uid = c->uid, .cluster = &c->cluster,
                       .v = &c->v, .godises = c->godises, .configmap = c->configmap};
     if (godis_input_check(&in) == GODIS_INPUT_HOLD)
@@ -609,6 +616,7 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
                         .phase = c->phase, .writable = gd_meta_condition_true(c->cluster, "Ready")};
     bool rolling = godis_rollout_run(&ro, &r);
     c->uid = gd_meta_uid(c->cluster);
+    c->updated = ro.updated;
     if (rolling) return r;
     /* A new cluster's bootstrap — record the members, write the ConfigMap, create the
      * members' Godis — runs as one reconcile: each step waits for nothing but the API
@@ -628,13 +636,31 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
         r.kind = GODIS_REQUEUE_AFTER;
         r.after_ms = WAIT_RECHECK_MS;
     }
-    /* A NotReady node's grace ends without any event: look again then. */
-    if (c->grace_wait_ms > 0 && r.err == GD_OK &&
-        (r.kind == GODIS_DONE || (r.kind == GODIS_REQUEUE_AFTER && r.after_ms > c->grace_wait_ms))) {
+    /* A NotReady node's grace ends without any event, and nor does a rollout slot freeing
+     * in another cluster (godis_slots.h): look again then. */
+    int64_t again = c->grace_wait_ms;
+    if (ro.recheck_ms > 0 && (again <= 0 || ro.recheck_ms < again)) again = ro.recheck_ms;
+    if (again > 0 && r.err == GD_OK &&
+        (r.kind == GODIS_DONE || (r.kind == GODIS_REQUEUE_AFTER && r.after_ms > again))) {
         r.kind = GODIS_REQUEUE_AFTER;
-        r.after_ms = c->grace_wait_ms;
+        r.after_ms = again;
     }
     return r;
+}
+
+/* The cluster's series for /metrics, from what this reconcile observed and wrote last. */
+static void publish_figures(cluster_ctx *c)
+{
+    if (!c->observed) return;
+    const godis_view *v = &c->v;
+    godis_cluster_figures f = {.members = v->nmembers, .updated = c->updated};
+    for (int i = 0; i < v->nmembers; i++) {
+        int idx = observed_index(c, v->members[i]);
+        f.ready += idx >= 0 && v->observed[idx].ready;
+    }
+    const cJSON *now = c->written ? c->written : c->cluster;
+    f.rollout = cJSON_IsObject(gd_json_path(now, "status.rollout"));
+    godis_metrics_publish(c->e, c->ns, c->name, &f);
 }
 
 /* The cluster finalizer exists for Retain only (its PVCs must be orphaned before the
@@ -662,6 +688,10 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     snprintf(name, sizeof name, "%s", slash + 1);
     cluster_ctx c = {.e = e, .ns = ns, .name = name};
     c.cluster = e->get(e, "GodisCluster", ns, name);
+    if (!c.cluster || gd_meta_deleting(c.cluster)) {
+        godis_metrics_forget(e);            /* no stale series of a cluster that is gone */
+        godis_slot_forget(key);
+    }
     if (!c.cluster) return godis_release_orphans(e, ns, name);   /* the rest goes by GC */
     if (gd_meta_deleting(c.cluster)) {
         godis_result r = godis_release_cluster(e, c.cluster);
@@ -676,6 +706,7 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     }
     c.uid = gd_meta_uid(c.cluster);
     r = reconcile_cluster_ctx(&c);
+    publish_figures(&c);
     cJSON_Delete(c.cluster);
     cJSON_Delete(c.written);
     cJSON_Delete(c.godises);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include "godis_children.h"
 #include "godis_client.h"
+#include "godis_metrics.h"
+#include "godis_slots.h"
 #include "godis_status.h"
 #include "godis_write.h"
 #include "gd_json.h"
@@ -164,6 +166,11 @@ static void ro_apply(ro_rollout_ctx *x, cJSON *st, const ro_status_change *c)
         cJSON_AddStringToObject(n, "startTime", started);
         cJSON_DeleteItemFromObjectCaseSensitive(st, "rollout");
         cJSON_AddItemToObject(st, "rollout", n);
+    } else if (x->updated < x->n && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(st, "rollout"))) {
+        /* Between two members: the rollout goes on and keeps its slot (godis_slots.h). */
+        cJSON *r = cJSON_GetObjectItemCaseSensitive(st, "rollout");
+        cJSON_DeleteItemFromObjectCaseSensitive(r, "member");
+        ro_set_str(r, "revision", x->hash);
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(st, "rollout");
     }
@@ -346,6 +353,7 @@ static godis_result ro_drive(ro_rollout_ctx *x, ro_member *m)
                        "revision %s (same id, same volume)", (long long)m->id, gd_meta_name(p), x->hash);
         }
         cJSON_Delete(pods);
+        if (!err) godis_metrics_change(e, x->ro->ns, x->ro->name, "replace");
         return err ? gw_result(err) : ro_requeue_after(ROLLOUT_RECHECK_MS);
     }
     if (!m->ready) {
@@ -393,10 +401,28 @@ static bool ro_may_start(ro_rollout_ctx *x)
     return godis_plan_next(v).kind == GP_NOTHING;
 }
 
+/* A slot (godis_slots.h) for the next member; without one the cluster waits, with an Event
+ * the first time, and looks again after ROLLOUT_RECHECK_MS. */
+static bool ro_slot(ro_rollout_ctx *x, const char *key)
+{
+    godis_rollout *ro = x->ro;
+    int holders = 0;
+    bool holding = cJSON_IsObject(gd_json_path(x->ident, "status.rollout"));
+    bool ok = godis_slot_may_roll(ro->e, key, holding, &holders);
+    if (godis_slot_note_waiting(key, !ok))
+        ro_event(x, "Normal", "RolloutQueued", "revision %s waits for a rollout slot: %d of this "
+                 "worker's clusters are rolling out (--max-concurrent-rollouts %d)", x->hash, holders,
+                 ro->e->max_concurrent_rollouts);
+    if (!ok) ro->recheck_ms = ROLLOUT_RECHECK_MS;
+    return ok;
+}
+
 bool godis_rollout_run(godis_rollout *ro, godis_result *r)
 {
     ro_rollout_ctx x = {.ro = ro};
     ro_observe(&x);
+    char key[520];
+    snprintf(key, sizeof key, "%s/%s", ro->ns, ro->name);
     bool took = true;
     ro_member *m = x.in_progress ? ro_find(&x, x.in_progress) : NULL;
     if (x.in_progress && !m) {
@@ -411,7 +437,7 @@ bool godis_rollout_run(godis_rollout *ro, godis_result *r)
         ro_member *next = NULL;
         for (int i = 0; i < x.n && !next; i++)
             if (!x.m[i].rs_current || !x.m[i].pod_current || x.m[i].stale_pods) next = &x.m[i];
-        if (next && ro_may_start(&x)) {
+        if (next && ro_may_start(&x) && ro_slot(&x, key)) {
             char msg[300];
             snprintf(msg, sizeof msg, "member %lld: rolling out revision %s (%d/%d members on it)",
                      (long long)next->id, x.hash, x.updated, x.n);
@@ -438,6 +464,9 @@ bool godis_rollout_run(godis_rollout *ro, godis_result *r)
             if (took) *r = gw_result(err);
         }
     }
+    /* The reservation of a slot is needed only until the status shows the rollout. */
+    if (!cJSON_IsObject(gd_json_path(*ro->cluster, "status.rollout"))) godis_slot_release(key);
+    ro->updated = x.updated;
     ro_release(&x);
     return took;
 }

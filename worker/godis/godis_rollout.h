@@ -13,7 +13,11 @@
  *   3. its pods on the old template are deleted (an Event MemberReplaced names it);
  *   4. wait: its new pod Ready, the member answering `hello` on its client port, and caught
  *      up — a key written through another member is readable on it;
- *   5. status.rollout cleared (an Event MemberUpdated), and the next member.
+ *   5. status.rollout.member cleared (an Event MemberUpdated), and the next member;
+ *      status.rollout {revision, startTime} itself stays until every member is on the
+ *      revision: the cluster holds its --max-concurrent-rollouts slot (godis_slots.h) from
+ *      its first member to its last, and a cluster without one waits (scaling and healing
+ *      meanwhile) with a RolloutQueued Event.
  * While a member is in progress the membership planner does not run, so a scale request
  * waits for that member and then proceeds before the rollout goes on. A member that is not
  * back within spec.progressDeadlineSeconds (default 600) turns Progressing False with reason
@@ -45,6 +49,10 @@ struct godis_rollout {
     /* The member answers on its client port and has caught up: a write through via is
      * readable on it. NULL: over RESP (pod IP from the cache, then the Service name). */
     gd_err (*member_check)(godis_rollout *ro, int64_t id, int64_t via, char *why, size_t cap);
+    /* Out: members on the spec's template; > 0: look again after this long even if the
+     * planner has nothing to do (waiting for a rollout slot). */
+    int updated;
+    int64_t recheck_ms;
 };
 
 /* One reconcile's share of the rollout. true: the rollout took this reconcile (a member is

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "godis_children.h"
 #include "godis_domain.h"
+#include "godis_metrics.h"
 #include "godis_pdb.h"
 #include "godis_reconcile.h"
 #include "reconciler.h"
@@ -38,6 +40,20 @@ static void env_wrote(godis_env *e, const char *kind, const char *ns, const char
     rec_wrote(e->ud, kind, ns, name, rv, deleted);
 }
 
+static int env_each(godis_env *e, const char *kind,
+                    int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud)
+{
+    return rec_cache_each(e->ud, kind, fn, ud);
+}
+
+static void env_metric(godis_env *e, const char *family, const char *labels, double v, bool add)
+{
+    if (add) rec_metric_add(e->ud, family, labels, v);
+    else rec_metric_set(e->ud, family, labels, v);
+}
+
+static void env_metrics_forget(godis_env *e) { rec_metrics_forget(e->ud); }
+
 static void env_init(godis_env *e, rec_ctx *ctx)
 {
     const godis_set_opts *o = ctx->ud;
@@ -51,6 +67,8 @@ static void env_init(godis_env *e, rec_ctx *ctx)
     e->godis_timeout_ms = o->godis_timeout_ms;
     e->godis_port = o->godis_port;
     e->cluster_domain = ctx->env->cluster_domain;
+    e->each = env_each;
+    e->max_concurrent_rollouts = ctx->env->max_concurrent_rollouts;
     e->ud = ctx;
 }
 
@@ -73,6 +91,8 @@ static gd_result reconcile_cluster(rec_ctx *ctx, const char *key)
 {
     godis_env e;
     env_init(&e, ctx);
+    e.metric = env_metric;              /* the series are the cluster controller's keys */
+    e.metrics_forget = env_metrics_forget;
     godis_ensure_pdb(&e, key);
     return to_result(godis_reconcile_cluster(&e, key));
 }
@@ -87,7 +107,7 @@ static gd_result reconcile_member(rec_ctx *ctx, const char *key)
 /* --reconciler-arg "node-grace-ms=40000,godis-timeout-ms=5000,godis-port=6379" */
 static gd_err set_init(gd_worker_env *env, const char *arg, void **ud)
 {
-    (void)env;
+    godis_set_default_image(env ? env->default_image : NULL);
     godis_set_opts *o = calloc(1, sizeof *o);
     if (!o) return GD_ERR_NOMEM;
     o->node_notready_grace_ms = 40000;    /* the node lifecycle controller's default grace */
@@ -117,6 +137,16 @@ bad:
 
 static void set_fini(void *ud) { free(ud); }
 
+static const gd_key_metric godis_key_metrics[] = {
+    {GODIS_M_MEMBERS, "gauge", "Raft members of the GodisCluster (status.members)"},
+    {GODIS_M_READY, "gauge", "Members of the GodisCluster whose pod is Ready"},
+    {GODIS_M_UPDATED, "gauge", "Members of the GodisCluster on the pod template its spec renders"},
+    {GODIS_M_QUORUM, "gauge", "1 while a majority of the GodisCluster's members is Ready, else 0"},
+    {GODIS_M_ROLLOUT, "gauge", "1 while a rollout replaces the GodisCluster's members (from its first member until every member is on the new template), else 0"},
+    {GODIS_M_CHANGES, "counter", "Membership changes of the GodisCluster made by this worker: add (cluster meet), remove (cluster forget), replace (a member's pod replaced by a rollout, same id)"},
+    {NULL, NULL, NULL},
+};
+
 static gd_reconciler_set godis_set = {
     .name = "godis",
     .help = "the GodisCluster and Godis controllers (production)",
@@ -128,5 +158,6 @@ static gd_reconciler_set godis_set = {
     },
     .init = set_init,
     .fini = set_fini,
+    .key_metrics = godis_key_metrics,
 };
 GD_RECONCILER_SET(godis_set)

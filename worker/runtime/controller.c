@@ -105,7 +105,9 @@ controller *controller_new(const controller_opts *o, gd_worker_env *env)
     c->q = wq_new(&c->o.queue);
     c->pending = gd_map_new(NULL);
     c->expect = gd_map_new(exp_list_free);
-    if (!c->q || !c->pending || !c->expect) {
+    c->km = keymetrics_new();
+    if (!c->q || !c->pending || !c->expect || !c->km) {
+        keymetrics_destroy(&c->km);
         wq_destroy(&c->q);
         gd_map_destroy(&c->pending);
         gd_map_destroy(&c->expect);
@@ -468,6 +470,7 @@ void controller_destroy(controller **pc)
     wq_destroy(&c->q);
     gd_map_destroy(&c->pending);
     gd_map_destroy(&c->expect);
+    keymetrics_destroy(&c->km);
     pthread_mutex_destroy(&c->mu);
     free(c);
     *pc = NULL;
@@ -604,10 +607,43 @@ void controller_revoke_finish(controller *c, const int *shards, int n, cJSON *ar
         if (shards[i] >= 0 && shards[i] < GD_NSHARDS)
             c->revoking[shards[i]] = false;
     pthread_mutex_unlock(&c->mu);
+    /* The objects of these shards are the next owner's to describe now: a series left here
+     * would be a stale duplicate under this worker's label. */
+    keymetrics_forget_if(c->km, match_shard, m);
     free(m);
 }
 
 /* ---- metrics ---- */
+
+void rec_metric_set(rec_ctx *ctx, const char *family, const char *labels, double v)
+{
+    if (ctx && ctx->ctrl)
+        keymetrics_put(ctx->ctrl->km, ctx->key, family, labels, v, false);
+}
+
+void rec_metric_add(rec_ctx *ctx, const char *family, const char *labels, double d)
+{
+    if (ctx && ctx->ctrl)
+        keymetrics_put(ctx->ctrl->km, ctx->key, family, labels, d, true);
+}
+
+void rec_metrics_forget(rec_ctx *ctx)
+{
+    if (ctx && ctx->ctrl)
+        keymetrics_forget(ctx->ctrl->km, ctx->key);
+}
+
+void controllers_render_key_metrics(controller **cs, int n, const gd_key_metric *fams,
+                                    gd_sbuf *out)
+{
+    for (int f = 0; fams && fams[f].name; f++) {
+        gd_prom_header(out, fams[f].name, fams[f].type, fams[f].help);
+        for (int i = 0; i < n; i++)
+            keymetrics_render_family(cs[i]->km, fams[f].name, out);
+    }
+}
+
+int controller_key_metrics_count(controller *c) { return keymetrics_keys(c->km); }
 
 void controller_get_stats(controller *c, controller_stats *s)
 {

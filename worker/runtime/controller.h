@@ -87,6 +87,10 @@ typedef struct {
     bool (*tracks_kind)(void *ud, const char *kind);
     void *tracks_kind_ud;
     const char *cluster_domain;     /* --cluster-domain (NULL: cluster.local) */
+    /* --max-concurrent-rollouts: objects of this worker's shards whose members may be
+     * replaced at once (0: no limit); --default-godis-image (NULL: the domain's own). */
+    int max_concurrent_rollouts;
+    const char *default_image;
 } gd_worker_env;
 
 /* ---- the reconcile context ---- */
@@ -168,5 +172,25 @@ void controller_get_stats(controller *c, controller_stats *s);
 /* Renders controller_runtime_* and workqueue_* for every controller in the array, each
  * family under one HELP/TYPE header. */
 void controllers_render_metrics(controller **cs, int n, gd_sbuf *out);
+
+/* ---- per-object metrics (keymetrics.h) ----
+ * A reconciler's own families, e.g. {"godis_cluster_members", "gauge", "..."}; a table
+ * ends with a row whose name is NULL. */
+typedef struct {
+    const char *name, *type, *help;
+} gd_key_metric;
+/* The sample family{labels} of the object this reconcile is about (its key): set to v, or
+ * increased by d (a counter; d 0 makes the series exist at 0). Labels are preformatted and
+ * escaped (gd_prom_escape). Dropped by rec_metrics_forget (the object is gone) and when
+ * the key's shard leaves this worker, so no stale series outlives a deleted or moved
+ * object. */
+void rec_metric_set(rec_ctx *ctx, const char *family, const char *labels, double v);
+void rec_metric_add(rec_ctx *ctx, const char *family, const char *labels, double d);
+void rec_metrics_forget(rec_ctx *ctx);
+/* Each family of fams under one HELP/TYPE header, with every controller's samples. */
+void controllers_render_key_metrics(controller **cs, int n, const gd_key_metric *fams,
+                                    gd_sbuf *out);
+/* Keys with per-object samples (for tests). */
+int  controller_key_metrics_count(controller *c);
 
 #endif

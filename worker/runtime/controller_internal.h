@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "controller.h"
+#include "keymetrics.h"
 #include "gd_map.h"
 
 /* One recorded write: the cache must show kind/objkey at rv or newer (or gone). */
@@ -41,6 +42,7 @@ struct controller {
     atomic_int nexpect;         /* keys in expect (read without mu: the common "none" case) */
     controller_stats stats;
     gd_hist reconcile_time;
+    keymetrics *km;             /* per-object series (rec_metric_set); own lock */
 };
 
 #endif

@@ -81,6 +81,14 @@ cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char
     return arr;
 }
 
+int rec_cache_each(rec_ctx *ctx, const char *kind,
+                   int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud)
+{
+    if (!ctx || !ctx->env || !ctx->env->cache || !kind || !fn)
+        return 0;
+    return cache_each(ctx->env->cache, kind, fn, ud);
+}
+
 void rec_wrote(rec_ctx *ctx, const char *kind, const char *ns, const char *name,
                const char *rv, bool deleted)
 {

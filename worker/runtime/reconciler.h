@@ -46,6 +46,9 @@ typedef struct gd_reconciler_set {
     /* Optional: replaces the standard mapping (mapping_event) for this set. */
     void (*map_event)(void *ud, const char *kind, const cJSON *old_obj, const cJSON *new_obj,
                       gd_emit_fn emit, void *emit_ud);
+    /* Optional: the families its reconcilers publish with rec_metric_set/add (controller.h),
+     * ended by a NULL name; rendered in the worker's metrics. */
+    const gd_key_metric *key_metrics;
     struct gd_reconciler_set *next; /* registry link, set by gd_reconciler_register */
 } gd_reconciler_set;
 
@@ -60,6 +63,10 @@ cJSON *rec_cache_get(rec_ctx *ctx, const char *kind, const char *ns, const char 
 cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char *label_key,
                       const char *label_value);
 /* After a successful write of kind ns/name that produced rv (deleted: it was a delete). */
+/* Calls fn for every cached object of kind (borrowed, under the cache's read lock: fn must
+ * not call into the cache); fn returns non-zero to stop. Cheap: nothing is copied. */
+int    rec_cache_each(rec_ctx *ctx, const char *kind,
+                      int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud);
 void   rec_wrote(rec_ctx *ctx, const char *kind, const char *ns, const char *name,
                  const char *rv, bool deleted);
 

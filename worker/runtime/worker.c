@@ -231,6 +231,8 @@ int worker_run(const worker_opts *o)
     w->env.tracks_kind = worker_tracks_kind;
     w->env.tracks_kind_ud = w;
     w->env.cluster_domain = o->cluster_domain;
+    w->env.max_concurrent_rollouts = o->max_concurrent_rollouts;
+    w->env.default_image = o->default_image;
     int code = GD_EXIT_FATAL_CONFIG;
     if (!w->zctx || !w->cache) {
         code = GD_EXIT_FAILURE;

@@ -55,6 +55,8 @@ typedef struct {
     const char *manager_identity;       /* NULL, or the manager's Lease identity: in User-Agent */
     int64_t stop_grace_ms;              /* SIGTERM: how long in-flight reconciles may take */
     const char *cluster_domain;         /* --cluster-domain: godis Service names' DNS suffix */
+    int max_concurrent_rollouts;        /* --max-concurrent-rollouts (0: no limit) */
+    const char *default_image;          /* --default-godis-image, or NULL: the domain's own */
     /* tcp:// endpoints (remote workers, PROTOCOL.md §3.2): our key pair, the server's key */
     gd_curve_keys curve;
     char server_public[GD_CURVE_Z85_LEN + 1];

@@ -83,6 +83,8 @@ static char *render_metrics(worker *w)
     gd_sbuf b;
     gd_sbuf_init(&b);
     controllers_render_metrics(w->ctrls, w->nctrls, &b);
+    if (w->set)
+        controllers_render_key_metrics(w->ctrls, w->nctrls, w->set->key_metrics, &b);
     gd_prom_header(&b, "godis_worker_shards_active", "gauge",
                    "Shards whose keys this worker reconciles");
     int n = 0;

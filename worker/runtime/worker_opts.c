@@ -24,6 +24,7 @@ void worker_opts_default(worker_opts *o)
     o->kube_api_qps = 50;
     o->kube_api_burst = 100;
     o->cluster_domain = GODIS_DEFAULT_CLUSTER_DOMAIN;
+    o->max_concurrent_rollouts = 1;
 }
 
 gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, size_t cap)
