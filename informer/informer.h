@@ -31,7 +31,7 @@
 typedef struct inf_obj {
     int shard;              /* 0..GD_NSHARDS-1 or GD_SHARD_BROADCAST */
     uint32_t mark;          /* relist generation (store.c) */
-    _Atomic uint32_t refs;  /* the store, the queue, and ZeroMQ messages in flight (zero-copy) */
+    _Atomic uint32_t refs;  /* the store, an update being applied, ZeroMQ messages (zero-copy) */
     uint32_t raw_len;       /* 0: body is JSON; else the JSON's length, body is packed */
     const char *key;        /* "namespace/name" or "name" */
     const char *rv;

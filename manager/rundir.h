@@ -1,5 +1,5 @@
 /* rundir.h — the manager's private runtime directory for the ZeroMQ ipc:// endpoints of its
- * informers and workers (DESIGN.md §4: private, 0700). */
+ * informers and workers (private, 0700). */
 #ifndef MGR_RUNDIR_H
 #define MGR_RUNDIR_H
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* godis_client.h — a small RESP2 client for godis (DESIGN.md §2).
+/* godis_client.h — a small RESP2 client for godis (docs/godis.md).
  *
  * godis trusts its input: a short or malformed command kills the member process, and a
  * `cluster meet` with a non-numeric id or a malformed URL is committed to the Raft log and

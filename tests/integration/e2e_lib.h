@@ -45,7 +45,7 @@ int  e2e_status_members(const cJSON *cluster, int64_t *ids, int cap);
  * id seen before (never reused), and nextID never decreases. It sees every state the API
  * server stored, in order (a watch resumed from the last resourceVersion, never a poll), so
  * tests read intermediate states from it: a poll can miss a state the operator has already
- * left (issue 15.5). */
+ * left. */
 typedef struct {
     pthread_t thread;
     pthread_mutex_t mu;

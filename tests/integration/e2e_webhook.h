@@ -1,4 +1,4 @@
-/* e2e_webhook.h — a godis-manager with the eviction webhook for end-to-end tests (issue 19):
+/* e2e_webhook.h — a godis-manager with the eviction webhook for end-to-end tests:
  * the webhook bound to a free loopback port and registered under --webhook-url, as the
  * local control plane (no Service routing) needs. */
 #ifndef E2E_WEBHOOK_H

@@ -32,8 +32,8 @@ extern informer_itest IT;
  * port. The port is picked once and held for the whole run by a socket of this process
  * bound with SO_REUSEPORT (the API server binds it with --permit-port-sharing), so while the
  * API server is down nobody else can take it: a restart comes back on the same port, the
- * one the informer's kubeconfig names (issue 21.5: on a busy machine a restart once failed
- * with "bind: address already in use"). */
+ * one the informer's kubeconfig names (a port released while the API server is down could
+ * be taken by another process: "bind: address already in use"). */
 int apiserver(const char *verb);
 
 /* cmocka group setup/teardown and the per-test teardown (kills what the test left). */

@@ -1,4 +1,4 @@
-/* Tests of the Godis children builders: the pod contract of DESIGN.md §1 and drift checks. */
+/* Tests of the Godis children builders: the pod contract of docs/reconcile.md and drift checks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* standin.h — the godis stand-in: a C program that behaves, on its client and peer ports,
- * like `godis cluster` does for the operator (DESIGN.md §2), so the operator can be tested on
+ * like `godis cluster` does for the operator (docs/godis.md), so the operator can be tested on
  * a machine that runs no containers. It is not a Raft implementation, but it keeps the parts
  * of Raft an operator can feel, and the hazards of the real server, on purpose: the
  * operator's tests must prove it never triggers them.

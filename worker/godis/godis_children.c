@@ -264,7 +264,7 @@ static cJSON *anti_affinity(const godis_child_spec *s)
  * empty one on any other node, and godis restarted empty under its old id is a voter that
  * lost its log: it votes twice and can elect a second leader (seen as two Raft groups in
  * one cluster by the chaos suite after a member pod was deleted and rescheduled). A member
- * whose node goes bad is migrated under a new id instead (DESIGN rules 5 and 6). */
+ * whose node goes bad is migrated under a new id instead (docs/reconcile.md rules 5 and 6). */
 static void pin_to_node(cJSON *pspec, const char *node)
 {
     cJSON *field = cJSON_CreateObject();

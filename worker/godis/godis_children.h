@@ -1,5 +1,5 @@
-/* godis_children.h — the objects a Godis owns (DESIGN.md §1), built as cJSON, and the
- * drift check that decides whether an existing child must be repaired.
+/* godis_children.h — the objects a Godis owns (docs/reconcile.md, the resources), built as
+ * cJSON, and the drift check that decides whether an existing child must be repaired.
  * Pure functions: the Godis controller and its unit tests share them. */
 #ifndef GODIS_CHILDREN_H
 #define GODIS_CHILDREN_H

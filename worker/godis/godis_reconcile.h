@@ -1,4 +1,4 @@
-/* godis_reconcile.h — the GodisCluster and Godis reconcilers (DESIGN.md §1–§3).
+/* godis_reconcile.h — the GodisCluster and Godis reconcilers (docs/reconcile.md).
  *
  * They read through a godis_env (the worker's cache replica in production; the API server
  * directly in some tests) and write through common/'s client, asking the env before each

@@ -1,5 +1,5 @@
 /* godis_reconcile_godis.c — the Godis controller: keeps a Godis's Service, PVC and
- * ReplicaSet present and as specified (DESIGN.md §1), and reports status.state from its pod.
+ * ReplicaSet present and as specified (docs/reconcile.md, the resources), and reports status.state from its pod.
  * It never touches membership: that is the GodisCluster controller's job. So it leaves
  * alone what membership decisions depend on:
  *  - a forgotten member (the cluster's scaleInID, no longer in the ConfigMap) and a

@@ -1,4 +1,4 @@
-/* godis_rollout.h — day-2 changes roll out one member at a time (issue 20, DESIGN rule 10).
+/* godis_rollout.h — day-2 changes roll out one member at a time (docs/reconcile.md rule 10).
  *
  * A change to what the GodisCluster's spec renders into the member pod template (image,
  * resources, godis settings, pod labels/annotations, anti-affinity) gives a new template

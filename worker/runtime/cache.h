@@ -1,14 +1,16 @@
 /* cache.h — the worker's read-only cache replica: one store per kind, with the indexes the
- * mappings and reconcilers need (client-go Indexers):
- *   CACHE_IDX_NAMESPACE  "ns"                 every namespaced object
- *   CACHE_IDX_CLUSTER    "ns/<cluster-name>"  objects labelled cluster-name
- *   CACHE_IDX_OWNER      "<uid>"              the controller ownerReference's uid
- *   CACHE_IDX_NODE       "<node name>"        Pods by spec.nodeName
- *   CACHE_IDX_MEMBER     "ns/<node-name>"     objects labelled node-name (one Godis's
- *                                             children and pods)
- * Fed by one thread (the subscriber's event handler: cache_apply), read by many (reconcile
- * threads, mappings) under a readers/writer lock. Reads hand out deep copies or run a
- * callback under the read lock, so no caller ever sees an object change under it. */
+ * mappings and reconcilers need (client-go Indexers). The two labels are the domain's
+ * (gd_domain.h; godis: cluster-name, node-name):
+ *   CACHE_IDX_NAMESPACE  "ns"                    every namespaced object
+ *   CACHE_IDX_CLUSTER    "ns/<cluster label>"    objects carrying the cluster label
+ *   CACHE_IDX_OWNER      "<uid>"                 the controller ownerReference's uid
+ *   CACHE_IDX_NODE       "<node name>"           Pods by spec.nodeName
+ *   CACHE_IDX_MEMBER     "ns/<member label>"     objects carrying the member label (one
+ *                                                member's children and pods)
+ * Written by the subscriber threads, one per kind, each the only writer of its kind (the
+ * cache is their replica store, cache_sub.h), read by many (reconcile threads, mappings)
+ * under a readers/writer lock. Reads hand out deep copies or run a callback under the read
+ * lock, so no caller ever sees an object change under it. */
 #ifndef WORKER_CACHE_H
 #define WORKER_CACHE_H
 #include <stdbool.h>

@@ -6,7 +6,7 @@
  *   requeue-after   → Forget + AddAfter,                 result="requeue_after"
  *   requeue         → AddRateLimited,                    result="requeue"
  *   done            → Forget,                            result="success"
- * plus what a database operator needs on top (DESIGN.md §3 rule 8 and PROTOCOL.md §2):
+ * plus what a database operator needs on top (docs/reconcile.md rule 8, docs/PROTOCOL.md §2):
  *   - read your own writes: every write a reconciler reports (rec_wrote, reconciler.h)
  *     records the resourceVersion it produced under the reconcile key; before the key is
  *     reconciled again the cache must have caught up with all of them, else the key is

@@ -3,13 +3,14 @@
  * A reconciler set is one or more controllers (name, For kind, reconcile function) chosen by
  * --reconciler. Each set registers itself from its own file with GD_RECONCILER_SET(), a
  * constructor that runs before main: the worker never names a reconciler's symbols, so a
- * reconciler file is added (worker/<domain>/reconcile_*.c) without touching main.c or the
- * Makefile.
+ * reconciler file is added (worker/<domain>/reconcile_<domain>.c) without touching main.c or
+ * the Makefile.
  *
  * The shipped worker has one set, "godis" (worker/godis/reconcile_godis.c: controllers
- * "godiscluster" For GodisCluster and "godis" For Godis). The test sets "noop" and "sleepy" (tests/support/worker/) and the
- * benchmark's "bench" (tools/bench/worker/) register the same way but are linked only into
- * bin/tests/godis-worker, the worker the integration tests and benchmarks run.
+ * "godiscluster" For GodisCluster and "godis" For Godis). The test sets "noop" and "sleepy"
+ * (tests/support/worker/) and the benchmark's "bench" (tools/bench/worker/) register the
+ * same way but are linked only into bin/tests/godis-worker, the worker the integration tests
+ * and benchmarks run.
  *
  * Controller names must match the wakes of the domain table (gd_domain.h; godis:
  * common/godis/godis_domain.c) for events to reach them; a set may also name its own

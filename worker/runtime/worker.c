@@ -1,15 +1,20 @@
 /* worker.c — see worker.h. The process's setup, main loop and teardown.
  *
  * The worker is split by what runs where: worker_feed.c (one subscriber thread per kind:
- * events → cache → mapping → controller queues), worker_shards.c (shard loading,
- * activation, revocation), worker_link.c (the control socket to the manager) and
- * worker_opts.c (flag parsing); their shared state is worker_internal.h.
+ * events → cache (the subscriber's replica, cache_sub.c) → mapping → controller queues),
+ * worker_shards.c (shard loading, activation, revocation), worker_link.c (the control
+ * socket to the manager), worker_remote.c (a worker in another pod: find the leader, run
+ * worker_run against it, again after each leader change) and worker_opts.c (flag
+ * parsing); their shared state is worker_internal.h.
  *
  * The main thread owns the control socket; each turn:
- *   1. poll the control socket (50 ms at most, so timers run) and handle its messages;
- *   2. activate loading shards once every subscriber follows them and is in sync;
- *   3. answer finished revocations;
- *   4. heartbeats: re-HELLO after 3 silent heartbeats, give up after 5. */
+ *   1. a signal or a STOP: finish the in-flight reconciles (up to the grace) and return;
+ *   2. poll the control socket (50 ms at most, so timers run) and handle its messages;
+ *   3. activate loading shards once every subscriber follows them and is in sync;
+ *   4. answer finished revocations, then stop following their shards;
+ *   5. heartbeats: after 3 silent ones a local worker says HELLO again and a remote one
+ *      drops everything to find the leader afresh (PROTOCOL.md §3.4); after 5 a local
+ *      worker stops writing and exits. */
 #include "worker_internal.h"
 #include <errno.h>
 #include <pthread.h>

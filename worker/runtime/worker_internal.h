@@ -1,10 +1,11 @@
 /* worker_internal.h — the worker's state, shared by the files that make up godis-worker.
  *
- * Why a private header: worker_run (worker.c) owns one `worker`, and four files act on it —
- * worker_opts.c parses the flags (no state), worker_feed.c runs the subscriber threads that
- * fill the cache, worker_shards.c moves shards through loading → active → revoked, and
- * worker_link.c speaks GDW1 on the control socket. Only the subscriber threads and the main
- * thread share fields; which ones, and how, is said beside each field. */
+ * Why a private header: worker_run (worker.c) owns one `worker`, and three files act on it —
+ * worker_feed.c runs the subscriber threads that fill the cache, worker_shards.c moves
+ * shards through loading → active → revoked, and worker_link.c speaks GDW1 on the control
+ * socket (worker_opts.c and worker_remote.c work on the options, before and around
+ * worker_run). Only the subscriber threads and the main thread share fields; which ones,
+ * and how, is said beside each field. */
 #ifndef WORKER_WORKER_INTERNAL_H
 #define WORKER_WORKER_INTERNAL_H
 #include <pthread.h>
