@@ -14,6 +14,10 @@
  *  - a manager killed mid-removal: in 2 -> 1 between the forget and the stop, the next one
  *    stops the member first; in 3 -> 2 between the stop and the forget, the next one
  *    forgets the down member, which never runs after its forget;
+ *  - a 1 -> 2 scale-out with the leading manager killed right after the new member's Godis
+ *    appeared (before its meet), or its workers killed right after the meet was applied
+ *    (before its +OK was recorded): the new member exists before it is admitted, so the
+ *    next one meets (again) and records; 2 members, writes through both, no id reused;
  *  - reclaimPolicy Retain keeps the PVCs of removed members and of a deleted cluster;
  *  - deleting a GodisCluster, or its whole namespace, finishes with nothing Terminating. */
 #include <stdarg.h>
@@ -25,9 +29,12 @@
 #include <string.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <signal.h>
 #include "e2e_lib.h"
 #include "e2e_operator.h"
+#include "e2e_procs.h"
 #include "e2e_standin.h"
+#include "godis_client.h"
 #include "gd_json.h"
 #include "gd_time.h"
 
@@ -431,6 +438,132 @@ static void test_manager_killed_between_stop_and_forget(void **state)
     manager_killed_mid_removal("ms-crash5", 5);
 }
 
+/* ---- scale-out ---- */
+
+/* When the stand-in at ip applied `cluster meet id` (µs since the epoch), or 0. */
+static int64_t meet_time_us(const char *ip, int64_t id)
+{
+    static e2e_sev evs[4096];
+    char want[32];
+    snprintf(want, sizeof want, "applied-meet %lld", (long long)id);
+    int n = e2e_standin_events(ip, evs, 4096);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(evs[i].text, want)) return evs[i].wall_us;
+    return 0;
+}
+
+static bool appeared(const char *type, const cJSON *obj, void *arg)
+{
+    if (strcmp(type, "DELETED") == 0) return false;
+    snprintf(arg, 64, "%s", gd_meta_uid(obj));
+    return true;
+}
+
+/* The Godis <name>-2's uid now ("" when there is none). */
+static void godis_uid(const char *ns, const char *name, char *uid)
+{
+    char g[80];
+    snprintf(g, sizeof g, "%s-2", name);
+    cJSON *obj = NULL;
+    uid[0] = '\0';
+    if (k8s_get(c, &K8S_RES_GODISES, ns, g, &obj, NULL) == GD_OK) snprintf(uid, 64, "%s", gd_meta_uid(obj));
+    cJSON_Delete(obj);
+}
+
+/* After an interrupted 1 -> 2 step: members 1 and 2, Ready (a write went through), a write
+ * through each member succeeds, member 2 is the Godis created before the interruption
+ * (never recreated), and no other id was handed out. */
+static void scale_out_finished(const char *ns, const char *name, const char *uid, int64_t killed)
+{
+    int64_t want[] = {1, 2};
+    wait_members(ns, name, want, 2);
+    int64_t done = e2e_wall_us();
+    cJSON *gc = e2e_cluster_get(c, ns, name);
+    assert_non_null(gc);
+    assert_int_equal(gd_json_int_or(gc, "status.nextID", 0), 3);
+    cJSON_Delete(gc);
+    char sel[80], now[64];
+    snprintf(sel, sizeof sel, "cluster-name=%s", name);
+    assert_int_equal(e2e_count_all(c, &K8S_RES_GODISES, ns, sel), 2);
+    godis_uid(ns, name, now);
+    assert_string_equal(now, uid);
+    for (int id = 1; id <= 2; id++) {
+        char g[80], ip[64];
+        snprintf(g, sizeof g, "%s-%d", name, id);
+        assert_true(e2e_member_ip(c, ns, g, ip, sizeof ip));
+        godis_client *gcl = godis_client_new(ip, 6379, NULL);
+        assert_non_null(gcl);
+        gd_err e = GD_ERR_TIMEOUT;
+        for (int64_t until = gd_mono_ms() + T; e != GD_OK && gd_mono_ms() < until;)
+            if ((e = godis_set(gcl, "itest-scale-out", g)) != GD_OK) gd_sleep_ms(200);
+        if (e != GD_OK) fail_msg("write through %s: %s", g, godis_last_error(gcl));
+        godis_client_destroy(&gcl);
+    }
+    fprintf(stderr, "%s: 1 -> 2 converged %.3f s after the kill\n", name, (done - killed) / 1e6);
+}
+
+/* The leading manager (its workers and informers) is SIGKILLed the moment member 2's Godis
+ * appears: the step created it and had not met it yet (it waits for the pod to be Ready).
+ * The manager that takes over meets it and records it. */
+static void test_scale_out_manager_killed_after_godis(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    char ips[1][64], uid[64] = "";
+    cluster_up(ns, "ms-out", 1, ips);
+    int leader = e2e_operator_leader(&op, c);
+    assert_true(leader >= 0);
+    assert_true(e2e_cluster_scale(c, ns, "ms-out", 2));
+    assert_true(e2e_watch_until(c, &K8S_RES_GODISES, ns, NULL, "metadata.name=ms-out-2", appeared, uid, T));
+    e2e_operator_kill(&op, leader);
+    int64_t killed = e2e_wall_us();
+    assert_int_equal(meet_time_us(ips[0], 2), 0);        /* created, not admitted yet */
+    scale_out_finished(ns, "ms-out", uid, killed);
+    int64_t met = meet_time_us(ips[0], 2);
+    fprintf(stderr, "ms-out: member 2 met %.3f s after the kill (the Lease takeover included)\n",
+            (met - killed) / 1e6);
+    assert_true(met > killed);
+    e2e_operator_spawn(&op, leader);                 /* a standby again for what follows */
+    ns_done(ns);
+}
+
+/* The leading manager's workers are SIGKILLed right after member 1 applied the meet of
+ * member 2, before its +OK reached the worker (member 1 holds its answers back): admitted,
+ * not recorded. Member 2 is a voter of a 2-member cluster that needs it for quorum — it
+ * runs, created before its meet — and the worker that takes the shard meets it again
+ * (idempotent) and records it. With the meet before the Godis, this was a cluster without
+ * quorum for good. */
+static void test_scale_out_workers_killed_after_meet(void **state)
+{
+    (void)state;
+    NS_START(ns);
+    char ips[1][64], uid[64];
+    cluster_up(ns, "ms-outw", 1, ips);
+    int leader = e2e_operator_leader(&op, c);
+    assert_true(leader >= 0);
+    const char *slow[] = {"fault", "delay-ms", "6000"}, *fast[] = {"fault", "delay-ms", "0"};
+    assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, slow));
+    assert_true(e2e_cluster_scale(c, ns, "ms-outw", 2));
+    int64_t until = gd_mono_ms() + T;
+    while (!meet_time_us(ips[0], 2) && gd_mono_ms() < until) gd_sleep_ms(20);
+    pid_t kids[32];
+    int n = e2e_children(op.pid[leader], "godis-worker", kids, 32);
+    for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+    int64_t killed = e2e_wall_us();
+    assert_true(n > 0);
+    assert_true(meet_time_us(ips[0], 2) > 0);
+    cJSON *gc = e2e_cluster_get(c, ns, "ms-outw");     /* admitted, not recorded */
+    int64_t ids[16];
+    assert_int_equal(e2e_status_members(gc, ids, 16), 1);
+    assert_int_equal(gd_json_int_or(gc, "status.scaleOutID", 0), 2);
+    cJSON_Delete(gc);
+    godis_uid(ns, "ms-outw", uid);
+    assert_true(uid[0] != '\0');                      /* it exists: created before the meet */
+    assert_true(e2e_standin_cmd(ips[0], E2E_STANDIN_PEER_PORT, 3, fast));
+    scale_out_finished(ns, "ms-outw", uid, killed);
+    ns_done(ns);
+}
+
 /* ---- Retain, and deletions that finish ---- */
 
 static bool retained(const cJSON *pvc)
@@ -515,6 +648,8 @@ int main(void)
         cmocka_unit_test(test_configmap_missing_mid_scale_in),
         cmocka_unit_test(test_manager_killed_between_forget_and_stop),
         cmocka_unit_test(test_manager_killed_between_stop_and_forget),
+        cmocka_unit_test(test_scale_out_manager_killed_after_godis),
+        cmocka_unit_test(test_scale_out_workers_killed_after_meet),
         cmocka_unit_test(test_retain_keeps_pvcs),
         cmocka_unit_test(test_cluster_and_namespace_deletion_finish),
     };
