@@ -289,6 +289,71 @@ static void test_readiness_probe(void **state)
     assert_non_null(strstr(r->body, "ContainersNotReady"));
 }
 
+/* What a remote worker pod needs (deploy/overlays/remote-workers): a Secret volume becomes
+ * files with the volume's mode, an argument "--flag=<mountPath>/file" reaches the file, and a
+ * pod naming its own ServiceAccount gets a token bound to it through KUBECONFIG. */
+static void test_secret_volume_and_service_account(void **state)
+{
+    fixture *f = *state;
+    httpd_resp sec = { .body = "{\"kind\":\"Secret\",\"data\":{\"worker.key\":\"c2VjcmV0LWtleQ==\",\"server.pub\":\"cHVi\"}}" };
+    httpd_resp tok = { .status = 201, .body = "{\"kind\":\"TokenRequest\",\"status\":{\"token\":\"tok-123\"}}" };
+    httpd_push(f->h, &sec);
+    httpd_push(f->h, &tok);
+    apply(f, "ADDED", pod("rw", "cat \\\"${1#--key=}\\\" > key.out; cat \\\"$KUBECONFIG\\\" > kc.out; exec sleep 30",
+                          ",\"serviceAccountName\":\"godis-worker\","
+                          "\"volumes\":[{\"name\":\"keys\",\"secret\":{\"secretName\":\"curve\",\"defaultMode\":256}}]",
+                          ",\"args\":[\"sh\",\"--key=/etc/keys/worker.key\"],"
+                          "\"volumeMounts\":[{\"name\":\"keys\",\"mountPath\":\"/etc/keys\",\"readOnly\":true}]"));
+    tick_until(f, 0, "PATCH", "/pods/rw/status", "\"phase\":\"Running\"", 3000);
+    const httpd_req *r = tick_until(f, 0, "GET", "/api/v1/namespaces/ns/secrets/curve", NULL, 10);
+    r = tick_until(f, 0, "POST", "/api/v1/namespaces/ns/serviceaccounts/godis-worker/token", "\"uid\":\"uid-rw\"", 10);
+    assert_non_null(strstr(r->body, "\"kind\":\"Pod\""));
+    char dir[NA_PATH_MAX + 64], path[NA_PATH_MAX + 128], got[512] = "";
+    snprintf(dir, sizeof dir, "%s/pods/ns_rw_uid-rw", f->a.state_dir);
+    snprintf(path, sizeof path, "%s/volumes/keys/worker.key", dir);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0400);            /* defaultMode 256 = 0400 */
+    snprintf(path, sizeof path, "%s/key.out", dir);
+    for (int i = 0; i < 100 && !*got; i++) {
+        FILE *fp = fopen(path, "r");
+        if (fp) { if (!fgets(got, sizeof got, fp)) got[0] = '\0'; fclose(fp); }
+        if (!*got) gd_sleep_ms(20);
+    }
+    assert_string_equal(got, "secret-key");                /* the process read the file */
+    snprintf(path, sizeof path, "%s/serviceaccount/token", dir);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    assert_non_null(fgets(got, sizeof got, fp));
+    fclose(fp);
+    assert_string_equal(got, "tok-123");
+    snprintf(path, sizeof path, "%s/kc.out", dir);
+    char kc[2048] = "", want[NA_PATH_MAX + 128];
+    for (int i = 0; i < 100 && !strstr(kc, "current-context"); i++) {
+        fp = fopen(path, "r");
+        size_t n = fp ? fread(kc, 1, sizeof kc - 1, fp) : 0;
+        kc[n] = '\0';
+        if (fp) fclose(fp);
+        if (!strstr(kc, "current-context")) gd_sleep_ms(20);
+    }
+    snprintf(want, sizeof want, "tokenFile: \"%s/serviceaccount/token\"", dir);
+    assert_non_null(strstr(kc, want));
+    assert_non_null(strstr(kc, httpd_url(f->h)));
+    assert_non_null(strstr(kc, "namespace: \"ns\""));
+    k8s_config *cfg = NULL;
+    char err[256];
+    assert_int_equal(k8s_config_from_yaml(kc, strlen(kc), "kc", NULL, &cfg, err, sizeof err), GD_OK);
+    assert_string_equal(cfg->token, "tok-123");
+    k8s_config_destroy(&cfg);
+
+    /* the default ServiceAccount gets no token: no TokenRequest */
+    int from = httpd_request_count(f->h);
+    apply(f, "ADDED", pod("plain", "exec sleep 30", ",\"serviceAccountName\":\"default\"", NULL));
+    tick_until(f, from, "PATCH", "/pods/plain/status", "\"phase\":\"Running\"", 3000);
+    for (int i = from; i < httpd_request_count(f->h); i++)
+        assert_null(strstr(httpd_request(f->h, i)->uri, "/token"));
+}
+
 int main(void)
 {
     gd_log_init("test", GD_LOG_ERROR, 0, 2);
@@ -305,6 +370,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart_policy_never, setup_workers, teardown),
         cmocka_unit_test_setup_teardown(test_config_errors, setup_workers, teardown),
         cmocka_unit_test_setup_teardown(test_readiness_probe, setup_workers, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_volume_and_service_account, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

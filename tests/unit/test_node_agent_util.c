@@ -233,6 +233,24 @@ static void test_rewrite_path(void **st)
     free(r);
 }
 
+static void test_argv_rewrite_paths(void **st)
+{
+    (void)st;
+    na_mount m[] = { { "/etc/keys", "/h/keys" } };
+    char *v[] = { strdup("/etc/keys/prog"), strdup("--key=/etc/keys/w.key"), strdup("/etc/keys/a"),
+                  strdup("-k=/etc/keys"), strdup("--other=/etc/keysx"), strdup("x=/etc/keys/b"),
+                  strdup("--flag"), NULL };
+    assert_int_equal(na_argv_rewrite_paths(v, m, 1), GD_OK);
+    assert_string_equal(v[0], "/etc/keys/prog");          /* the program is not an argument */
+    assert_string_equal(v[1], "--key=/h/keys/w.key");
+    assert_string_equal(v[2], "/h/keys/a");
+    assert_string_equal(v[3], "-k=/h/keys");
+    assert_string_equal(v[4], "--other=/etc/keysx");      /* not under the mountPath */
+    assert_string_equal(v[5], "x=/etc/keys/b");           /* not an option */
+    assert_string_equal(v[6], "--flag");
+    for (int i = 0; v[i]; i++) free(v[i]);
+}
+
 static void test_argv(void **st)
 {
     (void)st;
@@ -264,6 +282,21 @@ static void test_argv(void **st)
     c = J("{\"args\":[\"x\", 3]}");
     assert_int_equal(na_argv_build(c, "/p", &env, &v, err, sizeof err), GD_ERR_INVALID);
     assert_null(v);
+    cJSON_Delete(c);
+    /* an image of several programs: command[0]'s name from the mapped directory */
+    c = J("{\"command\":[\"/usr/local/bin/godis-worker\"],\"args\":[\"--x\"]}");
+    assert_int_equal(na_argv_build(c, "/opt/bin/", &env, &v, err, sizeof err), GD_OK);
+    assert_string_equal(v[0], "/opt/bin/godis-worker");
+    assert_string_equal(v[1], "--x");
+    assert_null(v[2]);
+    na_strv_free(&v);
+    cJSON_Delete(c);
+    c = J("{\"args\":[\"--x\"]}");
+    assert_int_equal(na_argv_build(c, "/opt/bin/", &env, &v, err, sizeof err), GD_ERR_INVALID);
+    assert_null(v);
+    cJSON_Delete(c);
+    c = J("{\"command\":[\"/x/..\"]}");
+    assert_int_equal(na_argv_build(c, "/opt/bin/", &env, &v, err, sizeof err), GD_ERR_INVALID);
     cJSON_Delete(c);
     c = J("{\"command\":\"sh\"}");
     assert_int_equal(na_argv_build(c, "/p", &env, &v, err, sizeof err), GD_ERR_INVALID);
@@ -390,7 +423,7 @@ int main(void)
         cmocka_unit_test(test_image_strip_tag), cmocka_unit_test(test_image_map),
         cmocka_unit_test(test_ipam),            cmocka_unit_test(test_env_godis),
         cmocka_unit_test(test_env_errors),      cmocka_unit_test(test_rewrite_path),
-        cmocka_unit_test(test_argv),            cmocka_unit_test(test_probe_parse),
+        cmocka_unit_test(test_argv), cmocka_unit_test(test_argv_rewrite_paths),          cmocka_unit_test(test_probe_parse),
         cmocka_unit_test(test_selector),        cmocka_unit_test(test_hosts_rewrite),
         cmocka_unit_test(test_taint_and_paths),
     };

@@ -124,10 +124,16 @@ char *na_rewrite_path(const char *value, const na_mount *m, size_t n);
 
 /* argv for a container: a mapped program replaces the image's entrypoint, i.e. command[0]
  * (or is the whole entrypoint when command is absent); command[1..] and args follow, all
- * $(VAR)-expanded. With an empty program, command + args run as they are (command
+ * $(VAR)-expanded. A program ending in '/' is the directory of an image of several
+ * programs (godis-operator: manager, worker, ...): command[0]'s base name is run from it
+ * (command required). With an empty program, command + args run as they are (command
  * required). NULL-terminated, free with na_strv_free. */
 gd_err na_argv_build(const cJSON *container, const char *program, const na_env *env,
                      char ***out, char *err, size_t errlen);
+/* The mount rule for arguments (argv[1..]): an argument that is a path under a mountPath,
+ * or an option "-x=PATH" / "--flag=PATH" whose PATH is, gets the host directory instead
+ * ("--curve-key=/etc/keys/w.key" -> "--curve-key=<volume dir>/w.key"). In place. */
+gd_err na_argv_rewrite_paths(char **argv, const na_mount *m, size_t n);
 
 /* ------------------------------------------------------------------ probes */
 typedef enum { NA_PROBE_NONE = 0, NA_PROBE_TCP, NA_PROBE_HTTP, NA_PROBE_UNSUPPORTED } na_probe_kind;

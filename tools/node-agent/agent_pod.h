@@ -51,6 +51,7 @@ struct na_pod {
     na_vol vols[NA_MAX_VOLUMES];
     int nvols;
     bool volumes_ok;
+    char kubeconfig[NA_PATH_MAX]; /* its ServiceAccount's credentials ("": none) */
     int64_t next_setup_ms;
     bool terminating, killed, gone_from_api, seen;
     int64_t kill_deadline_ms;

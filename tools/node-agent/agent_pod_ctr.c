@@ -40,7 +40,11 @@ static bool container_command(na_agent *a, na_pod *p, na_ctr *c, const cJSON *ct
     na_env_ctx ctx = { .pod_ip = p->ip, .host_ip = "127.0.0.1", .node_name = p->node,
                        .cm_lookup = na_pod_cm_lookup, .ud = a };
     gd_err e = na_env_build(p->obj, ctr, c->image, &ctx, mounts, nm, env, err, errlen);
+    /* its ServiceAccount, where in-cluster configuration would find it in a real pod */
+    if (e == GD_OK && p->kubeconfig[0] && !na_env_get(env, "KUBECONFIG"))
+        e = na_env_set(env, "KUBECONFIG", p->kubeconfig);
     if (e == GD_OK) e = na_argv_build(ctr, program, env, argv, err, errlen);
+    if (e == GD_OK) e = na_argv_rewrite_paths(*argv, mounts, nm);
     if (e != GD_OK) {
         na_ctr_set_waiting(p, c, "CreateContainerConfigError", err);
         c->next_start_ms = now + NA_RETRY_MS;

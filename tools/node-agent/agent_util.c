@@ -283,6 +283,22 @@ char *na_rewrite_path(const char *value, const na_mount *m, size_t n)
     return out;
 }
 
+gd_err na_argv_rewrite_paths(char **argv, const na_mount *m, size_t n)
+{
+    for (size_t i = 1; argv && argv[i]; i++) {
+        char *a = argv[i], *eq = a[0] == '-' ? strchr(a, '=') : NULL;
+        char *r = na_rewrite_path(eq ? eq + 1 : a, m, n);
+        if (!r) continue;
+        char *full = r;
+        if (eq && asprintf(&full, "%.*s%s", (int)(eq + 1 - a), a, r) < 0) full = NULL;
+        if (eq) free(r);
+        if (!full) return GD_ERR_NOMEM;
+        free(argv[i]);
+        argv[i] = full;
+    }
+    return GD_OK;
+}
+
 /* The fieldRef paths kubelet supports that make sense here. */
 static const char *field_value(const cJSON *pod, const char *path, const na_env_ctx *ctx)
 {
@@ -455,7 +471,20 @@ gd_err na_argv_build(const cJSON *container, const char *program, const na_env *
     char **v = calloc(cap, sizeof *v);
     if (!v) return GD_ERR_NOMEM;
     gd_err e = GD_OK;
-    if (program && *program) {
+    size_t plen = program ? strlen(program) : 0;
+    if (plen && program[plen - 1] == '/') {
+        /* an image of several programs: its entrypoint's name, found in that directory */
+        const cJSON *c0 = cJSON_GetArrayItem(cmd, 0);
+        const char *base = cJSON_IsString(c0) ? strrchr(c0->valuestring, '/') : NULL;
+        base = base ? base + 1 : cJSON_IsString(c0) ? c0->valuestring : "";
+        if (!*base || strcmp(base, "..") == 0 || strcmp(base, ".") == 0) {
+            seterr(err, errlen, "image mapped to directory %s: the container needs a command naming a program", program);
+            free(v);
+            return GD_ERR_INVALID;
+        }
+        if (asprintf(&v[n++], "%s%s", program, base) < 0) { v[--n] = NULL; e = GD_ERR_NOMEM; }
+        if (e == GD_OK) e = argv_append(&v, &n, cap, cmd, 1, env, "command", err, errlen);
+    } else if (program && *program) {
         if (!(v[n++] = strdup(program))) e = GD_ERR_NOMEM;
         if (e == GD_OK) e = argv_append(&v, &n, cap, cmd, 1, env, "command", err, errlen);
     } else {
