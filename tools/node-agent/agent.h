@@ -10,7 +10,8 @@
  *                 block, selectors, probe specs) — no I/O, unit-tested by #including it
  *   agent_node.c  Node registration, Lease renewal, Ready heartbeat, set-ready marker files
  *   agent_pod.c   the pod table: watch events, the tick, termination (records: agent_pod.h)
- *   agent_pod_volumes.c  a pod's volume directories and configMap lookups for its env
+ *   agent_pod_volumes.c  a pod's volume directories (secrets as files), its ServiceAccount
+ *                        credentials, and configMap lookups for its env
  *   agent_pod_ctr.c      a container's process: start, readiness probe, exit and restarts
  *   agent_pod_status.c   the pod status PATCHed to the API
  *   agent_watch.c the pod list+watch thread feeding the main loop through a queue

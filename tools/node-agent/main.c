@@ -82,10 +82,12 @@ static k8s_client *make_client(const char *kubeconfig, const char *context)
     return c;
 }
 
-/* The default image map: the godis members run as the stand-in, and the operator's own
- * image (godis-operator, whose programs are bin/godis-*) runs the program its container's
- * command names from this program's directory, e.g. the remote-workers overlay's
- * godis-worker Deployment as bin/godis-worker. */
+/* The default image map: the godis members run as the stand-in, and the operator's image
+ * (godis-operator) as bin/godis-worker: the remote-workers overlay's godis-worker
+ * Deployment is what runs here as pods. Not the whole image (godis-operator=<bin>/ would run
+ * each pod's own program): the manager Deployment's pods, which deploy/verify.sh creates
+ * for a moment, would then start real managers, whose eviction webhook registration
+ * outlives them; as godis-worker they exit on the manager's flags. */
 static void default_images(na_image_map *m)
 {
     char self[PATH_MAX], spec[PATH_MAX + 64], err[256];
@@ -96,7 +98,7 @@ static void default_images(na_image_map *m)
     if (n <= 0 || snprintf(spec, sizeof spec, "kbzjung359/godis=%s/godis-standin", self) >= (int)sizeof spec)
         snprintf(spec, sizeof spec, "kbzjung359/godis=godis-standin");
     na_image_map_add(m, spec, err, sizeof err);
-    if (n > 0 && snprintf(spec, sizeof spec, "godis-operator=%s/", self) < (int)sizeof spec)
+    if (n > 0 && snprintf(spec, sizeof spec, "godis-operator=%s/godis-worker", self) < (int)sizeof spec)
         na_image_map_add(m, spec, err, sizeof err);
 }
 
@@ -180,7 +182,7 @@ int main(int argc, char **argv)
         FLAG(GD_FLAG_INT, "nodes", &nnodes, nodes_help, .metavar = "N", .min = 1, .max = NA_MAX_NODES),
         FLAG(GD_FLAG_STRING, "node-prefix", &prefix, "Node names are P1..PN", .metavar = "P"),
         FLAG(GD_FLAG_STRING, "ip-base", &ip_base, "pod IPs are handed out from A+1 upwards, one per live pod, in 127.0.0.0/8 only", .metavar = "A"),
-        FLAG(GD_FLAG_FUNC, "image-map", NULL, "run image I (matched without tag or registry) as program PROG; repeatable, later entries win. An empty PROG runs the container's own command on this host. PROG replaces the image entrypoint (command[0]); command[1..] and args follow; a PROG ending in / is a directory holding the image's programs, command[0]'s base name is run from it. Defaults: kbzjung359/godis=<directory of this program>/godis-standin and godis-operator=<directory of this program>/. Image kbzjung359/godis also gets CLUSTER_LISTEN-CLIENT=http://<podIP>:6379 and CLUSTER_LISTEN-PEER=http://<podIP>:6300.", .metavar = "I=PROG", .fn = image_map, .ud = a),
+        FLAG(GD_FLAG_FUNC, "image-map", NULL, "run image I (matched without tag or registry) as program PROG; repeatable, later entries win. An empty PROG runs the container's own command on this host. PROG replaces the image entrypoint (command[0]); command[1..] and args follow; a PROG ending in / is a directory holding the image's programs, command[0]'s base name is run from it. Defaults: kbzjung359/godis=<directory of this program>/godis-standin and godis-operator=<directory of this program>/godis-worker (the remote-workers overlay's pods). Image kbzjung359/godis also gets CLUSTER_LISTEN-CLIENT=http://<podIP>:6379 and CLUSTER_LISTEN-PEER=http://<podIP>:6300.", .metavar = "I=PROG", .fn = image_map, .ud = a),
         FLAG(GD_FLAG_STRING, "state-dir", a->state_dir, "volumes, pod logs and node markers (default ${TMPDIR:-/tmp}/godis-node-agent-<uid>). A PVC is the directory DIR/volumes/<namespace>/<claim> and survives its pods; an emptyDir lives in DIR/pods/<ns>_<pod>_<uid>/volumes/<name>; logs are DIR/pods/<ns>_<pod>_<uid>/<container>.log. Processes share this filesystem, so mounts are told by env and args: any env value or argument (or the PATH of an argument -x=PATH / --flag=PATH) that starts with a volume's mountPath gets that prefix replaced by the volume's directory. A secret volume is a directory with one file per key. A pod naming a ServiceAccount other than default gets its token, CA and namespace in DIR/pods/<ns>_<pod>_<uid>/serviceaccount and KUBECONFIG pointing at a kubeconfig there.", .metavar = "DIR", .cap = sizeof a->state_dir, .no_default = true),
         FLAG(GD_FLAG_STRING, "hosts-file", &a->hosts_file, "keep a block '# BEGIN godis-node-agent' .. '# END godis-node-agent' in PATH mapping <svc>.<ns>.svc.cluster.local to the pod IP behind each Service's selector (off by default)", .metavar = "PATH"),
         FLAG(GD_FLAG_STRING, "hosts-block", &a->hosts_block, "name of this agent's block in --hosts-file ('# BEGIN godis-node-agent NAME'), so several agents can share one file, each rewriting only its own block (default: the unnamed block)", .metavar = "NAME"),
