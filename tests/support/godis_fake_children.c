@@ -1,5 +1,6 @@
 /* godis_fake_children.c — see godis_fake_children.h. */
 #include "godis_fake_children.h"
+#include <string.h>
 #include "gd_json.h"
 #include "godis_children.h"
 #include "../unit/godis_fake.h"
@@ -25,4 +26,12 @@ cJSON *gfc_replicaset(const char *name, int64_t max_id)
     if (rs)
         gd_json_set(rs, "metadata.resourceVersion", cJSON_CreateString("11"));
     return rs;
+}
+
+cJSON *gfc_child(const char *kind, const char *name, int members, int64_t max_rs)
+{
+    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) return gfc_configmap(members);
+    if (!strcmp(kind, "ReplicaSet")) return gfc_replicaset(name, max_rs);
+    if (!strcmp(kind, "Node")) return gf_node_ready(name);
+    return NULL;
 }

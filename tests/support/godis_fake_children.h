@@ -12,4 +12,7 @@
 cJSON *gfc_configmap(int n);
 /* The ReplicaSet of member c-<id> (resourceVersion "11") for ids 1..max_id, else NULL. */
 cJSON *gfc_replicaset(const char *name, int64_t max_id);
+/* A fake cache's answer for the children kinds: ConfigMap c-config (members 1..members),
+ * ReplicaSet (gfc_replicaset up to max_rs), a Ready Node; NULL for anything else. */
+cJSON *gfc_child(const char *kind, const char *name, int members, int64_t max_rs);
 #endif

@@ -42,10 +42,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
             "\"members\":[1,2],\"nextID\":3,\"scaleOutID\":0,\"scaleInID\":2,"
             "\"initialReplicas\":2,\"observedGeneration\":2}}");
     if (!strcmp(kind, "Godis")) return id == 1 || id == 2 ? gf_godis(id, true) : NULL;
-    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) return gfc_configmap(2);
-    if (!strcmp(kind, "ReplicaSet")) return gfc_replicaset(name, 2);
-    if (!strcmp(kind, "Node")) return gf_node_ready(name);
-    return NULL;
+    return gfc_child(kind, name, 2, 2);
 }
 
 static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,

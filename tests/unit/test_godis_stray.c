@@ -53,10 +53,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
         int64_t id = gf_id_of(name);
         return id >= 1 && id <= 4 ? gf_godis(id, id <= 3) : NULL;
     }
-    if (!strcmp(kind, "ConfigMap") && !strcmp(name, "c-config")) return gfc_configmap(3);
-    if (!strcmp(kind, "ReplicaSet")) return gfc_replicaset(name, 4);
-    if (!strcmp(kind, "Node")) return gf_node_ready(name);
-    return NULL;
+    return gfc_child(kind, name, 3, 4);
 }
 
 static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
