@@ -171,7 +171,7 @@ static void expr_names(const char *e, names *out)
         }
         if (*p == '{') { p = skip_group(p, '{', '}'); continue; }   /* label matchers */
         if (*p == '[') { p = skip_group(p, '[', ']'); continue; }   /* ranges */
-        if (*p == '$') { for (p++; ident_char(*p, false); p++) ; continue; }
+        if (*p == '$') { for (p++; ident_char(*p, false); p++) {} continue; }
         if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
             while (isalnum((unsigned char)*p) || *p == '.') p++;
             continue;
