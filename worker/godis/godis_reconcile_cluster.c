@@ -40,7 +40,7 @@ typedef struct {
     char pod_node[GODIS_MAX_MEMBERS][GODIS_NODE_NAME_MAX];       /* by observed index */
     char blocked_why[GODIS_MAX_MEMBERS][GODIS_BLOCKED_WHY_MAX];  /* godis_member.blocked_why */
     int64_t grace_wait_ms;   /* >0: a member's node turns bad for migration after this long */
-    bool observed;           /* v holds this reconcile's observation (for the metrics) */
+    bool observed;           /* v and updated hold this reconcile's observation (metrics) */
     int updated;             /* members on the spec's template (godis_rollout) */
 } cluster_ctx;
 
@@ -603,7 +603,6 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     c->v.paused = spec.paused;
     read_status(c);
     observe(c);
-    c->observed = true;
     godis_input in = {.e = c->e, .ns = c->ns, .name = c->name, .uid = c->uid, .cluster = &c->cluster,
                       .v = &c->v, .godises = c->godises, .configmap = c->configmap};
     if (godis_input_check(&in) == GODIS_INPUT_HOLD)
@@ -617,6 +616,7 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     bool rolling = godis_rollout_run(&ro, &r);
     c->uid = gd_meta_uid(c->cluster);
     c->updated = ro.updated;
+    c->observed = true;                 /* the figures are whole from here on */
     if (rolling) return r;
     /* A new cluster's bootstrap — record the members, write the ConfigMap, create the
      * members' Godis — runs as one reconcile: each step waits for nothing but the API
