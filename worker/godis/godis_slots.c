@@ -15,11 +15,11 @@ typedef struct {
     const char *self;
     bool holding;
     int before, others;
-} count_ctx;
+} slot_count_ctx;
 
-static int count_holder(void *ud, const char *key, const cJSON *obj)
+static int slot_count_holder(void *ud, const char *key, const cJSON *obj)
 {
-    count_ctx *c = ud;
+    slot_count_ctx *c = ud;
     bool mine = gd_map_has(slots_reserved, key);
     if (mine)
         gd_map_put(slots_reserved, key, (void *)slots_pass, NULL);     /* still ours to count */
@@ -38,7 +38,7 @@ static int count_holder(void *ud, const char *key, const cJSON *obj)
 
 /* A reservation whose cluster left the cache (deleted, or its shard moved away) is not ours
  * to count any more. */
-static void prune_unseen(const char *self)
+static void slot_prune_unseen(const char *self)
 {
     gd_map_iter it;
     gd_map_iter_init(&it, slots_reserved);
@@ -60,9 +60,9 @@ bool godis_slot_may_roll(godis_env *e, const char *key, bool holding, int *holde
     if (!slots_reserved)
         slots_reserved = gd_map_new(NULL);
     slots_pass = slots_pass % 1000000 + 2;         /* never 1, the value a fresh reservation gets */
-    count_ctx c = {.self = key, .holding = holding};
-    e->each(e, "GodisCluster", count_holder, &c);
-    prune_unseen(key);
+    slot_count_ctx c = {.self = key, .holding = holding};
+    e->each(e, "GodisCluster", slot_count_holder, &c);
+    slot_prune_unseen(key);
     bool ok = holding ? c.before < limit : c.others < limit;
     if (ok && !holding && slots_reserved)
         gd_map_put(slots_reserved, key, (void *)1, NULL);

@@ -21,7 +21,7 @@ struct keymetrics {
     gd_map *keys;               /* reconcile key -> km_key */
 };
 
-static void key_free(void *p)
+static void km_key_free(void *p)
 {
     km_key *k = p;
     for (int i = 0; i < k->n; i++) {
@@ -37,7 +37,7 @@ keymetrics *keymetrics_new(void)
     keymetrics *k = calloc(1, sizeof *k);
     if (!k)
         return NULL;
-    k->keys = gd_map_new(key_free);
+    k->keys = gd_map_new(km_key_free);
     if (!k->keys) {
         free(k);
         return NULL;
@@ -56,7 +56,7 @@ void keymetrics_destroy(keymetrics **pk)
     *pk = NULL;
 }
 
-static km_sample *find_or_add(km_key *k, const char *family, const char *labels)
+static km_sample *km_find_or_add(km_key *k, const char *family, const char *labels)
 {
     for (int i = 0; i < k->n; i++)
         if (!strcmp(k->s[i].family, family) && !strcmp(k->s[i].labels, labels))
@@ -93,7 +93,7 @@ void keymetrics_put(keymetrics *k, const char *key, const char *family, const ch
         free(e);
         e = NULL;
     }
-    km_sample *s = e ? find_or_add(e, family, labels ? labels : "") : NULL;
+    km_sample *s = e ? km_find_or_add(e, family, labels ? labels : "") : NULL;
     if (s)
         s->v = add ? s->v + v : v;
     pthread_mutex_unlock(&k->mu);
@@ -121,7 +121,7 @@ int keymetrics_forget_if(keymetrics *k, bool (*drop)(void *ud, const char *key),
     while (gd_map_next(&it, &key, &val)) {
         if (!drop(ud, key))
             continue;
-        key_free(gd_map_iter_take(&it));
+        km_key_free(gd_map_iter_take(&it));
         n++;
     }
     pthread_mutex_unlock(&k->mu);
@@ -131,12 +131,12 @@ int keymetrics_forget_if(keymetrics *k, bool (*drop)(void *ud, const char *key),
 typedef struct {
     const char *family;
     gd_sbuf *out;
-} render_ctx;
+} km_render_ctx;
 
-static int render_key(void *ud, const char *key, void *val)
+static int km_render_key(void *ud, const char *key, void *val)
 {
     (void)key;
-    render_ctx *r = ud;
+    km_render_ctx *r = ud;
     const km_key *k = val;
     for (int i = 0; i < k->n; i++)
         if (!strcmp(k->s[i].family, r->family))
@@ -148,9 +148,9 @@ void keymetrics_render_family(keymetrics *k, const char *family, gd_sbuf *out)
 {
     if (!k || !family || !out)
         return;
-    render_ctx r = {family, out};
+    km_render_ctx r = {family, out};
     pthread_mutex_lock(&k->mu);
-    gd_map_each(k->keys, render_key, &r);
+    gd_map_each(k->keys, km_render_key, &r);
     pthread_mutex_unlock(&k->mu);
 }
 
