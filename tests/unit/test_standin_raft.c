@@ -2,7 +2,7 @@
  * of Raft (election.c): no write without a leader, a forgotten follower campaigning and
  * costing the survivors their leader until it is stopped, a removed leader coming back from
  * its WAL as a voter, a fresh voter on an empty WAL, membership and data replicating to a
- * member that was behind. The processes: standin_fixture.h. */
+ * member that was behind, a joiner inert until its meet. The processes: standin_fixture.h. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -262,6 +262,84 @@ static void test_follower_behind_forwards_to_leader(void **state)
     stop_cluster(p, 3);
 }
 
+static int wait_value(const standin_proc *p, const char *key, const char *want, int ms);
+
+/* Starts member `id` with join=true on an empty WAL dir, initial cluster ids 1..id. */
+static void start_joiner(standin_proc *p, int id, const int *peer)
+{
+    char ic[256] = "";
+    for (int k = 0; k < id; k++)
+        snprintf(ic + strlen(ic), sizeof(ic) - strlen(ic), "%s%d@http://127.0.0.1:%d",
+                 k ? "," : "", k + 1, peer[k]);
+    char idf[24], lp[64], wal[600], icf[300];
+    snprintf(idf, sizeof(idf), "--id=%d", id);
+    snprintf(lp, sizeof(lp), "--listen-peer=http://127.0.0.1:%d", peer[id - 1]);
+    snprintf(wal, sizeof(wal), "--waldir=%s/wal", p->dir);
+    snprintf(icf, sizeof(icf), "--initial-cluster=%s", ic);
+    const char *args[] = {idf, "--join", "--listen-client=http://127.0.0.1:0", lp, wal, icf, NULL};
+    assert_int_equal(si_start(p, args, NULL), 0);
+}
+
+/* What the operator's scale-out relies on (docs/reconcile.md rule 3), as etcd raft does it:
+ * a member started with join=true before its meet serves its client port, never
+ * campaigns and disturbs nobody (no configuration until the leader's first message); the
+ * meet admits it and it follows. A meet of a member that does not run is applied all the
+ * same, and leaves a one-member cluster without quorum: writes and the meet sent again
+ * fail until the member runs, then both succeed (the meet is idempotent). */
+static void test_joiner_inert_until_met(void **state)
+{
+    (void)state;
+    standin_proc p[2];
+    int peer[2] = {free_port(), free_port()};
+    for (int i = 0; i < 2; i++) {
+        memset(&p[i], 0, sizeof(p[i]));
+        si_mkdir_tmp(&p[i]);
+    }
+    start_member(&p[0], 0, peer, 1);
+    si_lead(&p[0]);
+    long long t0 = si_wall_us();
+    start_joiner(&p[1], 2, peer);
+    /* the quiet period is the behaviour under test: more than two election timeouts */
+    si_msleep(2500);
+    assert_int_equal(si_stat_of(&p[1], "campaigns"), 0);
+    assert_int_equal(si_stat_of(&p[1], "term"), 0);
+    assert_int_equal(si_count_events(&p[0], "vote-request", t0), 0);
+    godis_client *c = si_client(&p[0], 3000);
+    assert_int_equal(godis_set(c, "k", "v"), GD_OK);        /* member 1 alone commits */
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", peer[1]);
+    assert_int_equal(godis_meet(c, 2, url, 3000), GD_OK);
+    assert_true(wait_members(&p[1], "1,2", 5000));
+    assert_int_equal(godis_set(c, "k", "v2"), GD_OK);       /* 2 of 2 */
+    assert_true(wait_value(&p[1], "k", "v2", 5000));
+    /* not even right after its admission: the first contact restarted its election timer */
+    assert_int_equal(si_stat_of(&p[1], "campaigns"), 0);
+    stop_cluster(p, 2);
+
+    /* the other order: the meet first, the member absent */
+    int peer2[2] = {free_port(), free_port()};
+    for (int i = 0; i < 2; i++) {
+        memset(&p[i], 0, sizeof(p[i]));
+        si_mkdir_tmp(&p[i]);
+    }
+    start_member(&p[0], 0, peer2, 1);
+    si_lead(&p[0]);
+    godis_client_destroy(&c);
+    c = si_client(&p[0], 3000);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", peer2[1]);
+    assert_int_equal(godis_meet(c, 2, url, 3000), GD_OK);   /* applied, nobody there */
+    assert_int_equal(godis_set(c, "k", "v"), GD_ERR_PROTOCOL);
+    assert_string_equal(godis_last_error(c), "propose canceled by context");
+    assert_int_equal(godis_meet(c, 2, url, 2000), GD_ERR_TIMEOUT);   /* retried, never +OK */
+    start_joiner(&p[1], 2, peer2);
+    gd_err e = GD_ERR_PROTOCOL;
+    WAIT_UNTIL((e = godis_meet(c, 2, url, 3000)) == GD_OK, 10000);
+    assert_int_equal(e, GD_OK);
+    assert_int_equal(godis_set(c, "k", "v3"), GD_OK);
+    godis_client_destroy(&c);
+    stop_cluster(p, 2);
+}
+
 /* Waits until key reads want on the member (replication is asynchronous). */
 static int wait_value(const standin_proc *p, const char *key, const char *want, int ms)
 {
@@ -326,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_empty_wal_is_a_fresh_voter),
         cmocka_unit_test(test_write_needs_a_live_leader),
         cmocka_unit_test(test_data_replicates_and_catches_up),
+        cmocka_unit_test(test_joiner_inert_until_met),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

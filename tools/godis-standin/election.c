@@ -421,6 +421,19 @@ static void *ticker(void *arg)
     return NULL;
 }
 
+/* etcd raft counts election ticks even while a node is not promotable, and resets the
+ * count on every message from the leader; a joiner becomes promotable by the leader's
+ * first message (the snapshot that gives it its configuration), so it then has a full
+ * election timeout before it could campaign, and the leader's heartbeats keep it a
+ * follower. Here the first sync makes a joiner promotable: without this reset the timer it
+ * kept while waiting (reset every timeout, as it could not campaign) could run out before
+ * the first heartbeat, and the admitted member would campaign at once, taking the leader
+ * away — what real godis does not do. (Caller holds mu.) */
+void standin_first_contact(standin *s)
+{
+    s->election_due_ms = mono_ms() + election_timeout_ms();
+}
+
 int standin_election_start(standin *s)
 {
     pthread_condattr_t ca;

@@ -215,6 +215,8 @@ void standin_replicate_receive(standin *s, godis_reply **a, size_t n, sbuf *out)
         GD_INFO("I've been removed from the cluster! Shutting down.");
         standin_request_exit(s, 'F');
     } else if (index > s->index && lists_self) {
+        if (s->index == 0 && s->role != ROLE_LEADER)
+            standin_first_contact(s);
         note_changes(s, m, nm);
         memcpy(s->members, m, sizeof(m[0]) * (size_t)nm);
         s->nmembers = nm;

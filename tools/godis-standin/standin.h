@@ -138,6 +138,9 @@ void standin_cmd_events(standin *s, sbuf *out);
 void standin_cmd_campaign(standin *s, sbuf *out);
 /* After a membership change (caller holds mu): a leader checks its majority again. */
 void standin_recheck_quorum(standin *s);
+/* A joiner's first contact (its first sync) restarts its election timer, as raft's first
+ * message from the leader does (caller holds mu). */
+void standin_first_contact(standin *s);
 /* Records a notable event with the wall-clock time (caller holds mu). */
 void standin_event(standin *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
