@@ -223,6 +223,68 @@ static void quorum_counts_what_raft_counts(void **state)
     cJSON_Delete(gds);
 }
 
+/* The newcomer gets its Godis and pod before its meet, recorded in status.members only after
+ * the meet's +OK: until then Raft may or may not count it, and the check must hold for both.
+ * From a 200-fault campaign: c03 2 -> 3, member 9's node killed, member 15 running but not
+ * yet met: the 2-member cluster {1, 9} had lost its quorum to the fault, not the operator. */
+static void quorum_with_and_without_the_newcomer(void **state)
+{
+    (void)state;
+    cJSON *gc = cJSON_Parse("{\"metadata\":{\"name\":\"c03\"},\"status\":{\"members\":[1,9],"
+                            "\"scaleOutID\":15}}");
+    cJSON *pods = cJSON_Parse("{\"items\":["
+        "{\"metadata\":{\"name\":\"a\",\"labels\":{\"node-name\":\"c03-1\"}},\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"podIP\":\"127.0.0.11\"}},"
+        "{\"metadata\":{\"name\":\"b\",\"labels\":{\"node-name\":\"c03-9\"}},\"spec\":{\"nodeName\":\"n2\"},\"status\":{\"podIP\":\"127.0.0.12\"}},"
+        "{\"metadata\":{\"name\":\"c\",\"labels\":{\"node-name\":\"c03-15\"}},\"spec\":{\"nodeName\":\"n3\"},\"status\":{\"podIP\":\"127.0.0.13\"}}]}");
+    cJSON *gds = cJSON_Parse("{\"items\":[]}");
+    ch_member m[CH_MAX_MEMBERS];
+    int n = ch_members_of(gc, pods, gds, NULL, m);
+    assert_int_equal(n, 3);
+    assert_true(m[2].unconfirmed && m[2].id == 15);
+    assert_false(m[0].unconfirmed || m[1].unconfirmed);
+    assert_true(ch_quorum_expected(&x, 3, m, n));              /* nothing down */
+    ch_hit_node(&x, "n2", 60000);                              /* member 9's node */
+    assert_false(ch_quorum_expected(&x, 3, m, n));             /* {1, 9}: 1 of 2 */
+    /* once the meet is recorded the newcomer is a voter: 2 of 3 must write */
+    cJSON_Delete(gc);
+    gc = cJSON_Parse("{\"metadata\":{\"name\":\"c03\"},\"status\":{\"members\":[1,9,15],"
+                     "\"scaleOutID\":15}}");
+    n = ch_members_of(gc, pods, gds, NULL, m);
+    assert_int_equal(n, 3);
+    assert_false(m[2].unconfirmed);
+    assert_true(ch_quorum_expected(&x, 3, m, n));
+    /* the newcomer's node down while it is unconfirmed: {1, 9} both up must write */
+    cJSON_Delete(gc);
+    gc = cJSON_Parse("{\"metadata\":{\"name\":\"c03\"},\"status\":{\"members\":[1,9],"
+                     "\"scaleOutID\":15}}");
+    n = ch_members_of(gc, pods, gds, NULL, m);
+    x.nhits = 0;
+    ch_hit_node(&x, "n3", 60000);
+    assert_true(ch_quorum_expected(&x, 3, m, n));
+    ch_hit_node(&x, "n1", 60000);                               /* and member 1's */
+    assert_false(ch_quorum_expected(&x, 3, m, n));
+    cJSON_Delete(gc);
+    cJSON_Delete(pods);
+    cJSON_Delete(gds);
+}
+
+/* A fault deleted a member's pod: the member is excused until a replacement pod exists,
+ * however long kube-controller-manager takes (bounded), then no longer. */
+static void deleted_pod_excused_until_replaced(void **state)
+{
+    (void)state;
+    ch_member m = {.id = 1, .has_pod = false};
+    assert_false(ch_excused(&x, 7, &m));
+    ch_hit_pod(&x, 7, 1, -1, 600000);              /* the 90 s are over, no pod yet */
+    assert_true(ch_excused(&x, 7, &m));
+    assert_false(ch_excused(&x, 6, &m));            /* another cluster's member 1 */
+    m.has_pod = true;                               /* replaced: counted again */
+    assert_false(ch_excused(&x, 7, &m));
+    m.has_pod = false;
+    ch_hit_pod(&x, 8, 1, -1, -1);                   /* past the bound */
+    assert_false(ch_excused(&x, 8, &m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +293,8 @@ int main(void)
         cmocka_unit_test_setup(a_key_in_two_reconciles_at_once, setup),
         cmocka_unit_test_setup(no_write_after_the_lease_is_lost, setup),
         cmocka_unit_test_setup(quorum_counts_what_raft_counts, setup),
+        cmocka_unit_test_setup(quorum_with_and_without_the_newcomer, setup),
+        cmocka_unit_test_setup(deleted_pod_excused_until_replaced, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,12 +55,16 @@ const char *ch_fault_name(ch_fault f);
 const char *ch_invariant_name(ch_invariant i);
 
 /* A fault's victims: members (cluster, id; id 0 = every member of the cluster) or a node,
- * excused from the quorum check until `until` (ms since the start). */
+ * excused from the quorum check until `until` (ms since the start). A deleted member pod
+ * (until_pod) is also excused for as long as no pod replaces it, up to `until_pod` ms:
+ * creating the replacement is kube-controller-manager's part, and after back-to-back
+ * kube-apiserver restarts its informers back off for minutes (a campaign saw 110 s). */
 typedef struct {
     int cluster;            /* index, -1: none */
     int64_t id;
     char node[64];          /* "" : none */
     int64_t until;
+    int64_t until_pod;      /* 0: none */
 } ch_hit;
 
 typedef struct {
@@ -145,6 +149,8 @@ bool ch_pid_alive(pid_t pid);                   /* running (not a zombie) */
 bool ch_create_clusters(chaos *x);
 int  ch_campaign(chaos *x);                     /* faults injected */
 void ch_hit_member(chaos *x, int cluster, int64_t id, int64_t for_ms);
+/* Its pod was deleted: excused for for_ms, and while it has no pod, up to pod_max_ms. */
+void ch_hit_pod(chaos *x, int cluster, int64_t id, int64_t for_ms, int64_t pod_max_ms);
 void ch_hit_node(chaos *x, const char *node, int64_t for_ms);
 
 /* ---- checker threads ---- */

@@ -33,6 +33,8 @@ void ch_audit_line(chaos *x, ch_holders *h, const char *line);
 typedef struct {
     int64_t id;
     bool joining;           /* met, but not run yet: the scale-out member, or one just recorded */
+    bool unconfirmed;       /* the scale-out member before status.members records its meet */
+    bool has_pod;           /* a pod of it exists (not being deleted), with or without an IP */
     char ip[32], node[64];
 } ch_member;
 
@@ -47,8 +49,13 @@ void ch_mark_run(ch_ran_set *r, int64_t id);
  * unknown) is still joining. out holds CH_MAX_MEMBERS; returns how many. */
 int ch_members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, const ch_ran_set *ran,
                   ch_member *out);
-/* A fault took it down (a hit on its cluster and id, or on its node, not over yet), or it
- * joined and its pod has no IP yet. */
+/* A fault took it down (a hit on its cluster and id, or on its node, not over yet; a
+ * deleted pod not replaced yet), or it joined and its pod has no IP yet. */
 bool ch_excused(chaos *x, int cluster, const ch_member *m);
+/* Should this cluster accept writes, given what faults took down? The members no fault
+ * excuses are a majority of every configuration Raft may be in: with the scale-out member
+ * and, while its meet is not recorded (the operator creates the newcomer before its meet),
+ * also without it. */
+bool ch_quorum_expected(chaos *x, int cluster, const ch_member *ms, int n);
 
 #endif

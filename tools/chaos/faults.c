@@ -21,6 +21,15 @@ void ch_hit_member(chaos *x, int cluster, int64_t id, int64_t for_ms)
     pthread_mutex_unlock(&x->mu);
 }
 
+void ch_hit_pod(chaos *x, int cluster, int64_t id, int64_t for_ms, int64_t pod_max_ms)
+{
+    pthread_mutex_lock(&x->mu);
+    int i = x->nhits < CH_MAX_HITS ? x->nhits++ : (int)(ch_now(x) % CH_MAX_HITS);
+    x->hits[i] = (ch_hit){.cluster = cluster, .id = id, .until = ch_now(x) + for_ms,
+                          .until_pod = ch_now(x) + pod_max_ms};
+    pthread_mutex_unlock(&x->mu);
+}
+
 void ch_hit_node(chaos *x, const char *node, int64_t for_ms)
 {
     pthread_mutex_lock(&x->mu);
@@ -271,7 +280,8 @@ static bool inject(chaos *x, ch_fault f)
     }
     case F_DELETE_POD:
         if (!pick_member(x, &t) || !t.pod[0]) return false;
-        return delete_object(x, f, &K8S_RES_PODS, t.pod, &t, 90000);
+        ch_hit_pod(x, t.cluster, t.id, 90000, 600000);
+        return delete_object(x, f, &K8S_RES_PODS, t.pod, &t, 0);
     default:
         return false;
     }

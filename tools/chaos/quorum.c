@@ -2,15 +2,19 @@
  * a `set` through one of its members succeeds only when a leader hears a majority (godis
  * answers "-propose canceled by context" otherwise), so a successful write is the proof.
  * A cluster is not sampled while it is being created (no members recorded, or phase
- * Initializing). A cluster that cannot be written is a violation only when that lasts
- * QUORUM_GRACE_MS (an election after a membership change takes a moment) and the members
- * no fault took down would still be a majority: a fault that kills two members of three
- * takes the quorum away by itself; the operator must never be the one who does.
+ * Initializing). A cluster that cannot be written is a violation only when the members no
+ * fault took down have been a majority for QUORUM_GRACE_MS (an election after a membership
+ * change or a member's return takes a moment) without a write going through: a fault that
+ * kills two members of three takes the quorum away by itself; the operator must never be
+ * the one who does.
+ * Which configuration Raft is in is not always known: the scale-out member gets its Godis
+ * and pod before its `cluster meet`, and the meet is recorded in status.members only after
+ * its +OK, so until then the cluster must have a quorum both with and without it.
  * A member that has not run yet since its `cluster meet` is excused while it has no pod
- * IP — also after the operator recorded it in status.members (it does so once the Godis
- * and ReplicaSet exist): 1 -> 2 members cannot write until member 2 runs, and creating its
- * pod is kube-controller-manager's part (after back-to-back kube-apiserver restarts its pod
- * informer was refused by RBAC and backed off: pods came 75 s after their ReplicaSets). */
+ * IP — also after the operator recorded it in status.members: creating its pod is
+ * kube-controller-manager's part (after back-to-back kube-apiserver restarts its pod
+ * informer was refused by RBAC and backed off: pods came 75 s after their ReplicaSets), and
+ * so is a member whose pod a fault deleted, until a replacement pod exists. */
 #include "chaos.h"
 #include "chaos_internal.h"
 #include <stdio.h>
@@ -40,7 +44,8 @@ bool ch_excused(chaos *x, int cluster, const ch_member *m)
     int64_t now = ch_now(x);
     for (int i = 0; i < x->nhits && !yes; i++) {
         const ch_hit *h = &x->hits[i];
-        if (h->until < now) continue;
+        bool pod_gone = h->until_pod >= now && !m->has_pod;
+        if (h->until < now && !pod_gone) continue;
         yes = (h->cluster == cluster && (h->id == 0 || h->id == m->id)) ||
               (h->node[0] && !strcmp(h->node, m->node));
     }
@@ -76,6 +81,7 @@ static void pod_of(const cJSON *pods, const cJSON *godises, const char *cluster,
     cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
         const char *nn = gd_meta_label(p, "node-name");
         if (gd_meta_deleting(p) || !nn || strcmp(nn, godis)) continue;
+        e->has_pod = true;
         snprintf(e->ip, sizeof e->ip, "%s", gd_json_str_or(p, "status.podIP", ""));
         snprintf(e->node, sizeof e->node, "%s", gd_json_str_or(p, "spec.nodeName", ""));
     }
@@ -90,20 +96,36 @@ int ch_members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, cons
     int n = 0;
     int64_t leaving = gd_json_int_or(gc, "status.scaleInID", 0);
     int64_t joining = gd_json_int_or(gc, "status.scaleOutID", 0);
+    bool recorded = false;          /* the scale-out member's meet is in status.members */
     const cJSON *m;
     cJSON_ArrayForEach(m, gd_json_path(gc, "status.members")) {
         if (n >= CH_MAX_MEMBERS || !cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble >= 2147483648.0)
             continue;
         int64_t id = (int64_t)m->valuedouble;
+        recorded = recorded || id == joining;
         if (id == leaving || id == joining) continue;
         out[n] = (ch_member){.id = id, .joining = !has_run(ran, id)};
         pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
     }
     if (n > 0 && joining > 0 && n < CH_MAX_MEMBERS) {
-        out[n] = (ch_member){.id = joining, .joining = true};
+        out[n] = (ch_member){.id = joining, .joining = true, .unconfirmed = !recorded};
         pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
     }
     return n;
+}
+
+bool ch_quorum_expected(chaos *x, int cluster, const ch_member *ms, int n)
+{
+    int down = 0, newcomers = 0, newcomers_down = 0;
+    for (int i = 0; i < n; i++) {
+        bool d = ch_excused(x, cluster, &ms[i]);
+        down += d;
+        newcomers += ms[i].unconfirmed;
+        newcomers_down += d && ms[i].unconfirmed;
+    }
+    if (n - down < n / 2 + 1) return false;
+    int without = n - newcomers;
+    return !newcomers || without - (down - newcomers_down) >= without / 2 + 1;
 }
 
 void *ch_quorum_thread(void *arg)
@@ -148,9 +170,10 @@ void *ch_quorum_thread(void *arg)
             }
             for (int i = 0; i < n; i++) down += ch_excused(x, ci, &ms[i]);
             int64_t now = ch_now(x);
-            if (!bad_since[ci]) bad_since[ci] = now;
-            bool should_have_quorum = n - down >= n / 2 + 1;
-            if (should_have_quorum && now - bad_since[ci] >= QUORUM_GRACE_MS && !reported[ci]) {
+            /* the grace runs from when the cluster should have a quorum again: a member
+             * back from a fault needs its moment (start, election) like any other */
+            if (!bad_since[ci] || !ch_quorum_expected(x, ci, ms, n)) bad_since[ci] = now;
+            if (now - bad_since[ci] >= QUORUM_GRACE_MS && !reported[ci]) {
                 char list[400] = "";
                 size_t o = 0;
                 for (int i = 0; i < n && o < sizeof list; i++)
