@@ -322,9 +322,11 @@ static inf_watch_end watch_once(refl *r, k8s_status *st, gd_err *ret)
         *ret = r->watch_err;                   /* an ERROR event other than 410 */
         return INF_END_ERROR;
     }
-    if (e == GD_OK)      /* the server ended the response; at its timeout, or before it */
-        return gd_mono_ms() - started + 2000 >= (int64_t)timeout_s * 1000 ? INF_END_TIMEOUT
-                                                                           : INF_END_CLOSED;
+    /* The server ended the response: at its timeout, or before. Its timer starts after
+     * our clock did, so a genuine timeout always looks at least that long from here. */
+    if (e == GD_OK)
+        return gd_mono_ms() - started + 100 >= (int64_t)timeout_s * 1000 ? INF_END_TIMEOUT
+                                                                          : INF_END_CLOSED;
     if (e == GD_ERR_TIMEOUT)      /* our progress deadline, or timeoutSeconds overrun */
         return INF_END_STALLED;
     if (e == GD_ERR_CLOSED)

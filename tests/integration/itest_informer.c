@@ -12,7 +12,10 @@
  *  - a private API server (tests/integration/informer-apiserver.sh, watch cache off) is
  *    killed and restarted: the informer survives and catches up; killed again while objects
  *    are deleted and etcd is compacted: the informer gets 410, relists and reports the
- *    deletions that happened while it was away.
+ *    deletions that happened while it was away;
+ *  - every watch asks for timeoutSeconds and the API server ends it there (counted as
+ *    cause "timeout", re-watched without a relist); a watch that delivers nothing within
+ *    the progress deadline is ended by the informer and resumed from its resourceVersion.
  * The helpers (API writes, the informer process, the subscriber) are in harness_informer.c. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -372,6 +375,77 @@ static void test_apiserver_restart_and_compaction(void **state)
     del_ns(ns);
 }
 
+/* One sample of godis_informer_watch_ends_total: the cause's count, -1 when absent. */
+static long long watch_ends(const informer *inf, const char *cause)
+{
+    char *t = router_request(inf, "STATS", NULL, NULL);
+    assert_non_null(t);
+    char want[96];
+    snprintf(want, sizeof want, ",cause=\"%s\"} ", cause);
+    long long v = -1;
+    for (char *p = strstr(t, "godis_informer_watch_ends_total{"); p;
+         p = strstr(p + 1, "godis_informer_watch_ends_total{")) {
+        char *eol = strchr(p, '\n'), *m = strstr(p, want);
+        if (m && (!eol || m < eol)) {
+            v = atoll(m + strlen(want));
+            break;
+        }
+    }
+    free(t);
+    return v;
+}
+
+/* Issue 21: a watch can never sit on a dead stream. Against the real API server: the
+ * informer asks for timeoutSeconds in [D, 2D) and kube-apiserver ends the watch there (a
+ * clean end at that time is cause "timeout": the server, not our deadline or libcurl's
+ * limit, ended it), after which the informer watches again from its rv, no relist. Then a
+ * quiet namespace with a 2 s progress deadline: no byte (no event; bookmarks come about
+ * once a minute) ends the watch from our side ("stalled"), and the next one still
+ * delivers a change. */
+static void test_watch_ends_by_timeout_and_deadline(void **state)
+{
+    char ns[96];
+    api_test_ns(ns, sizeof ns, "wend");
+    assert_int_equal(cm_create(ns, "w0", NULL, "x", NULL, 0), GD_OK);
+    informer inf = {0};
+    const char *extra[] = {"--min-watch-timeout", "2s", "--watch-progress-deadline", "60s", NULL};
+    start_informer(&inf, ns, NULL, extra);
+    recorder rec;
+    gd_sub *s = follow(&inf, &rec, 0);
+    wait_synced(s, 30000);
+    int64_t t0 = gd_mono_ms();
+    while (watch_ends(&inf, "timeout") < 2 && gd_mono_ms() - t0 < test_scaled_ms(30000))
+        gd_sub_poll(s, 100);
+    assert_true(watch_ends(&inf, "timeout") >= 2);       /* 2-4 s each: ended by the server */
+    assert_int_equal(watch_ends(&inf, "stalled"), 0);
+    assert_int_equal(watch_ends(&inf, "error"), 0);
+    assert_true(stat_value(&inf, "godis_informer_watch_restarts_total") >= 2);
+    assert_int_equal(stat_value(&inf, "godis_informer_relists_total"), 0);
+    assert_int_equal(cm_create(ns, "w1", NULL, "x", NULL, 0), GD_OK);
+    converge(s, ns, NULL, 30000);
+    unfollow(&s);
+    recorder_free(&rec);
+    stop_informer(&inf);
+
+    informer quiet = {0};
+    const char *extra2[] = {"--min-watch-timeout", "5m", "--watch-progress-deadline", "2s", NULL};
+    start_informer(&quiet, ns, NULL, extra2);
+    s = follow(&quiet, &rec, 0);
+    wait_synced(s, 30000);
+    t0 = gd_mono_ms();
+    while (watch_ends(&quiet, "stalled") < 1 && gd_mono_ms() - t0 < test_scaled_ms(30000))
+        gd_sub_poll(s, 100);
+    assert_true(watch_ends(&quiet, "stalled") >= 1);
+    assert_true(log_contains(&quiet, "watch made no progress"));
+    assert_int_equal(stat_value(&quiet, "godis_informer_relists_total"), 0);
+    assert_int_equal(cm_create(ns, "w2", NULL, "x", NULL, 0), GD_OK);
+    converge(s, ns, NULL, 30000);                    /* the resumed watch delivers */
+    unfollow(&s);
+    recorder_free(&rec);
+    stop_informer(&quiet);
+    del_ns(ns);
+}
+
 static void test_bad_flags(void **state)
 {
     char cmd[PATH_MAX * 2];
@@ -404,6 +478,7 @@ int main(void)
         cmocka_unit_test_teardown(test_label_selector, test_teardown),
         cmocka_unit_test_teardown(test_late_and_lagged, test_teardown),
         cmocka_unit_test_teardown(test_pagination, test_teardown),
+        cmocka_unit_test_teardown(test_watch_ends_by_timeout_and_deadline, test_teardown),
         cmocka_unit_test_teardown(test_apiserver_restart_and_compaction, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
