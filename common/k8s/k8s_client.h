@@ -30,6 +30,13 @@ typedef struct {
     int    max_retries_429;     /* default 3 */
     const char *user_agent;     /* default "godis-operator/<version> (<role>)" */
     bool   http2;               /* default true: negotiate h2 over TLS */
+    /* Watches too (default false: a watch speaks HTTP/1.1). A watch never shares its
+     * connection (each runs in a multi handle of its own), so h2 multiplexes nothing for
+     * it, and against kube-apiserver 1.20 it costs: under a burst of writes the server's
+     * per-event h2 write path falls behind, the watch cache drops the watcher ("Forcing
+     * watcher close due to unresponsiveness") and the h2 stream was seen to stay open with
+     * no end, for curl, kubectl and us alike (issue 21, docs/architecture.md). */
+    bool   watch_http2;
     long   exec_timeout_ms;     /* an exec credential plugin's run; default 60000 */
 } k8s_client_opts;
 void k8s_client_opts_default(k8s_client_opts *o);

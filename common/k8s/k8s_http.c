@@ -409,8 +409,9 @@ static bool setup_handle(k8s_client *c, CURL *h, const k8s_http_req *rq, xfer *x
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_SHARE, c->share);
     curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+    bool h2 = c->opts.http2 && (!rq->watch || c->opts.watch_http2);  /* k8s_client.h: why */
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
-                     c->opts.http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+                     h2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
     /* TCP keepalive notices a peer that vanished without a FIN (a watch can be idle for
      * minutes, so a low-speed limit would kill healthy watches) */
