@@ -280,6 +280,27 @@ static void deleted_pod_excused_until_replaced(void **state)
     assert_false(ch_excused(&x, 6, &m));            /* another cluster's member 1 */
     m.has_pod = true;                               /* replaced: counted again */
     assert_false(ch_excused(&x, 7, &m));
+    /* what counts as replaced: a pod bound to a node, or one the scheduler found no node
+     * for; not one still waiting for kube-scheduler */
+    const char *pods[] = {
+        "{\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"node-name\":\"c07-1\"}},\"spec\":{}}]}",
+        "{\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"node-name\":\"c07-1\"}},\"spec\":{\"nodeName\":\"n1\"}}]}",
+        "{\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"node-name\":\"c07-1\"}},\"spec\":{},"
+        "\"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}]}",
+    };
+    const bool replaced[] = {false, true, true};
+    cJSON *gc = cJSON_Parse("{\"metadata\":{\"name\":\"c07\"},\"status\":{\"members\":[1]}}");
+    cJSON *gds = cJSON_Parse("{\"items\":[]}");
+    for (int i = 0; i < 3; i++) {
+        cJSON *pl = cJSON_Parse(pods[i]);
+        ch_member ms[CH_MAX_MEMBERS];
+        assert_int_equal(ch_members_of(gc, pl, gds, NULL, ms), 1);
+        assert_int_equal(ms[0].has_pod, replaced[i]);
+        assert_int_equal(ch_excused(&x, 7, &ms[0]), !replaced[i]);
+        cJSON_Delete(pl);
+    }
+    cJSON_Delete(gc);
+    cJSON_Delete(gds);
     m.has_pod = false;
     ch_hit_pod(&x, 8, 1, -1, -1);                   /* past the bound */
     assert_false(ch_excused(&x, 8, &m));

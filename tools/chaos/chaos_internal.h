@@ -34,7 +34,7 @@ typedef struct {
     int64_t id;
     bool joining;           /* met, but not run yet: the scale-out member, or one just recorded */
     bool unconfirmed;       /* the scale-out member before status.members records its meet */
-    bool has_pod;           /* a pod of it exists (not being deleted), with or without an IP */
+    bool has_pod;           /* a pod of it (not being deleted) is bound, or unschedulable */
     char ip[32], node[64];
 } ch_member;
 

@@ -14,7 +14,9 @@
  * IP — also after the operator recorded it in status.members: creating its pod is
  * kube-controller-manager's part (after back-to-back kube-apiserver restarts its pod
  * informer was refused by RBAC and backed off: pods came 75 s after their ReplicaSets), and
- * so is a member whose pod a fault deleted, until a replacement pod exists. */
+ * so is a member whose pod a fault deleted, until a replacement pod exists and the
+ * scheduler has bound it (or found no node for it): kube-controller-manager and
+ * kube-scheduler recovering from kube-apiserver restarts took up to 3 min for that. */
 #include "chaos.h"
 #include "chaos_internal.h"
 #include <stdio.h>
@@ -81,7 +83,11 @@ static void pod_of(const cJSON *pods, const cJSON *godises, const char *cluster,
     cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
         const char *nn = gd_meta_label(p, "node-name");
         if (gd_meta_deleting(p) || !nn || strcmp(nn, godis)) continue;
-        e->has_pod = true;
+        /* a replacement counts once the scheduler has had its say: bound to a node, or
+         * judged unschedulable (then placing it is the operator's and the faults' business) */
+        const cJSON *sched = gd_meta_condition(p, "PodScheduled");
+        e->has_pod = *gd_json_str_or(p, "spec.nodeName", "") ||
+                     (sched && !strcmp(gd_json_str_or(sched, "status", ""), "False"));
         snprintf(e->ip, sizeof e->ip, "%s", gd_json_str_or(p, "status.podIP", ""));
         snprintf(e->node, sizeof e->node, "%s", gd_json_str_or(p, "spec.nodeName", ""));
     }
