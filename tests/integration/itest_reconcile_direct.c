@@ -23,6 +23,7 @@
 #include "godis_status_check.c"
 #include "godis_input.c"
 #include "godis_place.c"
+#include "godis_storage.c"
 #include "godis_rollout.c"
 #include "godis_slots.c"
 #include "godis_metrics.c"

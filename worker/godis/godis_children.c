@@ -471,6 +471,11 @@ static bool quantity_value(const cJSON *q, long double *out)
     return false;      /* strtold took an exponent ("1e3") already; anything else is not ours */
 }
 
+bool godis_quantity_bytes(const cJSON *q, long double *out)
+{
+    return quantity_value(q, out);
+}
+
 bool godis_quantity_equal(const cJSON *a, const cJSON *b)
 {
     long double x, y;

@@ -146,6 +146,53 @@ static void check_pod_fields(godis_input *in, findings *fs)
             "unit B, KiB, MiB, GiB or TiB: left out of the member pods");
 }
 
+/* A DNS subdomain (StorageClass names), or "" (no class, as in a PVC). */
+static bool class_name_valid(const char *n)
+{
+    size_t len = strlen(n);
+    if (len > 253) return false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = n[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        bool edge = i == 0 || i == len - 1 || n[i - 1] == '.' || n[i + 1] == '.';
+        if (!alnum && !((ch == '-' || ch == '.') && !edge)) return false;
+    }
+    return true;
+}
+
+/* spec.storage that bypassed the CRD: a size that is no positive quantity is neither given
+ * to new volumes' claims with effect nor used to expand (godis_storage.c skips it); a class
+ * name that is no string or DNS name is never a migration target. */
+static void check_storage(godis_input *in, findings *fs)
+{
+    const cJSON *st = gd_json_path(*in->cluster, "spec.storage");
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(st, "size");
+    long double b;
+    if (size && !(godis_quantity_bytes(size, &b) && b > 0))
+        add(fs, "InvalidStorage", false, "spec.storage.size is not a positive Kubernetes quantity "
+            "(such as 2Gi): no volume is expanded");
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(st, "storageClassName");
+    bool valid = !cls || (cJSON_IsString(cls) && class_name_valid(cls->valuestring));
+    if (!valid)
+        add(fs, "InvalidStorage", false, "spec.storage.storageClassName is not a StorageClass "
+            "name (a DNS subdomain): no member is moved to it");
+    /* A class change adds a member first: on a class that does not exist its claim would
+     * stay Pending, and the cluster would carry a member that never starts. */
+    godis_view *v = in->v;
+    bool moving = false;
+    for (int i = 0; i < v->nobserved; i++) moving |= v->observed[i].wrong_class;
+    if (!moving || !in->e || !in->e->client) return;
+    cJSON *sc = NULL;
+    gd_err err = valid ? k8s_get(in->e->client, &K8S_RES_STORAGECLASSES, "", cls->valuestring, &sc, NULL)
+                       : GD_ERR_INVALID;
+    cJSON_Delete(sc);
+    if (err == GD_OK) return;
+    for (int i = 0; i < v->nobserved; i++) v->observed[i].wrong_class = false;
+    if (err == GD_ERR_NOT_FOUND)
+        add(fs, "StorageClassNotFound", false, "spec.storage.storageClassName %.253s: no such "
+            "StorageClass; no member is moved to it until it exists", cls->valuestring);
+}
+
 static const cJSON *condition(const cJSON *cluster, const char *type)
 {
     const cJSON *c, *found = NULL;
@@ -222,6 +269,7 @@ godis_input_verdict godis_input_check(godis_input *in)
     check_annotations(in, &fs);
     check_configmap(in, &fs);
     check_pod_fields(in, &fs);
+    check_storage(in, &fs);
     report(in, &fs);
     check_paused(in);
     if (fs.hold)

@@ -12,6 +12,10 @@
  *   ConfigMapEdited    <cluster>-config whose initial-cluster is not the id@URL list the
  *                      operator writes (garbage, or a URL that is not the member's): it is
  *                      rewritten from status.members, which is the record.
+ *   InvalidStorage     spec.storage.size that is no positive quantity (nothing expanded), or
+ *                      a storageClassName that is no StorageClass name (nobody moved).
+ *   StorageClassNotFound  a changed storageClassName naming no StorageClass: the class
+ *                      change (godis_storage.h) waits, a new member would never start.
  * Once everything makes sense again, Valid turns True (reason AsExpected). A cluster that
  * never had a finding gets no Valid condition at all (no extra status write).
  * spec.replicas changed while spec.paused is not invalid, but asks for something that will

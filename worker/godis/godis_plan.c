@@ -29,10 +29,25 @@ static bool member_ready(const godis_view *v, int64_t id)
     return m && m->godis_exists && m->ready;
 }
 
-static bool member_bad(const godis_view *v, int64_t id)
+/* To move now: its node is bad, it asks to be moved, or its volume is lost. */
+static bool member_moving(const godis_view *v, int64_t id)
 {
     const godis_member *m = observed(v, id);
     return m && (m->node_bad || m->reschedule || m->volume_lost);
+}
+
+/* On a volume of another StorageClass than the spec's: to be replaced, but only at full
+ * strength (a volume cannot move between classes, so this is a new member, not a move). */
+static bool member_wrong_class(const godis_view *v, int64_t id)
+{
+    const godis_member *m = observed(v, id);
+    return m && m->wrong_class;
+}
+
+/* To be removed first when a member goes (the scale-in victim's rank). */
+static bool member_bad(const godis_view *v, int64_t id)
+{
+    return member_moving(v, id) || member_wrong_class(v, id);
 }
 
 /* Gone for good: its Godis was deleted, or its volume is lost and it no longer serves. */
@@ -344,6 +359,9 @@ static godis_step plan_running(const godis_view *v)
         int64_t victim = godis_plan_victim(v);
         if (!scale_in_safe(v, victim))
             return step(GP_WAIT, victim, "WaitingForReady", "scale-in waits until it keeps quorum");
+        if (!member_moving(v, victim) && member_wrong_class(v, victim))
+            return step(GP_RECORD_SCALE_IN, victim, "StorageClassChanged",
+                        "its volume is not of spec.storage.storageClassName: replaced by a new member");
         return step(GP_RECORD_SCALE_IN, victim, member_bad(v, victim) ? "Migrating" : "ScalingIn",
                     "remove one member");
     }
@@ -355,7 +373,7 @@ static godis_step plan_running(const godis_view *v)
     }
     for (int i = 0; i < v->nmembers; i++) {
         int64_t id = v->members[i];
-        if (!member_bad(v, id)) continue;
+        if (!member_moving(v, id)) continue;
         /* Add before remove when the bigger cluster keeps quorum with today's Ready members;
          * a member that is already down is removed first instead (a dead member in a bigger
          * cluster would make quorum harder, not easier). */
@@ -372,6 +390,22 @@ static godis_step plan_running(const godis_view *v)
         if (!member_ready(v, id) && scale_in_safe(v, id))
             return step(GP_RECORD_SCALE_IN, id, "Migrating", "member on a bad node is down: remove it first");
         return step(GP_WAIT, id, "WaitingForQuorum", "migration waits for enough Ready members");
+    }
+    /* spec.storage.storageClassName changed: a volume cannot move between classes, so a
+     * member on another class is replaced by a new id on a new PVC, add before remove (the
+     * removal then picks a wrong-class member as its victim), one member at a time and only
+     * at full strength: every member Ready, nothing else in flight. */
+    for (int i = 0; i < v->nmembers; i++) {
+        if (!member_wrong_class(v, v->members[i])) continue;
+        if (v->nmembers == 1)        /* 1 Ready of 2 is no quorum while the new one starts */
+            return blocked(v->members[i], "CannotMoveMember", "cannot be moved to spec.storage."
+                           "storageClassName: it is the only member (the replacement is added "
+                           "first, and 1 Ready of 2 is no quorum); scale the cluster to 3 first");
+        if (ready < v->nmembers)
+            return step(GP_WAIT, v->members[i], "WaitingForReady",
+                        "storage class change waits until every member is Ready");
+        return step(GP_RECORD_SCALE_OUT, v->next_id, "StorageClassChanged",
+                    "a new member on a volume of spec.storage.storageClassName, before one on the old class goes");
     }
     return step(GP_NOTHING, 0, "Converged", "membership matches spec");
 }

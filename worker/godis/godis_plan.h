@@ -48,6 +48,8 @@ typedef struct {
     bool node_bad;         /* its pod's node is cordoned, or NotReady past the grace period */
     bool reschedule;       /* the pod/Godis asks to be moved (annotation) */
     bool volume_lost;      /* its PVC is gone (Godis status.volumeLost): never restart it */
+    bool wrong_class;      /* its PVC is not of spec.storage.storageClassName: replaced (new id,
+                              new PVC), one at a time, only at full strength (godis_storage.h) */
     bool running;          /* its ReplicaSet wants a pod, or one of its pods is not deleting */
     bool pod_exists;       /* any pod of it exists, even one being deleted */
     bool no_node;          /* to move, but no other node could take its replacement (godis_place.h) */

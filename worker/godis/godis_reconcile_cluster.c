@@ -17,6 +17,7 @@
 #include "godis_slots.h"
 #include "godis_status.h"
 #include "godis_status_check.h"
+#include "godis_storage.h"
 #include "godis_write.h"
 #include "gd_json.h"
 #include "gd_log.h"
@@ -42,6 +43,7 @@ typedef struct {
     int64_t grace_wait_ms;   /* >0: a member's node turns bad for migration after this long */
     bool observed;           /* v and updated hold this reconcile's observation (metrics) */
     int updated;             /* members on the spec's template (godis_rollout) */
+    int64_t storage_wait_ms; /* >0: a volume resize is under way (godis_storage.h) */
 } cluster_ctx;
 
 /* ---- observing ---- */
@@ -119,6 +121,7 @@ static void observe_godis(cluster_ctx *c, const cJSON *g)
     m->finalizer = gd_meta_has_finalizer(g, GODIS_FINALIZER);
     m->reschedule = gd_meta_annotation(g, "godis.kumkeehyun.github.com/reschedule") != NULL;
     gd_json_bool(g, "status.volumeLost", &m->volume_lost);
+    m->wrong_class = godis_storage_wrong_class(c->e, c->cluster, c->ns, gd_meta_name(g));
     if (id > v->max_seen_id) v->max_seen_id = id;
     observe_runtime(c, idx, gd_meta_name(g));
     /* Its pods are pinned to the node that holds its data (status.volumeNode): a member not
@@ -608,6 +611,10 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     if (godis_input_check(&in) == GODIS_INPUT_HOLD)
         return (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = WAIT_RECHECK_MS};
     c->uid = gd_meta_uid(c->cluster);       /* the check may have replaced the object */
+    godis_storage sto = {.e = c->e, .ns = c->ns, .name = c->name, .cluster = &c->cluster, .v = &c->v};
+    godis_storage_run(&sto);                /* volume expansion: never a membership step */
+    c->storage_wait_ms = sto.wait_ms;
+    c->uid = gd_meta_uid(c->cluster);
     godis_step s;
     godis_result r;
     /* Day-2 changes: a member being replaced is finished before any membership step. */
@@ -707,6 +714,10 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     c.uid = gd_meta_uid(c.cluster);
     r = reconcile_cluster_ctx(&c);
     publish_figures(&c);
+    /* A PVC's capacity wakes only its Godis's controller: look again while a resize runs. */
+    if (c.storage_wait_ms > 0 && r.err == GD_OK &&
+        (r.kind == GODIS_DONE || (r.kind == GODIS_REQUEUE_AFTER && r.after_ms > c.storage_wait_ms)))
+        r = (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = c.storage_wait_ms};
     cJSON_Delete(c.cluster);
     cJSON_Delete(c.written);
     cJSON_Delete(c.godises);

@@ -1,0 +1,392 @@
+/* Day-2 storage changes (issue 20.3): the expansion decisions of godis_storage.c (which PVC
+ * grows, what is refused and why, what the StorageResized condition says) and the planner's
+ * StorageClass change, simulated step by step on a small model of the members: every member
+ * on the old class is replaced by a new id on the new class, add before remove, one change
+ * at a time, started only at full strength, quorum held at every step, ids never reused. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "godis_plan.h"
+#include "godis_storage.h"
+#include "gd_json.h"
+
+/* ---------- expansion decisions ---------- */
+
+static cJSON *pvc(const char *cls, const char *request, const char *phase, const char *capacity)
+{
+    char buf[600];
+    snprintf(buf, sizeof buf, "{\"metadata\":{\"name\":\"data-c-1\"},\"spec\":{\"storageClassName\":\"%s\","
+             "\"resources\":{\"requests\":{\"storage\":\"%s\"}}},\"status\":{\"phase\":\"%s\"%s%s%s}}",
+             cls, request, phase, capacity ? ",\"capacity\":{\"storage\":\"" : "",
+             capacity ? capacity : "", capacity ? "\"}" : "");
+    cJSON *o = cJSON_Parse(buf);
+    assert_non_null(o);
+    return o;
+}
+
+static godis_vol_state state_of(const char *want, cJSON *p, const char *want_class)
+{
+    cJSON *w = cJSON_CreateString(want);
+    godis_vol_state st = godis_volume_state(p, w, want_class);
+    cJSON_Delete(w);
+    cJSON_Delete(p);
+    return st;
+}
+
+static void test_volume_state(void **state)
+{
+    (void)state;
+    assert_int_equal(state_of("2Gi", NULL, NULL), GODIS_VOL_SKIP);                 /* no PVC yet */
+    assert_int_equal(state_of("2Gi", pvc("std", "1Gi", "Bound", "1Gi"), NULL), GODIS_VOL_GROW);
+    assert_int_equal(state_of("2Gi", pvc("std", "1Gi", "Pending", NULL), NULL), GODIS_VOL_UNBOUND);
+    assert_int_equal(state_of("2Gi", pvc("std", "2Gi", "Bound", "1Gi"), NULL), GODIS_VOL_RESIZING);
+    assert_int_equal(state_of("2Gi", pvc("std", "2Gi", "Bound", NULL), NULL), GODIS_VOL_RESIZING);
+    /* the API server canonicalises quantities: 2048Mi is 2Gi */
+    assert_int_equal(state_of("2048Mi", pvc("std", "2Gi", "Bound", "2Gi"), NULL), GODIS_VOL_OK);
+    assert_int_equal(state_of("1Gi", pvc("std", "1Gi", "Bound", "5Gi"), NULL), GODIS_VOL_OK);
+    assert_int_equal(state_of("512Mi", pvc("std", "1Gi", "Bound", "1Gi"), NULL), GODIS_VOL_SHRINK);
+    /* a PVC of another class than the spec's is replaced, not expanded */
+    assert_int_equal(state_of("2Gi", pvc("old", "1Gi", "Bound", "1Gi"), "new"), GODIS_VOL_SKIP);
+    assert_int_equal(state_of("2Gi", pvc("new", "1Gi", "Bound", "1Gi"), "new"), GODIS_VOL_GROW);
+    assert_int_equal(state_of("garbage", pvc("std", "1Gi", "Bound", "1Gi"), NULL), GODIS_VOL_SKIP);
+    cJSON *deleting = pvc("std", "1Gi", "Bound", "1Gi");
+    gd_json_set(deleting, "metadata.deletionTimestamp", cJSON_CreateString("2026-01-01T00:00:00Z"));
+    assert_int_equal(state_of("2Gi", deleting, NULL), GODIS_VOL_SKIP);
+    /* a size given as a number of bytes */
+    cJSON *w = cJSON_CreateNumber(2147483648.0), *p = pvc("std", "2Gi", "Bound", "2Gi");
+    assert_int_equal(godis_volume_state(p, w, NULL), GODIS_VOL_OK);
+    cJSON_Delete(w);
+    cJSON_Delete(p);
+}
+
+static void test_class_allows_expansion(void **state)
+{
+    (void)state;
+    char why[300];
+    cJSON *yes = cJSON_Parse("{\"metadata\":{\"name\":\"fast\"},\"allowVolumeExpansion\":true}");
+    cJSON *no = cJSON_Parse("{\"metadata\":{\"name\":\"standard\"}}");
+    cJSON *off = cJSON_Parse("{\"metadata\":{\"name\":\"standard\"},\"allowVolumeExpansion\":false}");
+    assert_true(godis_class_allows_expansion(yes, "fast", why, sizeof why));
+    assert_false(godis_class_allows_expansion(no, "standard", why, sizeof why));
+    assert_non_null(strstr(why, "StorageClass standard does not allow volume expansion"));
+    assert_false(godis_class_allows_expansion(off, "standard", why, sizeof why));
+    assert_non_null(strstr(why, "allowVolumeExpansion"));
+    assert_false(godis_class_allows_expansion(NULL, "gone", why, sizeof why));
+    assert_non_null(strstr(why, "StorageClass gone does not exist"));
+    assert_false(godis_class_allows_expansion(NULL, "", why, sizeof why));
+    assert_non_null(strstr(why, "no StorageClass"));
+    cJSON_Delete(yes);
+    cJSON_Delete(no);
+    cJSON_Delete(off);
+}
+
+static godis_vol_report rep(int64_t id, godis_vol_state st, bool refused, const char *have)
+{
+    godis_vol_report r = {.id = id, .state = st, .refused = refused};
+    if (refused) snprintf(r.why, sizeof r.why, "StorageClass standard does not allow volume expansion");
+    if (have) snprintf(r.have, sizeof r.have, "%s", have);
+    return r;
+}
+
+static void test_storage_condition(void **state)
+{
+    (void)state;
+    const char *reason;
+    char msg[900];
+    godis_vol_report done[] = {rep(1, GODIS_VOL_OK, false, NULL), rep(2, GODIS_VOL_OK, false, NULL)};
+    assert_true(godis_storage_condition(done, 2, "2Gi", &reason, msg, sizeof msg));
+    assert_string_equal(reason, "Resized");
+    assert_non_null(strstr(msg, "2Gi"));
+
+    godis_vol_report busy[] = {rep(1, GODIS_VOL_OK, false, NULL), rep(2, GODIS_VOL_RESIZING, false, "1Gi"),
+                               rep(3, GODIS_VOL_UNBOUND, false, NULL), rep(4, GODIS_VOL_SKIP, false, NULL)};
+    assert_false(godis_storage_condition(busy, 4, "2Gi", &reason, msg, sizeof msg));
+    assert_string_equal(reason, "Resizing");
+    assert_non_null(strstr(msg, "1 of 3 member volumes have 2Gi"));
+    assert_non_null(strstr(msg, "member 2 (1Gi)"));
+    assert_non_null(strstr(msg, "bound: member 3"));
+
+    /* one refusal: nothing is changed, and the condition says which class and why */
+    godis_vol_report refused[] = {rep(1, GODIS_VOL_GROW, true, NULL), rep(2, GODIS_VOL_GROW, true, NULL)};
+    assert_false(godis_storage_condition(refused, 2, "2Gi", &reason, msg, sizeof msg));
+    assert_string_equal(reason, "ExpansionNotAllowed");
+    assert_non_null(strstr(msg, "StorageClass standard does not allow volume expansion"));
+    assert_non_null(strstr(msg, "nothing was changed"));
+
+    /* a shrink wins over everything: Kubernetes cannot do it */
+    godis_vol_report shrink[] = {rep(1, GODIS_VOL_SHRINK, false, "2Gi"), rep(2, GODIS_VOL_GROW, true, NULL)};
+    assert_false(godis_storage_condition(shrink, 2, "1Gi", &reason, msg, sizeof msg));
+    assert_string_equal(reason, "ShrinkNotSupported");
+    assert_non_null(strstr(msg, "member 1 (2Gi)"));
+    assert_non_null(strstr(msg, "cannot shrink"));
+
+    /* a tiny buffer is never overrun */
+    char tiny[8];
+    godis_storage_condition(busy, 4, "2Gi", &reason, tiny, sizeof tiny);
+    assert_int_equal(strlen(tiny), sizeof tiny - 1);
+}
+
+/* ---------- wrong class, from the cache ---------- */
+
+static const char *fake_class;
+
+static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+{
+    (void)e; (void)ns;
+    if (strcmp(kind, "PersistentVolumeClaim") || strcmp(name, "data-c-1") || !fake_class) return NULL;
+    return pvc(fake_class, "1Gi", "Bound", "1Gi");
+}
+
+static void test_wrong_class(void **state)
+{
+    (void)state;
+    godis_env e = {.get = fake_get};
+    cJSON *with = cJSON_Parse("{\"spec\":{\"storage\":{\"storageClassName\":\"fast\"}}}");
+    cJSON *without = cJSON_Parse("{\"spec\":{\"storage\":{\"size\":\"1Gi\"}}}");
+    cJSON *empty = cJSON_Parse("{\"spec\":{\"storage\":{\"storageClassName\":\"\"}}}");
+    fake_class = "standard";
+    assert_true(godis_storage_wrong_class(&e, with, "ns", "c-1"));
+    assert_false(godis_storage_wrong_class(&e, without, "ns", "c-1"));   /* unset moves nobody */
+    assert_false(godis_storage_wrong_class(&e, empty, "ns", "c-1"));
+    assert_false(godis_storage_wrong_class(&e, with, "ns", "c-2"));      /* no PVC yet */
+    fake_class = "fast";
+    assert_false(godis_storage_wrong_class(&e, with, "ns", "c-1"));
+    cJSON_Delete(with);
+    cJSON_Delete(without);
+    cJSON_Delete(empty);
+}
+
+/* ---------- the class change, simulated ---------- */
+
+#define IDS 64
+typedef struct {
+    godis_view v;
+    bool raft[IDS], godis[IDS], running[IDS], used[IDS];
+    int ready_in[IDS], gone_in[IDS];
+    char cls[IDS];               /* 'o' old class, 'n' new class */
+    char want;                   /* the spec's class */
+    int max_raft, replaced;
+} sim;
+
+static void sim_sync(sim *s)
+{
+    godis_view *v = &s->v;
+    v->nobserved = 0;
+    for (int id = 1; id < IDS; id++) {
+        bool member = false;
+        for (int i = 0; i < v->nmembers; i++) member |= v->members[i] == id;
+        if (!s->godis[id] && !member) continue;
+        godis_member *m = &v->observed[v->nobserved++];
+        memset(m, 0, sizeof *m);
+        m->id = id;
+        m->godis_exists = s->godis[id];
+        m->finalizer = s->godis[id];
+        m->running = s->running[id];
+        m->pod_exists = s->running[id] || s->gone_in[id] > 0;
+        m->ready = s->running[id] && s->ready_in[id] == 0;
+        m->wrong_class = s->godis[id] && s->cls[id] != s->want;
+    }
+}
+
+static int sim_count(const sim *s, bool ready_only)
+{
+    int n = 0;
+    for (int id = 1; id < IDS; id++)
+        n += s->raft[id] && (!ready_only || (s->running[id] && s->ready_in[id] == 0));
+    return n;
+}
+
+static void sim_new(sim *s, int n)
+{
+    memset(s, 0, sizeof *s);
+    godis_view *v = &s->v;
+    v->desired = n;
+    v->phase = "Running";
+    v->members_recorded = true;
+    v->configmap_exists = v->configmap_parsed = true;
+    for (int id = 1; id <= n; id++) {
+        v->members[v->nmembers++] = id;
+        v->cm_ids[v->cm_n++] = id;
+        s->raft[id] = s->godis[id] = s->running[id] = s->used[id] = true;
+        s->cls[id] = 'o';
+    }
+    v->next_id = n + 1;
+    s->want = 'o';
+}
+
+static void sim_cm(sim *s)
+{
+    s->v.cm_n = godis_plan_configmap_ids(&s->v, s->v.cm_ids);
+}
+
+static void sim_stop(sim *s, int64_t id)
+{
+    if (s->running[id]) s->gone_in[id] = 2;
+    s->running[id] = false;
+}
+
+static godis_step sim_step(sim *s)
+{
+    sim_sync(s);
+    godis_view *v = &s->v;
+    godis_step st = godis_plan_next(v);
+    int before = sim_count(s, false);
+    switch (st.kind) {
+    case GP_RECORD_SCALE_OUT:
+        if (!strcmp(st.reason, "StorageClassChanged")) {
+            /* only at full strength: every member Ready, nothing else in flight */
+            assert_int_equal(sim_count(s, true), v->nmembers);
+            assert_int_equal(v->nmembers, v->desired);
+        }
+        assert_false(s->used[v->next_id]);
+        s->used[v->next_id] = true;
+        v->scale_out_id = v->next_id++;
+        v->phase = "Scaling";
+        break;
+    case GP_ENSURE_CONFIGMAP: sim_cm(s); break;
+    case GP_MEET:
+        s->raft[st.id] = s->godis[st.id] = s->running[st.id] = true;
+        s->ready_in[st.id] = 3;
+        s->cls[st.id] = s->want;              /* its PVC is made from today's spec */
+        break;
+    case GP_FINISH_SCALE_OUT:
+        v->members[v->nmembers++] = v->scale_out_id;
+        v->scale_out_id = 0;
+        v->phase = "Running";
+        break;
+    case GP_RECORD_SCALE_IN:
+        if (!strcmp(st.reason, "StorageClassChanged")) assert_true(s->cls[st.id] != s->want);
+        v->scale_in_id = st.id;
+        v->phase = "Scaling";
+        break;
+    case GP_FORGET:
+        s->raft[st.id] = false;
+        sim_stop(s, st.id);
+        v->forget_acked = true;
+        sim_cm(s);
+        v->forget_acked = false;
+        break;
+    case GP_STOP_MEMBER: sim_stop(s, st.id); break;
+    case GP_DELETE_GODIS: s->godis[st.id] = false; break;
+    case GP_FINISH_SCALE_IN: {
+        int j = 0;
+        for (int i = 0; i < v->nmembers; i++)
+            if (v->members[i] != v->scale_in_id) v->members[j++] = v->members[i];
+        v->nmembers = j;
+        v->scale_in_id = 0;
+        v->phase = "Running";
+        s->replaced++;
+        break;
+    }
+    default: break;
+    }
+    int after = sim_count(s, false);
+    assert_true(after - before <= 1 && before - after <= 1);       /* one change at a time */
+    assert_true(after <= v->desired + 1);                          /* never two replaced at once */
+    assert_true(sim_count(s, true) >= after / 2 + 1);              /* quorum at every step */
+    if (after > s->max_raft) s->max_raft = after;
+    for (int id = 1; id < IDS; id++) {
+        if (s->ready_in[id] > 0) s->ready_in[id]--;
+        if (s->gone_in[id] > 0) s->gone_in[id]--;
+    }
+    return st;
+}
+
+static void sim_converge(sim *s)
+{
+    int quiet = 0;
+    for (int i = 0; i < 600 && quiet < 5; i++)
+        quiet = sim_step(s).kind == GP_NOTHING ? quiet + 1 : 0;
+    assert_int_equal(quiet, 5);
+}
+
+static void test_class_change_replaces_one_at_a_time(void **state)
+{
+    (void)state;
+    for (int n = 2; n <= 5; n++) {
+        sim s;
+        sim_new(&s, n);
+        sim_converge(&s);
+        assert_int_equal(s.replaced, 0);                  /* same class: nothing moves */
+        s.want = 'n';
+        godis_step first = sim_step(&s);
+        assert_int_equal(first.kind, GP_RECORD_SCALE_OUT);    /* add before remove */
+        assert_string_equal(first.reason, "StorageClassChanged");
+        sim_converge(&s);
+        assert_int_equal(s.replaced, n);
+        assert_int_equal(s.max_raft, n + 1);
+        assert_int_equal(s.v.nmembers, n);
+        for (int i = 0; i < s.v.nmembers; i++) {
+            int64_t id = s.v.members[i];
+            assert_true(id > n);                          /* a fresh id for every member */
+            assert_int_equal(s.cls[id], 'n');
+        }
+        assert_int_equal(s.v.next_id, 2 * n + 1);
+    }
+}
+
+static void test_class_change_waits_for_full_strength(void **state)
+{
+    (void)state;
+    sim s;
+    sim_new(&s, 3);
+    sim_converge(&s);
+    s.want = 'n';
+    s.ready_in[2] = 1000;                                  /* member 2 is not Ready */
+    godis_step st = sim_step(&s);
+    assert_int_equal(st.kind, GP_WAIT);
+    assert_string_equal(st.reason, "WaitingForReady");
+    assert_false(s.v.scale_out_id);
+    s.ready_in[2] = 0;
+    assert_int_equal(sim_step(&s).kind, GP_RECORD_SCALE_OUT);
+    /* a single member cannot keep quorum while its replacement starts: it says so */
+    sim one;
+    sim_new(&one, 1);
+    one.want = 'n';
+    st = sim_step(&one);
+    assert_int_equal(st.kind, GP_WAIT);
+    assert_true(st.warn);
+    assert_string_equal(st.reason, "CannotMoveMember");
+    assert_non_null(strstr(st.why, "scale the cluster to 3 first"));
+    /* paused: no replacement starts */
+    sim p;
+    sim_new(&p, 3);
+    p.v.paused = true;
+    p.want = 'n';
+    assert_int_equal(sim_step(&p).kind, GP_NOTHING);
+}
+
+/* A scale-in takes members on the old class first. */
+static void test_class_change_order(void **state)
+{
+    (void)state;
+    sim s;
+    sim_new(&s, 4);
+    s.want = 'n';
+    s.cls[3] = 'n';
+    s.v.desired = 3;
+    godis_step st = sim_step(&s);
+    assert_int_equal(st.kind, GP_RECORD_SCALE_IN);
+    assert_int_equal(st.id, 4);                            /* old class, highest id */
+    sim_converge(&s);
+    assert_int_equal(s.v.nmembers, 3);
+    for (int i = 0; i < s.v.nmembers; i++) assert_int_equal(s.cls[s.v.members[i]], 'n');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_volume_state),
+        cmocka_unit_test(test_class_allows_expansion),
+        cmocka_unit_test(test_storage_condition),
+        cmocka_unit_test(test_wrong_class),
+        cmocka_unit_test(test_class_change_replaces_one_at_a_time),
+        cmocka_unit_test(test_class_change_waits_for_full_strength),
+        cmocka_unit_test(test_class_change_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
