@@ -17,6 +17,8 @@
  *   agent_watch.c the pod list+watch thread feeding the main loop through a queue
  *   agent_workers.c the pod workers: a thread pool running each pod's sync off the main loop
  *   agent_hosts.c the opt-in hosts-file block for Service names
+ *   agent_resize.c PVC expansion: the kubelet's part, and a stand-in external-resizer for
+ *                 host-path volumes (kube-controller-manager has no plugin that resizes them)
  *   main.c        flags, subcommands, the main loop */
 #ifndef NODE_AGENT_H
 #define NODE_AGENT_H
@@ -262,5 +264,8 @@ void na_pods_visit(na_agent *a, na_pod_visit_fn fn, void *ud);
 
 /* agent_hosts.c */
 void na_hosts_sync(na_agent *a);
+
+/* agent_resize.c: one pass over the PVCs of this agent's Nodes (main loop). */
+void na_resize_sync(na_agent *a);
 
 #endif

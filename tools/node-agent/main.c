@@ -128,6 +128,7 @@ static int run(na_agent *a)
     }
     for (int i = 0; i < a->nnodes; i++) a->nodes[i].ready_reported = !na_node_marked_notready(a, a->nodes[i].name);
     int64_t last_hb = INT64_MIN / 2, last_hosts = INT64_MIN / 2;   /* both run on the first pass */
+    int64_t last_resize = INT64_MIN / 2;
     gd_log(GD_LOG_INFO, "node agent running", "state-dir", a->state_dir, NULL);
     while (!a->stop) {
         na_event ev;
@@ -147,6 +148,10 @@ static int run(na_agent *a)
         if (a->hosts_file && now - last_hosts >= 2000) {
             na_hosts_sync(a);
             last_hosts = now;
+        }
+        if (now - last_resize >= 2000) {
+            na_resize_sync(a);
+            last_resize = now;
         }
         gd_sleep_ms(100);
     }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include "gd_hash.h"
 #include "gd_json.h"
+#include "gd_quantity.h"
 
 #define API_GROUP_VERSION "kumkeehyun.github.com/v1"
 
@@ -452,34 +453,10 @@ static bool path_differs(const cJSON *a, const cJSON *b, const char *path)
     return !cJSON_Compare(x, y, 1);
 }
 
-/* Quantities: <number><suffix> with the suffixes of Kubernetes' resource.Quantity. */
-static bool quantity_value(const cJSON *q, long double *out)
-{
-    if (cJSON_IsNumber(q)) { *out = q->valuedouble; return true; }
-    if (!cJSON_IsString(q) || !*q->valuestring) return false;
-    char *end;
-    errno = 0;
-    long double v = strtold(q->valuestring, &end);
-    if (errno || end == q->valuestring) return false;
-    static const struct { const char *sfx; long double mul; } units[] = {
-        {"Ki", 1024.0L}, {"Mi", 1048576.0L}, {"Gi", 1073741824.0L}, {"Ti", 1099511627776.0L},
-        {"Pi", 1125899906842624.0L}, {"Ei", 1152921504606846976.0L}, {"n", 1e-9L},
-        {"u", 1e-6L}, {"m", 1e-3L}, {"", 1.0L}, {"k", 1e3L}, {"M", 1e6L}, {"G", 1e9L},
-        {"T", 1e12L}, {"P", 1e15L}, {"E", 1e18L}};
-    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-        if (strcmp(end, units[i].sfx) == 0) { *out = v * units[i].mul; return true; }
-    return false;      /* strtold took an exponent ("1e3") already; anything else is not ours */
-}
-
-bool godis_quantity_bytes(const cJSON *q, long double *out)
-{
-    return quantity_value(q, out);
-}
-
 bool godis_quantity_equal(const cJSON *a, const cJSON *b)
 {
     long double x, y;
-    if (!quantity_value(a, &x) || !quantity_value(b, &y)) return cJSON_Compare(a, b, 1);
+    if (!gd_quantity_parse(a, &x) || !gd_quantity_parse(b, &y)) return cJSON_Compare(a, b, 1);
     long double d = x > y ? x - y : y - x, m = x > y ? x : y;
     return d <= m * 1e-12L;
 }

@@ -115,8 +115,6 @@ bool godis_label_value_valid(const char *v);
 /* Two Kubernetes quantities (JSON strings or numbers) denote the same amount: the API server
  * stores them canonicalised ("1024Mi" comes back as "1Gi", "0.5" as "500m"). */
 bool godis_quantity_equal(const cJSON *a, const cJSON *b);
-/* The amount a quantity (JSON string or number) denotes; false when it is not one. */
-bool godis_quantity_bytes(const cJSON *q, long double *out);
 
 /* Parses the id from "<cluster>-<id>"; 0 when the name does not end in -<positive int>. */
 int64_t godis_id_from_name(const char *cluster, const char *godis_name);

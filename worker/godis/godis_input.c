@@ -8,6 +8,7 @@
 #include "godis_status.h"
 #include "godis_write.h"
 #include "gd_json.h"
+#include "gd_quantity.h"
 #include "gd_log.h"
 
 #define MAX_FINDINGS 8
@@ -168,7 +169,7 @@ static void check_storage(godis_input *in, findings *fs)
     const cJSON *st = gd_json_path(*in->cluster, "spec.storage");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(st, "size");
     long double b;
-    if (size && !(godis_quantity_bytes(size, &b) && b > 0))
+    if (size && !(gd_quantity_parse(size, &b) && b > 0))
         add(fs, "InvalidStorage", false, "spec.storage.size is not a positive Kubernetes quantity "
             "(such as 2Gi): no volume is expanded");
     const cJSON *cls = cJSON_GetObjectItemCaseSensitive(st, "storageClassName");

@@ -7,13 +7,14 @@
 #include "godis_status.h"
 #include "godis_write.h"
 #include "gd_json.h"
+#include "gd_quantity.h"
 #include "gd_log.h"
 
 #define GS_MAX_CLASSES 4          /* StorageClasses looked up per reconcile (one in practice) */
 
 static bool gs_quantity(const cJSON *q, long double *out)
 {
-    return godis_quantity_bytes(q, out) && *out > 0;
+    return gd_quantity_parse(q, out) && *out > 0;
 }
 
 /* A quantity as text (a number in the spec is written as a string of bytes). */
@@ -301,5 +302,7 @@ void godis_storage_run(godis_storage *s)
     char msg[900];
     bool status = godis_storage_condition(rep, n, want_text, &reason, msg, sizeof msg);
     if (!status && !blocked) s->wait_ms = GODIS_STORAGE_RECHECK_MS;
+    /* A StorageClass edited to allow expansion wakes nothing here (it is not watched). */
+    else if (!status && !strcmp(reason, "ExpansionNotAllowed")) s->wait_ms = GODIS_STORAGE_REFUSED_RECHECK_MS;
     gs_write_condition(s, true, status, reason, msg);
 }

@@ -29,6 +29,7 @@
 
 #define GODIS_COND_STORAGE "StorageResized"
 #define GODIS_STORAGE_RECHECK_MS 2000   /* capacity changes wake the Godis controller only */
+#define GODIS_STORAGE_REFUSED_RECHECK_MS 60000  /* StorageClasses are read, not watched */
 
 /* One member's PVC against spec.storage.size. */
 typedef enum {
@@ -73,7 +74,8 @@ typedef struct {
     const char *ns, *name;
     cJSON **cluster;           /* replaced by the written object after a status write */
     const godis_view *v;
-    int64_t wait_ms;           /* out: > 0 while a resize is under way: look again then */
+    int64_t wait_ms;           /* out: > 0: look again then (a resize under way, or refused
+                                * by a class that may be edited: it is not watched) */
 } godis_storage;
 
 /* One reconcile's share: decides, patches PVCs (all or none), writes the condition when it
