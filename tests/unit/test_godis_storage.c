@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "godis_children.h"
 #include "godis_plan.h"
 #include "godis_storage.h"
 #include "gd_json.h"
+#include "gd_quantity.h"
 
 /* ---------- expansion decisions ---------- */
 
@@ -61,6 +63,26 @@ static void test_volume_state(void **state)
     assert_int_equal(godis_volume_state(p, w, NULL), GODIS_VOL_OK);
     cJSON_Delete(w);
     cJSON_Delete(p);
+}
+
+/* A size the CRD accepts as an integer (bytes) makes new members' claims of that size: an
+ * integer read as "no size" would give them the 1Gi default, which the expansion would then
+ * see as a shrink. */
+static void test_integer_size(void **state)
+{
+    (void)state;
+    cJSON *cluster = cJSON_Parse("{\"spec\":{\"storage\":{\"size\":536870912}}}");
+    godis_child_spec sp = {.ns = "ns", .cluster = "c", .godis = "c-1", .godis_uid = "u", .id = 1};
+    godis_child_spec_from_cluster(&sp, cluster);
+    cJSON *p = godis_build_pvc(&sp);
+    long double b = 0;
+    assert_true(gd_quantity_parse(gd_json_path(p, "spec.resources.requests.storage"), &b));
+    assert_true(b == 536870912.0L);
+    gd_json_set(p, "status.phase", cJSON_CreateString("Bound"));
+    gd_json_set(p, "status.capacity", cJSON_Parse("{\"storage\":\"512Mi\"}"));
+    assert_int_equal(godis_volume_state(p, gd_json_path(cluster, "spec.storage.size"), NULL), GODIS_VOL_OK);
+    cJSON_Delete(p);
+    cJSON_Delete(cluster);
 }
 
 static void test_class_allows_expansion(void **state)
@@ -381,6 +403,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_volume_state),
+        cmocka_unit_test(test_integer_size),
         cmocka_unit_test(test_class_allows_expansion),
         cmocka_unit_test(test_storage_condition),
         cmocka_unit_test(test_wrong_class),

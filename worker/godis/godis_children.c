@@ -106,7 +106,10 @@ cJSON *godis_build_pvc(const godis_child_spec *s)
     cJSON *modes = cJSON_AddArrayToObject(spec, "accessModes");
     cJSON_AddItemToArray(modes, cJSON_CreateString("ReadWriteOnce"));
     cJSON *req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(spec, "resources"), "requests");
-    cJSON_AddStringToObject(req, "storage", s->storage_size ? s->storage_size : GODIS_DEFAULT_STORAGE);
+    if (s->storage_bytes > 0)          /* spec.storage.size given as an integer (bytes) */
+        cJSON_AddItemToObject(req, "storage", cJSON_CreateNumber(s->storage_bytes));
+    else
+        cJSON_AddStringToObject(req, "storage", s->storage_size ? s->storage_size : GODIS_DEFAULT_STORAGE);
     if (s->storage_class) cJSON_AddStringToObject(spec, "storageClassName", s->storage_class);
     return o;
 }
@@ -407,6 +410,8 @@ void godis_child_spec_from_cluster(godis_child_spec *s, const cJSON *cluster)
 {
     s->image = gd_json_str_or(cluster, "spec.image", NULL);
     s->storage_size = gd_json_str_or(cluster, "spec.storage.size", NULL);
+    const cJSON *bytes = gd_json_path(cluster, "spec.storage.size");
+    s->storage_bytes = cJSON_IsNumber(bytes) && bytes->valuedouble >= 1 ? bytes->valuedouble : 0;
     s->storage_class = gd_json_str_or(cluster, "spec.storage.storageClassName", NULL);
     s->resources = gd_json_path(cluster, "spec.resources");
     s->anti_affinity = gd_json_str_or(cluster, "spec.antiAffinity", NULL);

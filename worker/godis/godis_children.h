@@ -43,6 +43,7 @@ typedef struct {
     bool preferred;             /* initial member: CLUSTER_JOIN=false */
     const char *image;          /* NULL: default */
     const char *storage_size;   /* NULL: default */
+    double storage_bytes;       /* > 0: the size was given as an integer (the CRD allows it) */
     const char *storage_class;  /* NULL: the cluster's default StorageClass */
     const cJSON *resources;     /* spec.resources ({requests, limits}); NULL: the defaults */
     const char *anti_affinity;  /* spec.antiAffinity: "required", "none"; else preferred */
