@@ -270,10 +270,17 @@ static godis_step sim_step(sim *s)
         v->phase = "Scaling";
         break;
     case GP_ENSURE_CONFIGMAP: sim_cm(s); break;
-    case GP_MEET:
-        s->raft[st.id] = s->godis[st.id] = s->running[st.id] = true;
+    case GP_CREATE_GODIS:                      /* join=true, inert until its meet */
+        s->godis[st.id] = s->running[st.id] = true;
         s->ready_in[st.id] = 3;
         s->cls[st.id] = s->want;              /* its PVC is made from today's spec */
+        break;
+    case GP_MEET:                              /* admitted once Ready, recorded at once */
+        assert_true(s->running[st.id] && s->ready_in[st.id] == 0);
+        s->raft[st.id] = true;
+        v->members[v->nmembers++] = v->scale_out_id;
+        v->scale_out_id = 0;
+        v->phase = "Running";
         break;
     case GP_FINISH_SCALE_OUT:
         v->members[v->nmembers++] = v->scale_out_id;

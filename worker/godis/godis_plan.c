@@ -197,7 +197,7 @@ static godis_step plan_scale_out(const godis_view *v)
     if (!m || !m->godis_exists)
         return step(GP_CREATE_GODIS, id, "ScalingOut",
                     "new member created with join=true: it waits, inert, for its meet");
-    if (!m->ready && !(member_bad(v, id) && count_ready(v) >= majority(v->nmembers + 1)))
+    if (!m->ready && !(member_moving(v, id) && count_ready(v) >= majority(v->nmembers + 1)))
         return step(GP_WAIT, id, "WaitingForNewMember", "the new member's pod must be Ready before its meet");
     int64_t via = pick_via(v, id);
     if (!via) return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster meet to");
