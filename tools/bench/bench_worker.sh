@@ -11,6 +11,10 @@
 # Baselines: the same two runs through a client-go shared informer whose handler enqueues the
 # key into a workqueue served by a no-op reconcile (tools/bench/clientgo_pipeline, built
 # against Debian's kubernetes tree); omitted when it does not build.
+#   pipeline_tcp_curve_events_per_s    the same two runs with the worker subscribed over
+#   pipeline_tcp_curve_latency_p50_ms  tcp:// with CURVE (a remote worker's transport, issue
+#   pipeline_tcp_curve_latency_p99_ms  22) instead of ipc://, in the same run; the baseline
+#                                      field of these three is the ipc:// figure.
 # The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
 # events carry bench.godis/sent-ns, paced or as fast as read; it holds the watch stream 1 s
 # so both pipelines have loaded the list first). Self-contained: run it
@@ -31,13 +35,13 @@ if [ ! -x "$REPLAY_BIN" ]; then
   exit 0
 fi
 
-bench_emit() {  # name value unit [baseline]
+bench_emit() {  # name value unit [baseline [what the baseline is, printed]]
   if [ -n "${4:-}" ]; then
     printf '{"name":"%s","value":%s,"unit":"%s","baseline":%s}\n' "$1" "${2:-0}" "$3" "$4" >>"$BENCH_OUT"
   else
     printf '{"name":"%s","value":%s,"unit":"%s"}\n' "$1" "${2:-0}" "$3" >>"$BENCH_OUT"
   fi
-  printf '  %-28s %12s %-9s baseline %s\n' "$1" "${2:-?}" "$3" "${4:--}"
+  printf '  %-28s %12s %-9s %s %s\n' "$1" "${2:-?}" "$3" "${5:-baseline}" "${4:--}"
 }
 json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
 
@@ -49,7 +53,7 @@ json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
 # No $(...) in the trap: bash 5.2 segfaults running one in an EXIT trap entered from a signal
 # trap's `exit` while `read -t` (run's wait) was timing out.
 REPLAY_PID= WORKER_PID= INFORMER_PID= CLIENTGO_PID=
-is_our_child() { local ppid=; read -r _ _ _ ppid _ <"/proc/$1/stat" 2>/dev/null; [ "$ppid" = "$$" ]; }
+is_our_child() { local ppid=; read -r _ _ _ ppid _ 2>/dev/null <"/proc/$1/stat"; [ "$ppid" = "$$" ]; }
 stop_started() {
   local pid
   for pid in $WORKER_PID $INFORMER_PID $CLIENTGO_PID $REPLAY_PID; do
@@ -88,26 +92,39 @@ RATE_EVENTS=${BENCH_WORKER_RATE_EVENTS:-40000}
 REPEAT=${BENCH_WORKER_REPEAT:-3}
 TIMEOUT=${BENCH_WORKER_TIMEOUT:-60}   # per run; the max-rate run takes a few seconds
 PUB="ipc://$RUN/ConfigMap.pub"; SNAP="ipc://$RUN/ConfigMap.snap"
+# tcp+CURVE: the informer binds these too (as the manager's informers do for remote workers),
+# the worker dials them with its key; ports below the ephemeral range
+TPORT=$((21000 + ($$ % 1000) * 2))
+TPUB="tcp://127.0.0.1:$TPORT"; TSNAP="tcp://127.0.0.1:$((TPORT + 1))"
+bin/godis-manager keygen --out "$RUN/keys" --name server >/dev/null &&
+  bin/godis-manager keygen --out "$RUN/keys" --name worker >/dev/null || echo "bench_worker: keygen failed" >&2
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
-# run RATE EVENTS → the worker's result JSON line in RESULT (the bench set writes it once
-# every object was reconciled at its final state; after TIMEOUT s the worker is stopped and
-# writes what it has, "complete":false)
+# run RATE EVENTS [tcp] → the worker's result JSON line in RESULT (the bench set writes it
+# once every object was reconciled at its final state; after TIMEOUT s the worker is stopped
+# and writes what it has, "complete":false). With tcp the worker subscribes over tcp:// with
+# CURVE instead of ipc://.
 run() {
-  local rate=$1 events=$2 out="$RUN/result-$1.json" trace=
+  local rate=$1 events=$2 out="$RUN/result-$1.json" trace= eps="ConfigMap=$PUB,$SNAP" wkeys=() ikeys=()
+  if [ "${3:-}" = tcp ]; then
+    eps="ConfigMap=$TPUB,$TSNAP"
+    wkeys=(--curve-key "$RUN/keys/worker.key" --curve-server-public "$RUN/keys/server.pub")
+    ikeys=(--tcp-pub-endpoint "$TPUB" --tcp-snap-endpoint "$TSNAP"
+           --curve-server-key "$RUN/keys/server.key" --curve-allow "$RUN/keys/worker.pub")
+  fi
   rm -f "$out"
   if [ -n "${GD_HOPTRACE:-}" ]; then
     trace="$GD_HOPTRACE/rate-$rate-$(date +%s%N)"; mkdir -p "$trace"
   fi
   replay_start --objects "$OBJECTS" --events "$events" --rate "$rate" --start-delay-ms 1000
-  GD_HOPTRACE=$trace bin/tests/godis-worker --informer-endpoints "ConfigMap=$PUB,$SNAP" \
+  GD_HOPTRACE=$trace bin/tests/godis-worker --informer-endpoints "$eps" ${wkeys[@]+"${wkeys[@]}"} \
     --reconciler bench --max-concurrent-reconciles 2 --log-level error \
     --reconciler-arg "out=$out,warmup_ms=2000,expect=$events,objects=$OBJECTS" &
   WORKER_PID=$!
   sleep 0.3                      # the worker subscribes before the stream starts
   GD_HOPTRACE=$trace bin/godis-informer --kind ConfigMap --kubeconfig "$REPLAY_KUBECONFIG" \
-    --namespace bench --pub-endpoint "$PUB" --snap-endpoint "$SNAP" --log-level error &
+    --namespace bench --pub-endpoint "$PUB" --snap-endpoint "$SNAP" ${ikeys[@]+"${ikeys[@]}"} --log-level error &
   INFORMER_PID=$!
   local t0=$SECONDS
   # Wait without forking: a `sleep` child every 100 ms (fork, exec, exit on a 2-vCPU VM) showed
@@ -156,6 +173,12 @@ for _ in $(seq 1 "$REPEAT"); do
 done
 run 5000 "$RATE_EVENTS"; lat=$RESULT
 echo "  5000/s run:   $lat"
+tmaxes=()
+for _ in $(seq 1 "$REPEAT"); do
+  run 0 "$EVENTS" tcp; echo "  tcp+CURVE max rate run: $RESULT"; tmaxes+=("$(json_field "$RESULT" events_per_s)")
+done
+run 5000 "$RATE_EVENTS" tcp; tlat=$RESULT
+echo "  tcp+CURVE 5000/s run:   $tlat"
 blat='{}'
 if [ -n "$GO_BIN" ]; then
   for _ in $(seq 1 "$REPEAT"); do
@@ -169,3 +192,7 @@ bmed=
 bench_emit pipeline_events_per_s "$(printf '%s\n' "${maxes[@]}" | median)" "events/s" "$bmed"
 bench_emit pipeline_latency_p50_ms "$(json_field "$lat" latency_p50_ms)" "ms" "$(json_field "$blat" latency_p50_ms)"
 bench_emit pipeline_latency_p99_ms "$(json_field "$lat" latency_p99_ms)" "ms" "$(json_field "$blat" latency_p99_ms)"
+imed=$(printf '%s\n' "${maxes[@]}" | median)
+bench_emit pipeline_tcp_curve_events_per_s "$(printf '%s\n' "${tmaxes[@]}" | median)" "events/s" "$imed" ipc
+bench_emit pipeline_tcp_curve_latency_p50_ms "$(json_field "$tlat" latency_p50_ms)" "ms" "$(json_field "$lat" latency_p50_ms)" ipc
+bench_emit pipeline_tcp_curve_latency_p99_ms "$(json_field "$tlat" latency_p99_ms)" "ms" "$(json_field "$lat" latency_p99_ms)" ipc

@@ -11,6 +11,10 @@
 #                                     read from etcd, pages of 500: the informer's default)
 #   informer_list_objects_per_s_from_cache  the same with --initial-list-from-cache, i.e. the
 #                                     list client-go makes (resourceVersion=0, watch cache)
+#   pipeline_*, pipeline_tcp_curve_*  the worker pipeline over ipc:// and tcp+CURVE
+#                                     (tools/bench/bench_worker.sh)
+#   worker_cache_rss_bytes_{1,2,4}w, remote_shard_move_after_kill_ms  workers spread over
+#                                     pods (tools/bench/remote.sh)
 #
 # The first three run against bin/bench's replay source (a list, then a recorded watch
 # streamed as fast as the informer reads it: the API server on 2 cores writes far slower
@@ -138,6 +142,10 @@ emit "$ours" "$base"
 # Run before section 4: it measures milliseconds, and the API server is still busy
 # garbage-collecting 20 000 ConfigMaps long after section 4 deletes their namespace.
 BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/bench_worker.sh" || log "bench_worker.sh failed"
+# 3c. Workers in other pods (issue 22): worker_cache_rss_bytes_{1,2,4}w and
+# remote_shard_move_after_kill_ms, appended by tools/bench/remote.sh (its kill figure on this
+# devcluster's Lease API; tcp+CURVE versus ipc is in bench_worker.sh above).
+BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/remote.sh" || log "remote.sh failed"
 
 # 4. The initial list from the real API server.
 NS_LIST=bench-list-$$

@@ -5,13 +5,16 @@
  * consumer on this machine measures event → reconcile latency against the same clock.
  *
  *   pipeline-replay [--port P] [--objects N] [--events M] [--rate R] [--bytes B]
- *                   [--namespace NS] [--start-delay-ms D]
+ *                   [--namespace NS] [--start-delay-ms D] [--clusters K]
  *
  * The port is printed on stdout once listening. List objects carry sent-ns 0 (they are not
  * events). The first watch waits D ms (default 0; the consumer's subscribers load the list
  * meanwhile, so a measure does not start with a start-up resync), then streams M events (paced at R per second, or as fast as the
  * client reads with R = 0) cycling over the N objects with increasing resourceVersions,
  * then stays open and idle; later watches only idle. Connection: close framing (no chunks).
+ * Objects carry the label cluster-name=bench (one godis cluster: one shard), or with K > 1
+ * cluster-name=bench-<i mod K>, which spreads them over the shards (the remote-workers
+ * bench's cache memory per worker, tools/bench/remote.sh).
  * Loopback only; SIGTERM/SIGINT end it. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,6 +33,7 @@ static long n_objects = 1000, n_events = 100000, obj_bytes = 512;
 static double rate = 0;
 static long start_delay_ms = 0;
 static const char *ns = "bench";
+static long n_clusters = 1;
 static char *payload;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int watches_served;
@@ -58,13 +62,15 @@ static int write_all(int fd, const char *buf, size_t len)
 /* One ConfigMap as JSON into buf; returns its length. */
 static int render(char *buf, size_t cap, long i, long rv, long long sent)
 {
+    char cluster[32] = "bench";
+    if (n_clusters > 1) snprintf(cluster, sizeof cluster, "bench-%ld", i % n_clusters);
     return snprintf(buf, cap,
                     "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"cm-%ld\","
                     "\"namespace\":\"%s\",\"uid\":\"00000000-0000-0000-0000-%012ld\","
-                    "\"resourceVersion\":\"%ld\",\"labels\":{\"cluster-name\":\"bench\"},"
+                    "\"resourceVersion\":\"%ld\",\"labels\":{\"cluster-name\":\"%s\"},"
                     "\"annotations\":{\"bench.godis/sent-ns\":\"%lld\"}},"
                     "\"data\":{\"payload\":\"%s\"}}",
-                    i, ns, i, rv, sent, payload);
+                    i, ns, i, rv, cluster, sent, payload);
 }
 
 static void serve_list(int fd)
@@ -186,7 +192,7 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             puts("usage: pipeline-replay [--port P] [--objects N] [--events M] [--rate R] "
-                 "[--bytes B] [--namespace NS] [--start-delay-ms D]");
+                 "[--bytes B] [--namespace NS] [--start-delay-ms D] [--clusters K]");
             return 0;
         }
         if (!v) {
@@ -200,6 +206,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--bytes")) obj_bytes = arg_long(v, 0, 1 << 20, a);
         else if (!strcmp(a, "--namespace")) ns = v;
         else if (!strcmp(a, "--start-delay-ms")) start_delay_ms = arg_long(v, 0, 600000, a);
+        else if (!strcmp(a, "--clusters")) n_clusters = arg_long(v, 1, 1000000, a);
         else {
             fprintf(stderr, "pipeline-replay: unknown flag %s\n", a);
             return 2;
