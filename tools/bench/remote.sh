@@ -61,6 +61,7 @@ until_true() {
 
 # ------------------------------------------------------------------ cache memory per worker
 replay_start() {  # OBJECTS — sets RPID and writes $RUN/replay.kc
+  rm -f "$RUN/replay.port"          # the previous run's port must not be read for this one's
   "$ROOT/bin/pipeline-replay" --objects "$1" --events 0 --bytes 1024 --clusters "$1" >"$RUN/replay.port" &
   PIDS+=($!); RPID=$!
   until_true 10 test -s "$RUN/replay.port" || return 1
