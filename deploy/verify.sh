@@ -14,7 +14,7 @@
 #    (SubjectAccessReviews: what `kubectl auth can-i --as` asks);
 #  - the remote-workers overlay: what `kubectl apply -k deploy/overlays/remote-workers
 #    --dry-run=server` would send passes the API server's validation (its manifests, and the
-#    manager Deployment with its JSON patch, created with dryRun=All), the worker's and the
+#    manager Deployment with its JSON patch, applied with dryRun=All), the worker's and the
 #    patched manager's args parse, and the godis-worker ServiceAccount may read the leader
 #    Lease and do the manager's work, nothing more on Leases.
 # No kubectl needed: bin/godisctl and curl (deploy/verify-lib.sh). Prints one line per check,
@@ -204,7 +204,7 @@ check "manager ClusterRole as stored has no wildcard" sh -c \
 # `labels` nor `patches`), so its three parts are checked as kustomize composes them: the
 # overlay's manifests, and deploy/manager/deployment.yaml with the overlay's JSON patch
 # applied by Debian's kubectl (patch --local: no server involved). The API server validates
-# each with dryRun=All: nothing is created.
+# each (server-side apply with dryRun=All): nothing is created.
 rw_listed() {
   diff <(sed -n '/^resources:/,/^[a-z]/s/^  - *//p' "$RW/kustomization.yaml" | sort) \
        <({ echo ../..; cd "$RW" && ls -- *.yaml | grep -vx kustomization.yaml; } | sort)
@@ -220,14 +220,14 @@ rw_patch_manager() {
     grep -q '"secretName": "godis-curve-allow"' "$DV_TMP/rw-manager.json"
 }
 check "the overlay's JSON patch applies to the manager Deployment (tcp:// port, CURVE Secrets)" rw_patch_manager
-# dry_run FILE CONTENT-TYPE: every document of FILE created with dryRun=All (201 each)
+# dry_run FILE: every document of FILE server-side applied with dryRun=All (what `kubectl
+# apply --server-side --dry-run=server` sends; 200 or 201 each, whether or not it exists)
 dry_run() {
-  local f=$1 ctype=$2 i=0 doc kind path
-  if [ "$ctype" = application/yaml ]; then
-    awk -v d="$DV_TMP/rw-doc" '/^---/ {n++; next} {print > (d "-" n+0)}' "$f"
-  else cp "$f" "$DV_TMP/rw-doc-0"; fi
+  local f=$1 i=0 doc kind name path code
+  awk -v d="$DV_TMP/rw-doc" '/^---/ {n++; next} {print > (d "-" n+0)}' "$f"
   for doc in "$DV_TMP"/rw-doc-*; do
     kind=$(sed -n 's/^kind: *//p; s/^ *"kind": *"\([A-Za-z]*\)".*/\1/p' "$doc" | head -n1)
+    name=$(sed -n 's/^  name: *//p; s/^ *"name": *"\([^"]*\)".*/\1/p' "$doc" | head -n1)
     case $kind in
       ServiceAccount) path=/api/v1/namespaces/godis-system/serviceaccounts ;;
       ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/clusterrolebindings ;;
@@ -236,16 +236,16 @@ dry_run() {
       *) echo "$f: kind '$kind' not expected"; return 1 ;;
     esac
     code=$(curl -sS --max-time 20 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
-      -H "Content-Type: $ctype" --data-binary "@$doc" -o "$DV_TMP/body" -w '%{http_code}' \
-      -X POST "$SERVER$path?dryRun=All")
-    [ "$code" = 201 ] || { echo "$kind: HTTP $code: $(grep -m1 '"message"' "$DV_TMP/body")"; return 1; }
+      -H "Content-Type: application/apply-patch+yaml" --data-binary "@$doc" -o "$DV_TMP/body" \
+      -w '%{http_code}' -X PATCH "$SERVER$path/$name?dryRun=All&fieldManager=deploy-verify")
+    case $code in 200|201) ;; *) echo "$kind $name: HTTP $code: $(grep -m1 '"message"' "$DV_TMP/body")"; return 1 ;; esac
     rm -f "$doc"; i=$((i + 1))
   done
   echo "$i objects"
 }
-check "the overlay's worker_rbac.yaml validates (dryRun=All)" dry_run "$RW/worker_rbac.yaml" application/yaml
-check "the overlay's worker_deployment.yaml validates (dryRun=All)" dry_run "$RW/worker_deployment.yaml" application/yaml
-check "the patched manager Deployment validates (dryRun=All)" dry_run "$DV_TMP/rw-manager.json" application/json
+check "the overlay's worker_rbac.yaml validates (dryRun=All)" dry_run "$RW/worker_rbac.yaml"
+check "the overlay's worker_deployment.yaml validates (dryRun=All)" dry_run "$RW/worker_deployment.yaml"
+check "the patched manager Deployment validates (dryRun=All)" dry_run "$DV_TMP/rw-manager.json"
 # The args, with what the kubelet substitutes, key files made here, binds on loopback and a
 # kubeconfig that does not exist: both programs parse everything, load the keys and stop on
 # the kubeconfig (exit 2).
