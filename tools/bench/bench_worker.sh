@@ -96,7 +96,7 @@ PUB="ipc://$RUN/ConfigMap.pub"; SNAP="ipc://$RUN/ConfigMap.snap"
 # the worker dials them with its key; ports below the ephemeral range
 TPORT=$((21000 + ($$ % 1000) * 2))
 TPUB="tcp://127.0.0.1:$TPORT"; TSNAP="tcp://127.0.0.1:$((TPORT + 1))"
-bin/godis-manager keygen --out "$RUN/keys" --name server >/dev/null &&
+mkdir -p "$RUN/keys" && bin/godis-manager keygen --out "$RUN/keys" --name server >/dev/null &&
   bin/godis-manager keygen --out "$RUN/keys" --name worker >/dev/null || echo "bench_worker: keygen failed" >&2
 
 stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
