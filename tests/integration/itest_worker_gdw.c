@@ -396,6 +396,46 @@ static void manager_tick(void *ud)
         }
 }
 
+/* ASSIGN with pending keys, revoked before the shard became active: the keys go back. */
+static void revoke_before_active(finf *fi, fmgr *m)
+{
+    char key[64] = "", shard_s[8];
+    int shard = -1;
+    for (int i = 0; i < 10000 && shard < 0; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "ghost%d", i);
+        int s0 = gd_shard_of_cluster("zz", name);
+        bool used = false;
+        for (int k = 0; k < NKEYS; k++)
+            used |= fi->objs[k].shard == s0;
+        if (!used) {        /* a shard with no objects: nothing else runs there */
+            shard = s0;
+            snprintf(key, sizeof key, "zz/%s", name);
+        }
+    }
+    assert_true(shard >= 0);
+    snprintf(shard_s, sizeof shard_s, "%d", shard);
+    char pend[128];
+    snprintf(pend, sizeof pend, "{\"godiscluster\":[\"%s\"]}", key);
+    m->revoked[0] = 0;
+    fmgr_send(m, 1, "ASSIGN", shard_s, pend);
+    fmgr_send(m, 1, "REVOKE", shard_s, NULL);
+    for (int i = 0; i < 100 && !m->revoked[0]; i++) {
+        finf_serve(fi, 20);
+        manager_tick(m);
+    }
+    assert_non_null(strstr(m->revoked, key));
+}
+
+/* "from,...,to-1" into buf. */
+static char *shard_list(char *buf, size_t cap, int from, int to)
+{
+    buf[0] = '\0';
+    for (int s = from; s < to; s++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), s > from ? ",%d" : "%d", s);
+    return buf;
+}
+
 static void test_managed_handoff(void **state)
 {
     unlink(rec_path);
@@ -414,16 +454,9 @@ static void test_managed_handoff(void **state)
     }
     assert_int_equal(m->nids, 2);
     /* shards without a lease: nothing may be reconciled */
-    {
-        char list[1024] = "";
-        for (int s = 0; s < 128; s++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), s ? ",%d" : "%d", s);
-        fmgr_send(m, 0, "ASSIGN", list, "{}");
-        list[0] = 0;
-        for (int s = 128; s < 256; s++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), s > 128 ? ",%d" : "%d", s);
-        fmgr_send(m, 1, "ASSIGN", list, "{}");
-    }
+    char list[1024];
+    fmgr_send(m, 0, "ASSIGN", shard_list(list, sizeof list, 0, 128), "{}");
+    fmgr_send(m, 1, "ASSIGN", shard_list(list, sizeof list, 128, 256), "{}");
     for (int i = 0; i < 8; i++) {
         finf_serve(fi, 50);
         fmgr_send(m, 0, "PING", NULL, NULL);
@@ -444,9 +477,7 @@ static void test_managed_handoff(void **state)
     assert_non_null(strstr(m->pong, "controller_runtime_reconcile_total{controller=\"godiscluster\",result=\"success\"}"));
     assert_non_null(strstr(m->pong, "workqueue_depth{name=\"godiscluster\"}"));
     /* handoff of shards 0-63 from w0 to w1 while their keys keep changing */
-    char list[512] = "";
-    for (int s = 0; s < 64; s++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), s ? ",%d" : "%d", s);
+    shard_list(list, sizeof list, 0, 64);
     for (int i = 0; i < NKEYS; i++)
         if (fi->objs[i].shard < 64) {
             since[i] = wall_us();
@@ -483,35 +514,7 @@ static void test_managed_handoff(void **state)
         if (fi->objs[k].shard < 64)
             assert_int_equal(r.keys[k].v[r.keys[k].n - 1].pid, w1);
     free_record(&r);
-    /* ASSIGN with pending keys, revoked before the shard became active: the keys go back */
-    {
-        char key[64] = "", shard_s[8];
-        int shard = -1;
-        for (int i = 0; i < 10000 && shard < 0; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "ghost%d", i);
-            int s0 = gd_shard_of_cluster("zz", name);
-            bool used = false;
-            for (int k = 0; k < NKEYS; k++)
-                used |= fi->objs[k].shard == s0;
-            if (!used) {        /* a shard with no objects: nothing else runs there */
-                shard = s0;
-                snprintf(key, sizeof key, "zz/%s", name);
-            }
-        }
-        assert_true(shard >= 0);
-        snprintf(shard_s, sizeof shard_s, "%d", shard);
-        char pend[128];
-        snprintf(pend, sizeof pend, "{\"godiscluster\":[\"%s\"]}", key);
-        m->revoked[0] = 0;
-        fmgr_send(m, 1, "ASSIGN", shard_s, pend);
-        fmgr_send(m, 1, "REVOKE", shard_s, NULL);
-        for (int i = 0; i < 100 && !m->revoked[0]; i++) {
-            finf_serve(fi, 20);
-            manager_tick(m);
-        }
-        assert_non_null(strstr(m->revoked, key));
-    }
+    revoke_before_active(fi, m);
     /* STOP ends a worker with 0 */
     char d[24];
     snprintf(d, sizeof d, "%lld", (long long)(gd_wall_ms() + 2000));
