@@ -206,6 +206,56 @@ static void test_drop_shards(void **state)
     cache_destroy(&c);
 }
 
+static void count_stamp(void *ud, const char *key, const cache_stamp *st)
+{
+    (*(int *)ud) += st->shard;
+}
+
+/* The feed's stamp lives in the entry with the object: written by cache_put_stamped, kept
+ * until the key is replaced or taken, indexed like any object; cache_apply leaves none. */
+static void test_stamps(void **state)
+{
+    cache *c = cache_new();
+    cache_stamp st = {.shard = 7, .seq = 42}, got;
+    snprintf(st.rv, sizeof st.rv, "%s", "5");
+    cJSON *o = obj(POD("a", "n1", "c1", "5")), *old = NULL;
+    assert_int_equal(cache_put_stamped(c, "Pod", "ns/a", &st, &o, &old), GD_OK);
+    assert_null(o);                                   /* taken */
+    assert_null(old);
+    assert_true(cache_get_stamp(c, "Pod", "ns/a", &got));
+    assert_int_equal(got.shard, 7);
+    assert_int_equal(got.seq, 42);
+    assert_string_equal(got.rv, "5");
+    cJSON *l = cache_list(c, "Pod", CACHE_IDX_NODE, "n1");
+    assert_int_equal(cJSON_GetArraySize(l), 1);
+    cJSON_Delete(l);
+    st.seq = 43;
+    snprintf(st.rv, sizeof st.rv, "%s", "6");
+    o = obj(POD("a", "n2", "c1", "6"));
+    assert_int_equal(cache_put_stamped(c, "Pod", "ns/a", &st, &o, &old), GD_OK);
+    assert_non_null(old);                             /* the object it replaced */
+    assert_string_equal(gd_meta_rv(old), "5");
+    cJSON_Delete(old);
+    put(c, "Pod", "ns/b", 3, POD("b", "n1", "c1", "1"));
+    assert_true(cache_get_stamp(c, "Pod", "ns/b", &got));
+    assert_int_equal(got.seq, 0);
+    assert_string_equal(got.rv, "");
+    int shards = 0;
+    cache_each_stamp(c, "Pod", count_stamp, &shards);
+    assert_int_equal(shards, 7 + 3);
+    assert_true(cache_take(c, "Pod", "ns/a", &old, &got));
+    assert_int_equal(got.seq, 43);
+    assert_string_equal(gd_meta_rv(old), "6");
+    cJSON_Delete(old);
+    assert_false(cache_take(c, "Pod", "ns/a", &old, &got));
+    assert_null(old);
+    assert_false(cache_get_stamp(c, "Pod", "ns/a", &got));
+    l = cache_list(c, "Pod", CACHE_IDX_NODE, "n2");
+    assert_int_equal(cJSON_GetArraySize(l), 0);       /* unfiled with it */
+    cJSON_Delete(l);
+    cache_destroy(&c);
+}
+
 static void test_hostile(void **state)
 {
     cache *c = cache_new();
@@ -275,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_indexes_follow_updates),
         cmocka_unit_test(test_take_and_read),
         cmocka_unit_test(test_drop_shards),
+        cmocka_unit_test(test_stamps),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_readers_beside_writer),
     };
