@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "standin_fixture.h"
+#include "../support/test_wait.h"
 
 extern char **environ;
 
@@ -25,6 +27,32 @@ const char *si_bin_path(void)
 {
     const char *b = getenv("GODIS_STANDIN_BIN");
     return b ? b : "bin/godis-standin";
+}
+
+const char *si_host(void)
+{
+    static char host[24];
+    if (!host[0]) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned int r = (unsigned int)getpid() * 2654435761u ^ (unsigned int)ts.tv_nsec;
+        snprintf(host, sizeof(host), "127.%u.%u.%u", 240 + r % 15, (r >> 4) % 256,
+                 1 + (r >> 12) % 254);
+    }
+    return host;
+}
+
+int si_reserve_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    assert_true(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, si_host(), &sa.sin_addr), 1);
+    socklen_t sl = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    return ntohs(sa.sin_port);              /* fd stays open: the reservation */
 }
 
 void si_msleep(int ms)
@@ -83,9 +111,15 @@ int si_start(standin_proc *p, const char *const *args, const char *const *extra_
     for (int i = 0; extra_env && extra_env[i] && ne < 250; i++)
         envp[ne++] = extra_env[i];
     envp[ne] = NULL;
+    pid_t parent = getpid();
     p->pid = fork();
     assert_true(p->pid >= 0);
     if (p->pid == 0) {
+        /* A failed assertion leaves its stand-ins running; they die with the test binary
+         * instead of campaigning for ever at addresses later runs get. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {               /* never the test's own stdout: a pipe would stay open */
             dup2(fd, 1);
@@ -94,7 +128,7 @@ int si_start(standin_proc *p, const char *const *args, const char *const *extra_
         execve(argv[0], (char *const *)argv, (char *const *)envp);
         _exit(127);
     }
-    for (int waited = 0; waited < 5000; waited += 10) {
+    for (int64_t end = test_real_ms() + test_scaled_ms(SI_BOUND_MS); test_real_ms() < end;) {
         FILE *f = fopen(ports, "r");
         if (f) {
             int ok = fscanf(f, "%d", &p->port) == 1;
@@ -119,28 +153,35 @@ int si_start_std(standin_proc *p, const char *id, const char *const *more)
     char wal[192], snap[192], ic[96];
     snprintf(wal, sizeof(wal), "--waldir=%s/wal", p->dir);
     snprintf(snap, sizeof(snap), "--snapdir=%s/snap", p->dir);
+    char lc[64], lp[64];
     snprintf(ic, sizeof(ic), "%s@http://127.0.0.1:6300", id);
-    const char *args[24] = {"--id", id, "--listen-client", "http://127.0.0.1:0",
-                            "--listen-peer", "http://127.0.0.1:0", wal, snap,
+    snprintf(lc, sizeof(lc), "http://%s:0", si_host());
+    snprintf(lp, sizeof(lp), "http://%s:0", si_host());
+    const char *args[24] = {"--id", id, "--listen-client", lc, "--listen-peer", lp, wal, snap,
                             "--initial-cluster", ic};
     int n = 10;
     for (int i = 0; more && more[i] && n < 23; i++)
         args[n++] = more[i];
     args[n] = NULL;
+    p->host = si_host();
     return si_start(p, args, NULL);
 }
 
-/* SIGINT: godis's clean shutdown, exit 0. */
+/* SIGINT: godis's clean shutdown, exit 0. It waits for a membership save in progress
+ * (fsync under the state lock, as godis finishes its WAL write), which took more than 3 s on
+ * a loaded disk: the bound is SI_BOUND_MS, what is asserted is the exit status. */
 void si_stop(standin_proc *p)
 {
     if (p->pid > 0) {
         kill(p->pid, SIGINT);
-        int st = si_wait_exit(p->pid, 3000);
+        int st = si_wait_exit(p->pid, (int)test_scaled_ms(SI_BOUND_MS));
         if (st < 0) {
             kill(p->pid, SIGKILL);
             waitpid(p->pid, NULL, 0);
         }
-        assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
+            fail_msg("stand-in %d: status %d after SIGINT, not exit 0; see %s/log", (int)p->pid,
+                     st, p->dir);
     }
     p->pid = 0;
 }
@@ -148,7 +189,7 @@ void si_stop(standin_proc *p)
 godis_client *si_client(const standin_proc *p, int reply_ms)
 {
     godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = reply_ms};
-    godis_client *c = godis_client_new("127.0.0.1", p->port, &o);
+    godis_client *c = godis_client_new(p->host ? p->host : "127.0.0.1", p->port, &o);
     assert_non_null(c);
     return c;
 }
@@ -179,7 +220,7 @@ void si_lead(const standin_proc *p)
     godis_reply_destroy(&r);
     godis_client_destroy(&c);
     long long id = si_stat_of(p, "id");
-    for (int waited = 0; waited < 5000; waited += 20) {
+    for (int64_t end = test_real_ms() + test_scaled_ms(SI_BOUND_MS); test_real_ms() < end;) {
         if (si_stat_of(p, "leader") == id)
             return;
         si_msleep(20);
@@ -237,7 +278,7 @@ void si_send_raw(const standin_proc *p, const char *bytes)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(inet_pton(AF_INET, p->host ? p->host : "127.0.0.1", &sa.sin_addr), 1);
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     assert_int_equal(send(fd, bytes, strlen(bytes), MSG_NOSIGNAL), (ssize_t)strlen(bytes));
     char buf[64];

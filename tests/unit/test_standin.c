@@ -121,7 +121,7 @@ static void test_removed_leader_exits_0_and_comes_back(void **state)
     godis_client *c = si_client(&p, 2000);
     assert_int_equal(godis_set(c, "before", "removal"), GD_OK);
     assert_int_equal(godis_forget(c, 2, 2000), GD_OK);
-    int st = si_wait_exit(p.pid, 3000);
+    int st = si_wait_exit(p.pid, (int)test_scaled_ms(SI_BOUND_MS));
     assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     p.pid = 0;
     godis_client_destroy(&c);
@@ -148,12 +148,12 @@ static void test_sigterm_at_once_sigint_clean(void **state)
     si_mkdir_tmp(&p);
     assert_int_equal(si_start_std(&p, "1", NULL), 0);
     kill(p.pid, SIGTERM);
-    int st = si_wait_exit(p.pid, 3000);
+    int st = si_wait_exit(p.pid, (int)test_scaled_ms(SI_BOUND_MS));
     assert_true(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
     p.pid = 0;
     assert_int_equal(si_start_std(&p, "1", NULL), 0);
     kill(p.pid, SIGINT);
-    st = si_wait_exit(p.pid, 3000);
+    st = si_wait_exit(p.pid, (int)test_scaled_ms(SI_BOUND_MS));
     assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     p.pid = 0;
     si_rm_tmp(&p);
@@ -195,7 +195,7 @@ static void test_malformed_meet_crashes_forever(void **state)
     assert_int_equal(godis_hello(c, &hi), GD_OK);          /* still alive */
     godis_client_destroy(&c);
     si_send_raw(&p, "*4\r\n$7\r\ncluster\r\n$4\r\nmeet\r\n$4\r\nfive\r\n$21\r\nhttp://127.0.0.5:6300\r\n");
-    int st = si_wait_exit(p.pid, 3000);
+    int st = si_wait_exit(p.pid, (int)test_scaled_ms(SI_BOUND_MS));
     assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2);
     p.pid = 0;
     /* The poisoned entry was persisted: every restart crashes again. */
@@ -223,7 +223,7 @@ static void test_short_or_non_string_command_crashes(void **state)
                               "--listen-peer=http://127.0.0.1:0", NULL};
         assert_int_equal(si_start(&p, args, NULL), 0);
         si_send_raw(&p, bad[i]);
-        int st = si_wait_exit(p.pid, 3000);
+        int st = si_wait_exit(p.pid, (int)test_scaled_ms(SI_BOUND_MS));
         if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2))
             fail_msg("request %zu did not crash the stand-in (status %d)", i, st);
         si_rm_tmp(&p);
@@ -324,7 +324,7 @@ static void *worker(void *arg)
 {
     worker_arg *w = arg;
     godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000};
-    godis_client *c = godis_client_new("127.0.0.1", w->port, &o);
+    godis_client *c = godis_client_new(si_host(), w->port, &o);
     w->ok = 1;
     for (int i = 0; i < 50 && w->ok; i++) {
         char k[32], v[32];

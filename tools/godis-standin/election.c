@@ -133,7 +133,8 @@ static void adopt_term(standin *s, long long term)
 }
 
 /* Whether the leader at url still leads `term` with a majority behind it (a follower
- * forwards its proposals there; a leader that died or was removed takes them with it). */
+ * forwards its proposals there; a leader that died or was removed takes them with it):
+ * 1 yes, 0 no, -1 it is gone (its peer port refuses or drops the connection). */
 static int leader_confirms(const char *url, long long term)
 {
     godis_client *c = standin_peer_client(url, PEER_TIMEOUT_MS);
@@ -143,17 +144,24 @@ static int leader_confirms(const char *url, long long term)
     snprintf(t, sizeof(t), "%lld", term);
     const char *argv[] = {"standin", "leading", t};
     godis_reply *r = NULL;
-    int ok = godis_command(c, &r, 3, argv) == GD_OK && r->type == GODIS_REPLY_STATUS;
+    gd_err e = godis_command(c, &r, 3, argv);
+    int ok = e == GD_OK && r->type == GODIS_REPLY_STATUS;
     godis_reply_destroy(&r);
     godis_client_destroy(&c);
-    return ok;
+    return ok ? 1 : e == GD_ERR_TRANSPORT || e == GD_ERR_CLOSED ? -1 : 0;
 }
 
 /* A proposal commits only through a leader that hears a majority: on the leader itself, or
- * forwarded by a follower to its leader. Waits up to about a second for one. */
+ * forwarded by a follower to its leader. Waits up to about a second for one. A follower
+ * forwards the proposal to the leader it knows; when that leader is gone the proposal is
+ * lost with it (raft drops a message to an unreachable peer, and neither raft nor godis
+ * proposes it again), so it fails after the second even if the survivors elect a new leader
+ * meanwhile. (With no leader known, raft holds the proposal until one is: that wait is the
+ * loop below.) */
 int standin_wait_leader(standin *s)
 {
     int64_t until = mono_ms() + LEADER_WAIT_MS;
+    int lost = 0;
     for (;;) {
         pthread_mutex_lock(&s->mu);
         int ok = s->role == ROLE_LEADER && s->quorum;
@@ -163,8 +171,10 @@ int standin_wait_leader(standin *s)
             if (s->members[i].id == s->leader)
                 snprintf(url, sizeof(url), "%s", s->members[i].url);
         pthread_mutex_unlock(&s->mu);
-        if (ok || (url[0] && leader_confirms(url, term)))
+        int confirmed = !ok && url[0] && !lost ? leader_confirms(url, term) : 0;
+        if (!lost && (ok || confirmed == 1))
             return 1;
+        lost |= confirmed < 0;
         if (mono_ms() >= until)
             return 0;
         struct timespec ts = {.tv_nsec = 20 * 1000000L};
