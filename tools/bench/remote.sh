@@ -18,7 +18,8 @@
 #                               Heartbeat 1 s: the bound is 5 missed heartbeats plus the
 #                               rest of the last lease (docs/PROTOCOL.md §3.4).
 #
-# Appends JSON lines to BENCH_OUT like bench_worker.sh. The kill figure needs a Lease: it
+# Appends JSON lines to BENCH_OUT like bench_worker.sh; BENCH_REMOTE_PARTS="rss kill" (the
+# default) selects the parts. The kill figure needs a Lease: it
 # uses the running devcluster, or starts one (--nodes 0) and stops it again. Every process it
 # starts is stopped by pid on exit.
 set -uo pipefail
@@ -104,7 +105,9 @@ mean_rss() {
   [ "$k" = "$n" ] && RSS=$((sum / k))
 }
 
-mean_rss 1 1; empty=$RSS
+PARTS=${BENCH_REMOTE_PARTS:-rss kill}
+empty=
+if [[ " $PARTS " == *" rss "* ]]; then mean_rss 1 1; empty=$RSS; fi
 if [ -n "$empty" ]; then
   echo "  worker RSS with an empty cache: $empty bytes"
   for n in 1 2 4; do
@@ -116,6 +119,7 @@ if [ -n "$empty" ]; then
 fi
 
 # ------------------------------------------------------------------ shards after a kill -9
+[[ " $PARTS " == *" kill "* ]] || exit 0
 if ! tools/devcluster env >/dev/null 2>&1; then
   tools/devcluster up --nodes 0 >&2 || { echo "remote: no devcluster" >&2; exit 1; }
   STARTED=1
@@ -148,7 +152,8 @@ worker w1; W1=$WPID
 worker w2; W2=$WPID
 moves=()
 for i in $(seq 1 "$KILLS"); do
-  until_true 60 owners 2 || { echo "remote: two remote workers never owned all shards" >&2; break; }
+  until_true 60 owners 2 || { echo "remote: two remote workers never owned all shards:" >&2
+                               metrics | grep -E '^godis_(worker_shards_active|manager_shards_unassigned|manager_remote)' >&2; break; }
   t0=$(date +%s%N)
   kill -9 "$W2"; wait "$W2" 2>/dev/null
   until_true 30 owners 1 || { echo "remote: the shards did not move within 30 s" >&2; break; }
