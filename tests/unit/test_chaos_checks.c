@@ -184,7 +184,9 @@ static void quorum_counts_what_raft_counts(void **state)
     cJSON *gds = cJSON_Parse("{\"items\":[{\"metadata\":{\"name\":\"c03-3\"},"
                              "\"status\":{\"volumeNode\":\"n3\"}}]}");
     int n = ch_members_of(gc, pods, gds, &ran, m);
-    assert_int_equal(n, 4);                       /* 1, 2, 3 (no pod), 5 joining; not 4 */
+    assert_int_equal(n, 5);              /* 1, 2, 3 (no pod), 5 joining, 4 leaving (last) */
+    assert_true(m[4].leaving && m[4].id == 4);
+    assert_false(m[3].leaving || m[0].leaving);
     assert_int_equal(m[0].id, 1);
     assert_string_equal(m[0].ip, "127.0.0.11");
     assert_string_equal(m[1].node, "n2");
@@ -268,6 +270,44 @@ static void quorum_with_and_without_the_newcomer(void **state)
     cJSON_Delete(gds);
 }
 
+/* The member being forgotten counts until its forget commits, and the forget needs a
+ * quorum of the configuration that still holds it. From a 200-fault campaign: c03 7 -> 1
+ * reached {1, 9} just as member 9's node was killed; the forget of 9 could not commit
+ * without 9's vote, and status showed members [1, 9], scaleInID 9: no write through member
+ * 1 is the fault's doing, not the operator's. */
+static void quorum_with_and_without_the_leaver(void **state)
+{
+    (void)state;
+    cJSON *gc = cJSON_Parse("{\"metadata\":{\"name\":\"c03\"},\"status\":{\"members\":[1,9],"
+                            "\"scaleInID\":9}}");
+    cJSON *pods = cJSON_Parse("{\"items\":["
+        "{\"metadata\":{\"name\":\"a\",\"labels\":{\"node-name\":\"c03-1\"}},\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"podIP\":\"127.0.0.11\"}},"
+        "{\"metadata\":{\"name\":\"b\",\"labels\":{\"node-name\":\"c03-9\"}},\"spec\":{\"nodeName\":\"n2\"},\"status\":{\"podIP\":\"127.0.0.12\"}}]}");
+    cJSON *gds = cJSON_Parse("{\"items\":[]}");
+    ch_member m[CH_MAX_MEMBERS];
+    int n = ch_members_of(gc, pods, gds, NULL, m);
+    assert_int_equal(n, 2);
+    assert_true(m[1].leaving && m[1].id == 9);
+    assert_true(ch_quorum_expected(&x, 3, m, n));
+    ch_hit_node(&x, "n2", 60000);                               /* member 9's node */
+    assert_false(ch_quorum_expected(&x, 3, m, n));
+    x.nhits = 0;
+    ch_hit_node(&x, "n1", 60000);                               /* the survivor's node */
+    assert_false(ch_quorum_expected(&x, 3, m, n));
+    /* 3 -> 2, leaving 3 on a dead node: {1, 2} and {1, 2, 3} both have a majority up */
+    cJSON_Delete(gc);
+    gc = cJSON_Parse("{\"metadata\":{\"name\":\"c03\"},\"status\":{\"members\":[1,9,3],"
+                     "\"scaleInID\":3}}");
+    x.nhits = 0;
+    n = ch_members_of(gc, pods, gds, NULL, m);
+    assert_int_equal(n, 3);
+    ch_hit_member(&x, 3, 3, 60000);
+    assert_true(ch_quorum_expected(&x, 3, m, n));
+    cJSON_Delete(gc);
+    cJSON_Delete(pods);
+    cJSON_Delete(gds);
+}
+
 /* A fault deleted a member's pod: the member is excused until a replacement pod exists,
  * however long kube-controller-manager takes (bounded), then no longer. */
 static void deleted_pod_excused_until_replaced(void **state)
@@ -315,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup(no_write_after_the_lease_is_lost, setup),
         cmocka_unit_test_setup(quorum_counts_what_raft_counts, setup),
         cmocka_unit_test_setup(quorum_with_and_without_the_newcomer, setup),
+        cmocka_unit_test_setup(quorum_with_and_without_the_leaver, setup),
         cmocka_unit_test_setup(deleted_pod_excused_until_replaced, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

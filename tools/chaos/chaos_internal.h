@@ -34,6 +34,7 @@ typedef struct {
     int64_t id;
     bool joining;           /* met, but not run yet: the scale-out member, or one just recorded */
     bool unconfirmed;       /* the scale-out member before status.members records its meet */
+    bool leaving;           /* the member being forgotten, its forget maybe not committed */
     bool has_pod;           /* a pod of it (not being deleted) is bound, or unschedulable */
     char ip[32], node[64];
 } ch_member;
@@ -43,8 +44,8 @@ typedef struct {
 typedef struct { uint64_t w[CH_RAN_IDS / 64]; } ch_ran_set;
 void ch_mark_run(ch_ran_set *r, int64_t id);
 
-/* The members of one cluster as Raft counts them — status.members without the one being
- * forgotten, plus the one being added — with their pods' IPs and nodes (without a pod, the
+/* The members of one cluster as Raft may count them — status.members (the one being
+ * forgotten flagged leaving, listed last), plus the one being added — with their pods' IPs and nodes (without a pod, the
  * Godis's status.volumeNode); a recorded member that has not run yet (ran: NULL when
  * unknown) is still joining. out holds CH_MAX_MEMBERS; returns how many. */
 int ch_members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, const ch_ran_set *ran,
@@ -55,7 +56,7 @@ bool ch_excused(chaos *x, int cluster, const ch_member *m);
 /* Should this cluster accept writes, given what faults took down? The members no fault
  * excuses are a majority of every configuration Raft may be in: with the scale-out member
  * and, while its meet is not recorded (the operator creates the newcomer before its meet),
- * also without it. */
+ * also without it; with and without the member being forgotten. */
 bool ch_quorum_expected(chaos *x, int cluster, const ch_member *ms, int n);
 
 #endif

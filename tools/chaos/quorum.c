@@ -9,7 +9,9 @@
  * the one who does.
  * Which configuration Raft is in is not always known: the scale-out member gets its Godis
  * and pod before its `cluster meet`, and the meet is recorded in status.members only after
- * its +OK, so until then the cluster must have a quorum both with and without it.
+ * its +OK, so until then the cluster must have a quorum both with and without it; and the
+ * member being forgotten counts until its forget commits, which a node fault can hold up
+ * (c03 7 -> 1 reached {1, 9} as member 9's node was killed: the forget of 9 needs 9's vote).
  * A member that has not run yet since its `cluster meet` is excused while it has no pod
  * IP — also after the operator recorded it in status.members: creating its pod is
  * kube-controller-manager's part (after back-to-back kube-apiserver restarts its pod
@@ -93,9 +95,10 @@ static void pod_of(const cJSON *pods, const cJSON *godises, const char *cluster,
     }
 }
 
-/* The members of one cluster as Raft counts them — status.members without the one being
- * forgotten, plus the one being added — with their pods' IPs and nodes; a recorded member
- * that has not run yet (ran: NULL when unknown) is still joining. */
+/* The members of one cluster as Raft may count them — status.members, the one being
+ * added, and the one being forgotten (flagged: its forget may or may not have committed)
+ * — with their pods' IPs and nodes; a recorded member that has not run yet (ran: NULL when
+ * unknown) is still joining. */
 int ch_members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, const ch_ran_set *ran,
                   ch_member *out)
 {
@@ -103,12 +106,14 @@ int ch_members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, cons
     int64_t leaving = gd_json_int_or(gc, "status.scaleInID", 0);
     int64_t joining = gd_json_int_or(gc, "status.scaleOutID", 0);
     bool recorded = false;          /* the scale-out member's meet is in status.members */
+    bool leaver = false;            /* the member being forgotten is still in status.members */
     const cJSON *m;
     cJSON_ArrayForEach(m, gd_json_path(gc, "status.members")) {
         if (n >= CH_MAX_MEMBERS || !cJSON_IsNumber(m) || m->valuedouble < 1 || m->valuedouble >= 2147483648.0)
             continue;
         int64_t id = (int64_t)m->valuedouble;
         recorded = recorded || id == joining;
+        leaver = leaver || (id == leaving && id != joining);
         if (id == leaving || id == joining) continue;
         out[n] = (ch_member){.id = id, .joining = !has_run(ran, id)};
         pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
@@ -117,21 +122,39 @@ int ch_members_of(const cJSON *gc, const cJSON *pods, const cJSON *godises, cons
         out[n] = (ch_member){.id = joining, .joining = true, .unconfirmed = !recorded};
         pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
     }
+    if (n > 0 && leaver && n < CH_MAX_MEMBERS) {
+        out[n] = (ch_member){.id = leaving, .leaving = true};
+        pod_of(pods, godises, gd_meta_name(gc), &out[n++]);
+    }
     return n;
 }
 
 bool ch_quorum_expected(chaos *x, int cluster, const ch_member *ms, int n)
 {
-    int down = 0, newcomers = 0, newcomers_down = 0;
+    int voters = 0, voters_up = 0;
+    bool newcomer = false, newcomer_up = false, leaver = false, leaver_up = false;
     for (int i = 0; i < n; i++) {
-        bool d = ch_excused(x, cluster, &ms[i]);
-        down += d;
-        newcomers += ms[i].unconfirmed;
-        newcomers_down += d && ms[i].unconfirmed;
+        bool up = !ch_excused(x, cluster, &ms[i]);
+        if (ms[i].leaving) {
+            leaver = true;
+            leaver_up = up;
+        } else if (ms[i].unconfirmed) {
+            newcomer = true;
+            newcomer_up = up;
+        } else {
+            voters++;
+            voters_up += up;
+        }
     }
-    if (n - down < n / 2 + 1) return false;
-    int without = n - newcomers;
-    return !newcomers || without - (down - newcomers_down) >= without / 2 + 1;
+    /* every configuration Raft may be in: the newcomer in or not yet, the leaver still in
+     * or already out */
+    for (int in_new = 0; in_new <= newcomer; in_new++)
+        for (int in_old = 0; in_old <= leaver; in_old++) {
+            int size = voters + in_new + in_old;
+            int up = voters_up + (in_new && newcomer_up) + (in_old && leaver_up);
+            if (size > 0 && up < size / 2 + 1) return false;
+        }
+    return true;
 }
 
 void *ch_quorum_thread(void *arg)
