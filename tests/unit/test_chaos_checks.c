@@ -325,8 +325,8 @@ static void deleted_pod_excused_until_replaced(void **state)
     const char *pods[] = {
         "{\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"node-name\":\"c07-1\"}},\"spec\":{}}]}",
         "{\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"node-name\":\"c07-1\"}},\"spec\":{\"nodeName\":\"n1\"}}]}",
-        "{\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"node-name\":\"c07-1\"}},\"spec\":{},"
-        "\"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}]}",
+        ("{\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"node-name\":\"c07-1\"}},\"spec\":{},"
+         "\"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\"}]}}]}"),
     };
     const bool replaced[] = {false, true, true};
     cJSON *gc = cJSON_Parse("{\"metadata\":{\"name\":\"c07\"},\"status\":{\"members\":[1]}}");
