@@ -11,7 +11,12 @@
 #    request kubectl makes) has exactly NAME STATUS REPLICAS READY MEMBERS AGE for
 #    GodisClusters and NAME STATE PREFERRED AGE for Godises;
 #  - the ServiceAccount may do exactly what the manager needs and no more
-#    (SubjectAccessReviews: what `kubectl auth can-i --as` asks).
+#    (SubjectAccessReviews: what `kubectl auth can-i --as` asks);
+#  - the remote-workers overlay: what `kubectl apply -k deploy/overlays/remote-workers
+#    --dry-run=server` would send passes the API server's validation (its manifests, and the
+#    manager Deployment with its JSON patch, applied with dryRun=All), the worker's and the
+#    patched manager's args parse, and the godis-worker ServiceAccount may read the leader
+#    Lease and do the manager's work, nothing more on Leases.
 # No kubectl needed: bin/godisctl and curl (deploy/verify-lib.sh). Prints one line per check,
 # cmocka-style counts and "deploy: N passed, N failed". Cleans up: its temporary namespace,
 # and the namespace, RBAC and CRDs when they were not installed before it ran.
@@ -47,10 +52,13 @@ check "the k8s-1.20 overlay is deploy/ with the PDB patched to policy/v1beta1" o
 had_ns=0; ns_exists godis-system && had_ns=1
 had_crds=0; crds_exist && had_crds=1
 had_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterroles/godis-operator-manager)" = 200 ] && had_rbac=1
+RW=deploy/overlays/remote-workers
+had_rw_rbac=0; [ "$(api GET /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/godis-operator-worker)" = 200 ] && had_rw_rbac=1
 cleanup() {
   delete_ns "$NS"
   "$CTL" delete -f deploy/manager/deployment.yaml -f deploy/manager/metrics_service.yaml \
     -f deploy/manager/webhook_service.yaml -f deploy/manager/pdb.yaml >/dev/null 2>&1
+  [ $had_rw_rbac = 1 ] || "$CTL" delete -f "$RW/worker_rbac.yaml" >/dev/null 2>&1
   [ $had_rbac = 1 ] || "$CTL" delete $(printf -- '-f %s ' deploy/rbac/*.yaml) >/dev/null 2>&1
   [ $had_ns = 1 ] || { delete_ns godis-system; wait_ns_gone godis-system 90 || echo "deploy: godis-system still Terminating"; }
   wait_ns_gone "$NS" 90 || echo "deploy: $NS still Terminating"
@@ -190,6 +198,88 @@ other_leases() { cannot godis-system list leases.coordination.k8s.io && { can_na
 check "SA may not list Leases, nor update another Lease" other_leases
 check "manager ClusterRole as stored has no wildcard" sh -c \
   "'$CTL' get clusterrole godis-operator-manager >'$DV_TMP/cr' && grep -q '\"rules\"' '$DV_TMP/cr' && ! grep -q '\"\\*\"' '$DV_TMP/cr'"
+
+# ------------------------------------------------------------------ the remote-workers overlay
+# No kustomize here builds it (Debian's kubectl 1.20 has kustomize 2.0, which knows neither
+# `labels` nor `patches`), so its three parts are checked as kustomize composes them: the
+# overlay's manifests, and deploy/manager/deployment.yaml with the overlay's JSON patch
+# applied by Debian's kubectl (patch --local: no server involved). The API server validates
+# each (server-side apply with dryRun=All): nothing is created.
+rw_listed() {
+  diff <(sed -n '/^resources:/,/^[a-z]/s/^  - *//p' "$RW/kustomization.yaml" | sort) \
+       <({ echo ../..; cd "$RW" && ls -- *.yaml | grep -vx kustomization.yaml; } | sort)
+}
+check "remote-workers overlay: deploy/ plus every manifest beside its kustomization" rw_listed
+refused "remote-workers overlay: no wildcard in its RBAC" grep -n '^[^#]*\*' "$RW/worker_rbac.yaml"
+rw_patch_manager() {
+  sed -n '/^    patch: |-$/,/^[^ #]/{/^    patch: |-$/d;/^[^ #]/d;s/^      //;p}' "$RW/kustomization.yaml" >"$DV_TMP/rw-ops.yaml"
+  "$DV_ROOT/tools/kubectl-debian" patch --local -f deploy/manager/deployment.yaml --type json \
+    -p "$(cat "$DV_TMP/rw-ops.yaml")" -o json >"$DV_TMP/rw-manager.json" &&
+    grep -q '"--remote-port-base=7420"' "$DV_TMP/rw-manager.json" &&
+    grep -q '"secretName": "godis-curve-server"' "$DV_TMP/rw-manager.json" &&
+    grep -q '"secretName": "godis-curve-allow"' "$DV_TMP/rw-manager.json"
+}
+check "the overlay's JSON patch applies to the manager Deployment (tcp:// port, CURVE Secrets)" rw_patch_manager
+# dry_run FILE: every document of FILE server-side applied with dryRun=All (what `kubectl
+# apply --server-side --dry-run=server` sends; 200 or 201 each, whether or not it exists)
+dry_run() {
+  local f=$1 i=0 doc kind name path code
+  rm -f "$DV_TMP"/rw-doc-*
+  awk -v d="$DV_TMP/rw-doc" '/^---/ {n++; next} {print > (d "-" n+0)}' "$f"
+  for doc in "$DV_TMP"/rw-doc-*; do
+    kind=$(sed -n 's/^kind: *//p; s/^ *"kind": *"\([A-Za-z]*\)".*/\1/p' "$doc" | head -n1)
+    name=$(sed -n 's/^  name: *//p; s/^ *"name": *"\([^"]*\)".*/\1/p' "$doc" | head -n1)
+    case $kind in
+      ServiceAccount) path=/api/v1/namespaces/godis-system/serviceaccounts ;;
+      ClusterRoleBinding) path=/apis/rbac.authorization.k8s.io/v1/clusterrolebindings ;;
+      Role|RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/godis-system/${kind,,}s ;;
+      Deployment) path=/apis/apps/v1/namespaces/godis-system/deployments ;;
+      *) echo "$f: kind '$kind' not expected"; return 1 ;;
+    esac
+    code=$(curl -sS --max-time 20 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+      -H "Content-Type: application/apply-patch+yaml" --data-binary "@$doc" -o "$DV_TMP/body" \
+      -w '%{http_code}' -X PATCH "$SERVER$path/$name?dryRun=All&fieldManager=deploy-verify")
+    case $code in 200|201) ;; *) echo "$kind $name: HTTP $code: $(grep -m1 '"message"' "$DV_TMP/body")"; return 1 ;; esac
+    rm -f "$doc"; i=$((i + 1))
+  done
+  echo "$i objects"
+}
+check "the overlay's worker_rbac.yaml validates (dryRun=All)" dry_run "$RW/worker_rbac.yaml"
+check "the overlay's worker_deployment.yaml validates (dryRun=All)" dry_run "$RW/worker_deployment.yaml"
+check "the patched manager Deployment validates (dryRun=All)" dry_run "$DV_TMP/rw-manager.json"
+# The args, with what the kubelet substitutes, key files made here, binds on loopback and a
+# kubeconfig that does not exist: both programs parse everything, load the keys and stop on
+# the kubeconfig (exit 2).
+rw_keys() { mkdir -p "$DV_TMP/keys" && "$DV_ROOT/bin/godis-manager" keygen --out "$DV_TMP/keys" --name "$1" >/dev/null; }
+rw_args_parse() {  # rw_args_parse PROGRAM ARGS-FILE
+  local a args=() port; port=$(free_port) || return 1
+  while IFS= read -r a; do
+    a=${a//\$(POD_NAMESPACE)/godis-system}; a=${a//\$(POD_NAME)/verify}; a=${a//\$(POD_IP)/127.0.0.1}
+    a=${a//0.0.0.0/127.0.0.1}; a=${a//\/run\/godis-operator/$DV_TMP/run}; a=${a//=7420/=$port}
+    a=${a//\/etc\/godis-curve\/worker/$DV_TMP/keys}; a=${a//\/etc\/godis-curve\/server/$DV_TMP/keys}
+    a=${a//\/etc\/godis-curve\/allow\/allow/$DV_TMP/keys/worker.pub}
+    args+=("$a")
+  done <"$2"
+  [ ${#args[@]} -gt 3 ] || { echo "no args found"; return 1; }
+  echo "args: ${args[*]}"
+  timeout 20 "$DV_ROOT/bin/$1" "${args[@]}" --kubeconfig "$DV_TMP/no-such-kubeconfig"
+  local rc=$?
+  [ $rc = 2 ] && grep -q 'cannot read kubeconfig' "$DV_TMP/out"
+}
+rw_keys server && rw_keys worker
+sed -n '/^ *args:/,/^ *[a-z]*:$/s/^ *- *//p' "$RW/worker_deployment.yaml" >"$DV_TMP/rw-worker.args"
+sed -n '/"args": \[/,/\]/s/^ *"\(--[^"]*\)",\{0,1\}$/\1/p' "$DV_TMP/rw-manager.json" >"$DV_TMP/rw-manager.args"
+check "bin/godis-worker accepts the worker Deployment's args" rw_args_parse godis-worker "$DV_TMP/rw-worker.args"
+check "bin/godis-manager accepts the patched manager Deployment's args" rw_args_parse godis-manager "$DV_TMP/rw-manager.args"
+# What the workers' ServiceAccount may do, with the overlay's RBAC applied for real.
+check "the overlay's worker_rbac.yaml applies" "$CTL" apply -f "$RW/worker_rbac.yaml"
+WSA=system:serviceaccount:godis-system:godis-worker
+rw_lease() { SA_USER=$WSA can_named godis-system get godis-operator-leader; }
+rw_no_lease() { local v; for v in update create delete; do SA_USER=$WSA can_named godis-system $v godis-operator-leader; [ $? = 1 ] || return 1; done; SA_USER=$WSA cannot godis-system list leases.coordination.k8s.io; }
+rw_work() { SA_USER=$WSA can "$NS" create replicasets.apps && SA_USER=$WSA can "$NS" update godisclusters.$G/status && SA_USER=$WSA cannot "$NS" get secrets; }
+check "godis-worker SA may get Lease godis-operator-leader" rw_lease
+check "godis-worker SA may not update, create, delete or list Leases" rw_no_lease
+check "godis-worker SA may do the manager's work (ReplicaSets, GodisCluster status), not read Secrets" rw_work
 
 dv_summary deploy
 [ "$fail" -eq 0 ]
