@@ -358,12 +358,15 @@ static void test_waits_for_full_strength(void **state)
     assert_false(o.took);
     assert_int_equal(o.rs_updates + o.pod_deletes, 0);
     assert_int_equal(gd_json_int_or(W.cluster, "status.rollout.member", 0), 0);
+    /* it looks again by itself: what holds it may change without an event on its key */
+    assert_int_equal(o.recheck_ms, 2000);
     set_ready(2);
     o = run(f, 4, false);                        /* a scale asked for: the planner first */
     assert_false(o.took);
     assert_int_equal(gd_json_int_or(W.cluster, "status.rollout.member", 0), 0);
     o = run(f, 3, true);                         /* paused */
     assert_false(o.took);
+    assert_int_equal(o.recheck_ms, 0);           /* a paused cluster waits for its spec */
     assert_int_equal(gd_json_int_or(W.cluster, "status.rollout.member", 0), 0);
     assert_int_equal(gd_json_int_or(W.cluster, "status.updatedReplicas", 0), 0);  /* none touched */
     for (int id = 1; id <= N; id++) assert_true(pod_ready(id));
