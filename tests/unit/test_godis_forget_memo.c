@@ -29,11 +29,14 @@
 #include "godis_reconcile.h"
 #include "godis_retire.h"
 
+static bool no_configmap;           /* the ConfigMap was deleted meanwhile */
+
 static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e;
     (void)ns;
     int64_t id = gf_id_of(name);
+    if (no_configmap && !strcmp(kind, "ConfigMap")) return NULL;
     if (!strcmp(kind, "GodisCluster") && !strcmp(name, "c"))
         return cJSON_Parse(
             "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\",\"metadata\":{"
@@ -100,6 +103,37 @@ static void test_not_remembered_forgets_again(void **state)
     assert_false(wrote_to(f, "DELETE", "/pods/c-2-x"));
 }
 
+/* The ConfigMap is missing while the forget of member 2 has not gone through: it is rebuilt
+ * from status.members (listing member 2), and the forget is sent next; member 2 is not
+ * stopped. The rebuild used to leave the view with an empty member list, read as the
+ * record of the forget: member 2 was stopped unforgotten (chaos seed 1, c07). */
+static void test_configmap_rebuilt_then_forget_not_skipped(void **state)
+{
+    client_fixture *f = *state;
+    no_configmap = true;
+    godis_result r = reconcile(f);
+    no_configmap = false;
+    assert_int_equal(r.kind, GODIS_ERROR);                  /* the forget, on the closed port */
+    bool listed = false;
+    for (int i = 0; i < httpd_request_count(f->h); i++) {
+        const httpd_req *q = httpd_request(f->h, i);
+        if (strcmp(q->method, "POST") || !strstr(q->uri, "/configmaps")) continue;
+        cJSON *cm = cJSON_Parse(q->body);
+        listed = strstr(gd_json_str_or(cm, "data.initial-cluster", ""), "2@http://") != NULL;
+        cJSON_Delete(cm);
+    }
+    assert_true(listed);
+    assert_false(wrote_to(f, "PUT", "/replicasets/c-2"));
+    assert_false(wrote_to(f, "DELETE", "/pods/c-2-x"));
+    bool forget_failed = false;
+    for (int i = 0; i < httpd_request_count(f->h); i++) {
+        const httpd_req *q = httpd_request(f->h, i);
+        forget_failed |= !strcmp(q->method, "POST") && strstr(q->uri, "/events") &&
+                         strstr(q->body, "ForgetFailed");
+    }
+    assert_true(forget_failed);
+}
+
 /* The API server does not answer just before the forget: member 2 runs (its vote commits
  * its removal), and the stop that must follow a forget at once would fail, so no forget is
  * sent (no Event about one) and the reconcile is retried. */
@@ -161,6 +195,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_not_remembered_forgets_again, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_configmap_rebuilt_then_forget_not_skipped, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_api_down_no_forget, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_remembered_stops_without_forgetting_again, client_setup, client_teardown),
         cmocka_unit_test(test_memo_table),

@@ -585,9 +585,19 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
         return strcmp(c->phase, "Initializing") == 0;
     }
     if (s->kind == GP_ENSURE_CONFIGMAP && !c->configmap) {
+        /* The view takes the ids ensure_configmap wrote, computed as it computed them:
+         * with the ConfigMap still missing. Computed after the view claims a ConfigMap,
+         * its empty id list read as the record of the forget in flight (a forget is
+         * confirmed when the ConfigMap no longer lists the member), and the next chained
+         * step stopped an unforgotten member: the 200-fault chaos campaign had c07 2 -> 1
+         * with its ConfigMap deleted stop member 2 after a failed forget, leaving member 1
+         * in a 2-member Raft configuration with nobody to vote for it. */
+        int64_t ids[GODIS_MAX_MEMBERS];
+        int n = godis_plan_configmap_ids(&c->v, ids);
+        memcpy(c->v.cm_ids, ids, sizeof ids);
+        c->v.cm_n = n;
         c->v.configmap_exists = true;
         c->v.configmap_parsed = true;
-        c->v.cm_n = godis_plan_configmap_ids(&c->v, c->v.cm_ids);
         return true;
     }
     return false;
