@@ -145,11 +145,17 @@ godis_step_kind apply(world *w)
         assert_int_not_equal(s.via_id, s.id);
         assert_true(w->raft[s.via_id]);
         assert_int_equal(s.id, v->scale_out_id);
-        /* the member it admits exists and runs (created with join=true, inert until now);
-         * it is Ready, or it went bad and the others alone keep the bigger cluster's quorum */
-        assert_true(w->godis[s.id] && w->running[s.id]);
-        if (w->ready_in[s.id] > 0)
-            assert_true(w->bad[s.id] || w->lost_volume[s.id]);
+        /* the member it admits exists and runs (created with join=true, inert until now)
+         * and is Ready; or it went bad, or the user no longer wants it (replicas lowered
+         * while it could not start), and the others alone keep the bigger cluster's quorum
+         * (checked below) until the scale-in forgets it */
+        bool unwanted = v->desired <= v->nmembers;
+        for (int i = 0; i < v->nobserved && unwanted; i++)
+            unwanted = !(v->observed[i].node_bad || v->observed[i].reschedule ||
+                         v->observed[i].volume_lost || v->observed[i].wrong_class);
+        assert_true(w->godis[s.id] && (w->running[s.id] || unwanted));
+        if (w->ready_in[s.id] > 0 || !w->running[s.id])
+            assert_true(w->bad[s.id] || w->lost_volume[s.id] || unwanted);
         /* meet commits in the current Raft membership (a re-sent one, after a +OK that was
          * never recorded, in the one that holds the newcomer already) */
         assert_true(raft_ready(w) >= raft_size(w) / 2 + 1);

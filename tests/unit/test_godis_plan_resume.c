@@ -312,6 +312,24 @@ static void test_new_member_on_a_bad_node(void **state)
     assert_consistent(&w, 4);
     assert_false(w.raft[4]);
     assert_true(w.raft[5]);
+
+    /* 3 -> 4 with a newcomer that cannot be scheduled (anti-affinity required, every node
+     * taken), then back to 3: it waits while wanted, then it is admitted (1, 2, 3 Ready
+     * keep 4's quorum) and forgotten by the scale-in, never left waiting for good */
+    world_new(&w, 3);
+    run_until_converged(&w);
+    w.v.desired = 4;
+    while (!w.godis[4]) apply(&w);
+    w.running[4] = false;
+    w.ready_in[4] = 1000;
+    for (int i = 0; i < 10; i++) assert_int_equal(apply(&w), GP_WAIT);
+    assert_false(w.raft[4]);
+    w.v.desired = 3;
+    assert_int_equal(apply(&w), GP_MEET);
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[4]);
+    assert_int_equal(w.v.nmembers, 3);
 }
 
 int main(void)

@@ -182,10 +182,12 @@ static int count_ready(const godis_view *v)
  * the configuration that holds the running newcomer), then records.
  *
  * A newcomer that is not Ready waits for its meet — except one whose node went bad or
- * whose volume is lost (it may have been admitted by a meet whose +OK was never recorded):
- * where today's Ready members alone are a majority of the bigger cluster, the step is
- * finished, and the migration and loss rules take it away (forgetting it first). A
- * one-member cluster never admits a newcomer that does not run. */
+ * whose volume is lost (it may have been admitted by a meet whose +OK was never recorded),
+ * or one the user no longer wants (replicas lowered while it could not be scheduled): where
+ * today's Ready members alone are a majority of the bigger cluster, the step is finished,
+ * and the migration, loss and scale-in rules take it away (forgetting it first; a not-Ready
+ * member is the first victim). Abandoning the step instead would need a durable record that
+ * no meet was ever sent. A one-member cluster never admits a newcomer that does not run. */
 static godis_step plan_scale_out(const godis_view *v)
 {
     int64_t id = v->scale_out_id;
@@ -197,7 +199,10 @@ static godis_step plan_scale_out(const godis_view *v)
     if (!m || !m->godis_exists)
         return step(GP_CREATE_GODIS, id, "ScalingOut",
                     "new member created with join=true: it waits, inert, for its meet");
-    if (!m->ready && !(member_moving(v, id) && count_ready(v) >= majority(v->nmembers + 1)))
+    /* scaled back meanwhile, and no migration's add-before-remove (which adds at the same size) */
+    bool unwanted = v->desired <= v->nmembers;
+    for (int i = 0; i < v->nmembers && unwanted; i++) unwanted = !member_bad(v, v->members[i]);
+    if (!m->ready && !((member_moving(v, id) || unwanted) && count_ready(v) >= majority(v->nmembers + 1)))
         return step(GP_WAIT, id, "WaitingForNewMember", "the new member's pod must be Ready before its meet");
     int64_t via = pick_via(v, id);
     if (!via) return step(GP_WAIT, id, "NoReadyMember", "no Ready member to send cluster meet to");
