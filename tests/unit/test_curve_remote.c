@@ -19,8 +19,11 @@
 #include "curve_fixture.h"
 #include "gd_curve.h"
 #include "gd_time.h"
+#include "../support/test_wait.h"
 
 #define CAP_MS 5000
+/* Deadlines, not sleeps; stretched under valgrind (test_scaled_ms). */
+#define WAIT_MS test_scaled_ms(5000)
 
 static int hellos, pongs;
 static char hello_name[64];
@@ -101,22 +104,29 @@ static void say(void *s, int n, ...)
     va_end(ap);
 }
 
-/* Dispatches until cond holds or 5 s pass. */
+/* Waits up to 50 ms for the control socket and dispatches what came. It always waits, so a
+ * caller looping on state another thread changes (the ZAP handler's counts) never spins: under
+ * valgrind, which runs one thread at a time, a spinning loop starved the ZAP thread past the
+ * deadline (CI on cf26d54). */
+static void pump_once(fx *f)
+{
+    zmq_pollitem_t it = {mgr_control_socket(f->c), 0, ZMQ_POLLIN, 0};
+    zmq_poll(&it, 1, 50);
+    mgr_control_dispatch(f->c);
+}
+
+/* Dispatches until *counter reaches want or WAIT_MS pass. */
 static void pump_until(fx *f, int *counter, int want)
 {
-    int64_t end = gd_mono_ms() + 5000;
-    while (*counter < want && gd_mono_ms() < end) {
-        zmq_pollitem_t it = {mgr_control_socket(f->c), 0, ZMQ_POLLIN, 0};
-        zmq_poll(&it, 1, 50);
-        mgr_control_dispatch(f->c);
-    }
+    int64_t end = gd_mono_ms() + WAIT_MS;
+    while (*counter < want && gd_mono_ms() < end) pump_once(f);
 }
 
 /* One message on the peer as frames. */
 static int hear(void *s, gdw_frame *fr, zmq_msg_t *m, int cap)
 {
     zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&it, 1, 5000) <= 0) return 0;
+    if (zmq_poll(&it, 1, WAIT_MS) <= 0) return 0;
     int n = 0, more = 1;
     while (more && n < cap) {
         zmq_msg_init(&m[n]);
@@ -196,8 +206,8 @@ static void test_remote_malformed(void **st)
     fx *f = *st;
     void *w = peer(f, &f->good, "r43-00000001");
     say(w, 5, "GDW1", "HELLO", "remote", "43", "x1");
-    int64_t end = gd_mono_ms() + 5000;
-    while (mgr_control_rejected(f->c) == 0 && gd_mono_ms() < end) pump_until(f, &hellos, 1);
+    int64_t end = gd_mono_ms() + WAIT_MS;
+    while (mgr_control_rejected(f->c) == 0 && gd_mono_ms() < end) pump_once(f);
     assert_int_equal(hellos, 0);
     assert_true(mgr_control_rejected(f->c) >= 1);
 }
@@ -212,9 +222,9 @@ static void test_remote_unknown_key(void **st)
     /* both handshakes decided: the good HELLO arrived, the bad key was refused (so its
      * HELLO can never arrive) */
     gd_curve_zap_stats s = {0};
-    int64_t end = gd_mono_ms() + 5000;
+    int64_t end = gd_mono_ms() + WAIT_MS;
     while ((hellos < 1 || s.refused < 1) && gd_mono_ms() < end) {
-        pump_until(f, &hellos, 1);
+        pump_once(f);
         gd_curve_zap_get_stats(f->zap, &s);
     }
     mgr_control_dispatch(f->c);     /* anything already queued */
