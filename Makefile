@@ -146,6 +146,7 @@ test_informer_pub_LINK := informer/store informer/counters informer/publisher
 test_cache_LINK := worker/runtime/cache
 test_mapping_LINK := worker/runtime/cache worker/runtime/mapping
 test_workqueue_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics
+test_workqueue_priority_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics
 test_shards_LINK := manager/shards
 test_supervisor_LINK := manager/supervisor
 test_manager_control_LINK := manager/control manager/shards

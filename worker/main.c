@@ -141,7 +141,7 @@ int main(int argc, char **argv)
         FLAG(GD_FLAG_STRING, "curve-server-public", &curve_server, "the manager's CURVE public key (z85 file) that tcp:// endpoints must present", .metavar = "FILE"),
         FLAG(GD_FLAG_STRING, "shards", &shards, "standalone: shards to own, e.g. \"0-255\", \"3,17\" or \"all\"", .metavar = "LIST", .def = "all"),
         FLAG(GD_FLAG_INT, "max-concurrent-reconciles", &o.max_concurrent, "reconcile threads per controller (1..1024)", .metavar = "N", .min = 1, .max = 1024),
-        FLAG(GD_FLAG_FUNC, "queue-rate-limits", NULL, "per-controller workqueue rate limiter, client-go's MaxOf(per-key exponential, overall token bucket): any subset of \"base-ms=5,max-ms=1000000,qps=10,burst=100\" (the defaults); qps=0 disables the bucket", .metavar = "SPEC", .fn = rate_limits, .ud = &o),
+        FLAG(GD_FLAG_FUNC, "queue-rate-limits", NULL, "per-controller workqueue rate limiter, client-go's MaxOf(per-key exponential, overall token bucket): any subset of \"base-ms=5,max-ms=1000000,qps=10,burst=100,priority=1\" (the defaults); qps=0 disables the bucket; priority=0 queues initial lists and resyncs as real changes (client-go's order)", .metavar = "SPEC", .fn = rate_limits, .ud = &o),
         FLAG(GD_FLAG_DURATION, "heartbeat", &o.heartbeat_ms, "the manager's heartbeat (10ms..10m); silent 3x: HELLO again, 5x: exit 1", .min = 10, .max = 600000),
         FLAG(GD_FLAG_MILLIS, "heartbeat-ms", &o.heartbeat_ms, "", .min = 10, .max = 600000, .deprecated = "use --heartbeat DURATION"),
         FLAG(GD_FLAG_FUNC, "kube-api-qps", NULL, "the API client's rate limit in requests/s (1..100000; -1: none, the API server's priority and fairness then being the only limit)", .metavar = "N", .fn = api_qps, .ud = &o.kube_api_qps, .def = "50"),

@@ -99,6 +99,8 @@ void gd_sub_destroy(gd_sub **sp)
 void gd_sub_last_rv(const gd_sub *s, char *buf, size_t cap) { snprintf(buf, cap, "%s", s->last_rv); }
 void gd_sub_get_stats(const gd_sub *s, gd_sub_stats *out) { *out = s->st; }
 
+bool gd_sub_informer_listed(const gd_sub *s) { return s->informer_synced; }
+
 bool gd_sub_synced(const gd_sub *s)
 {
     if (!s->informer_synced)

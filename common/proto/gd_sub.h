@@ -123,6 +123,10 @@ gd_err gd_sub_poll(gd_sub *s, int timeout_ms);
 /* True once a SYNCED was seen (or a snapshot said the informer had synced) and no snapshot
  * repair is pending. */
 bool    gd_sub_synced(const gd_sub *s);
+/* The informer finished its initial list (a SYNCED, or a snapshot END that said so): an
+ * ADDED before that is part of the initial list, not a real change (PROTOCOL.md §1,
+ * "Origin of an event"). Owning thread only. */
+bool    gd_sub_informer_listed(const gd_sub *s);
 /* The informer's last resourceVersion as carried by the latest message ("" if none), copied
  * into buf. Lets a worker check "has the cache caught up with my write" (read your writes). */
 void    gd_sub_last_rv(const gd_sub *s, char *buf, size_t cap);

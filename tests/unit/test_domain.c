@@ -106,6 +106,22 @@ static void test_worker_loads_children_first(void **state)
     assert_int_equal(worker_endpoints_parse(&o, "Pod=ipc://a,ipc://b", why, sizeof why), GD_OK);
 }
 
+/* --queue-rate-limits priority=0|1: the switch the resync benchmark flips (default on). */
+static void test_queue_priority_switch(void **state)
+{
+    (void)state;
+    worker_opts o;
+    char why[128] = "";
+    worker_opts_default(&o);
+    assert_false(o.queue_no_priority);
+    assert_int_equal(worker_rate_limits_parse(&o, "qps=5,priority=0", why, sizeof why), GD_OK);
+    assert_true(o.queue_no_priority);
+    assert_int_equal(worker_rate_limits_parse(&o, "priority=1", why, sizeof why), GD_OK);
+    assert_false(o.queue_no_priority);
+    assert_int_equal(worker_rate_limits_parse(&o, "priority=2", why, sizeof why), GD_ERR_CONFIG);
+    assert_non_null(strstr(why, "priority=0|1"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_kind_list),
         cmocka_unit_test(test_member_cluster_len),
         cmocka_unit_test(test_worker_loads_children_first),
+        cmocka_unit_test(test_queue_priority_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,7 +131,8 @@ wq *controller_queue(controller *c) { return c->q; }
 
 /* ---- the shard gate ---- */
 
-static void enqueue_gated(controller *c, const char *key, int64_t delay_ms, bool rate_limited)
+static void enqueue_gated(controller *c, const char *key, int64_t delay_ms, bool rate_limited,
+                          bool low)
 {
     int shard = key_shard(c, key);
     pthread_mutex_lock(&c->mu);
@@ -140,6 +141,8 @@ static void enqueue_gated(controller *c, const char *key, int64_t delay_ms, bool
             wq_add_rate_limited(c->q, key);
         else if (delay_ms > 0)
             wq_add_after(c->q, key, delay_ms);
+        else if (low)
+            wq_add_low(c->q, key);
         else
             wq_add(c->q, key);
     } else if (revoking_locked(c, shard)) {
@@ -154,13 +157,19 @@ static void enqueue_gated(controller *c, const char *key, int64_t delay_ms, bool
 void controller_enqueue(controller *c, const char *key)
 {
     if (key)
-        enqueue_gated(c, key, 0, false);
+        enqueue_gated(c, key, 0, false, false);
+}
+
+void controller_enqueue_low(controller *c, const char *key)
+{
+    if (key)
+        enqueue_gated(c, key, 0, false, true);
 }
 
 void controller_enqueue_after(controller *c, const char *key, int64_t delay_ms)
 {
     if (key)
-        enqueue_gated(c, key, delay_ms, false);
+        enqueue_gated(c, key, delay_ms, false, false);
 }
 
 /* ---- writes ---- */
@@ -347,21 +356,21 @@ static void run_reconcile(controller *c, const char *key)
             pthread_mutex_lock(&c->mu);
             c->stats.fenced++;
             pthread_mutex_unlock(&c->mu);
-            enqueue_gated(c, key, 0, false);
+            enqueue_gated(c, key, 0, false, false);
             break;
         }
         gd_log(GD_LOG_INFO, "reconcile failed", "controller", c->name, "key", key, "error",
                gd_strerror(r.err), NULL);
-        enqueue_gated(c, key, 0, true);
+        enqueue_gated(c, key, 0, true, false);
         count_result(c, GD_RESULT_ERROR);
         break;
     case GD_RESULT_REQUEUE_AFTER:
         wq_forget(c->q, key);
-        enqueue_gated(c, key, r.after_ms > 0 ? r.after_ms : 0, false);
+        enqueue_gated(c, key, r.after_ms > 0 ? r.after_ms : 0, false, false);
         count_result(c, GD_RESULT_REQUEUE_AFTER);
         break;
     case GD_RESULT_REQUEUE:
-        enqueue_gated(c, key, 0, true);
+        enqueue_gated(c, key, 0, true, false);
         count_result(c, GD_RESULT_REQUEUE);
         break;
     case GD_RESULT_DONE:
@@ -388,14 +397,14 @@ static void process_key(controller *c, const char *key)
         pthread_mutex_lock(&c->mu);
         c->stats.fenced++;
         pthread_mutex_unlock(&c->mu);
-        enqueue_gated(c, key, 0, false);        /* back to the queue, no penalty */
+        enqueue_gated(c, key, 0, false, false);        /* back to the queue, no penalty */
         return;
     }
     if (!controller_caught_up(c, key)) {
         pthread_mutex_lock(&c->mu);
         c->stats.stale++;
         pthread_mutex_unlock(&c->mu);
-        enqueue_gated(c, key, c->o.stale_requeue_ms, false);
+        enqueue_gated(c, key, c->o.stale_requeue_ms, false, false);
         return;
     }
     run_reconcile(c, key);

@@ -132,6 +132,8 @@ gd_err controller_stop(controller *c, int64_t timeout_ms);
 /* Enqueue through the shard gate: owned shard → queue; revoking shard → pending list;
  * otherwise dropped (the owner of that shard sees the same event). */
 void controller_enqueue(controller *c, const char *key);
+/* At low priority (wq_add_low): a key from an initial list or a resync, not a real change. */
+void controller_enqueue_low(controller *c, const char *key);
 void controller_enqueue_after(controller *c, const char *key, int64_t delay_ms);
 
 /* ---- shards ---- */

@@ -105,6 +105,7 @@ static gd_err setup_controllers(worker *w)
         co.queue.max_delay_ns = w->o->queue_max_delay_ms * 1000000;
         co.queue.qps = w->o->queue_qps;
         co.queue.burst = w->o->queue_burst;
+        co.queue.no_priority = w->o->queue_no_priority;
         controller *c = controller_new(&co, &w->env);
         if (!c || controller_start(c) != GD_OK) {
             controller_destroy(&c);

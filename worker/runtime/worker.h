@@ -46,6 +46,7 @@ typedef struct {
     int64_t queue_base_delay_ms, queue_max_delay_ms;
     double queue_qps;
     int queue_burst;
+    bool queue_no_priority;             /* priority=0: resyncs queue as real changes do */
     int64_t heartbeat_ms;
     /* The API client's own token bucket (client-go's QPS/Burst): 50/100 by default. */
     double kube_api_qps;                /* < 0: no client-side limit */

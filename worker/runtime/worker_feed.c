@@ -36,19 +36,47 @@ controller *worker_find_ctrl(worker *w, const char *name)
     return NULL;
 }
 
+typedef struct {
+    worker *w;
+    bool low;
+} emit_ctx;
+
 static void emit_key(void *ud, const char *ctrl, const char *key)
 {
-    controller *c = worker_find_ctrl(ud, ctrl);
-    if (c)
+    const emit_ctx *e = ud;
+    controller *c = worker_find_ctrl(e->w, ctrl);
+    if (c && e->low)
+        controller_enqueue_low(c, key);
+    else if (c)
         controller_enqueue(c, key);
 }
 
-void worker_map_change(worker *w, const char *kind, const cJSON *old_obj, const cJSON *new_obj)
+void worker_map_change(worker *w, const char *kind, bool low, const cJSON *old_obj,
+                       const cJSON *new_obj)
 {
+    emit_ctx e = {w, low};
     if (w->set->map_event)
-        w->set->map_event(w->set_ud, kind, old_obj, new_obj, emit_key, w);
+        w->set->map_event(w->set_ud, kind, old_obj, new_obj, emit_key, &e);
     else
-        mapping_event(w->cache, kind, old_obj, new_obj, emit_key, w);
+        mapping_event(w->cache, kind, old_obj, new_obj, emit_key, &e);
+}
+
+/* Where an event comes from (PROTOCOL.md §1, "Origin of an event"), as controller-runtime's
+ * WithLowPriorityWhenUnchanged decides it: an ADDED of the informer's initial list or found
+ * in a snapshot (shards taken over, a restarted informer), or a MODIFIED that repeats the
+ * resourceVersion the replica had (a --resync-period republish) is not a change a user just
+ * made. A MODIFIED with a new resourceVersion and a DELETED are, even when a snapshot after
+ * a gap is what revealed them. */
+static bool event_is_low(const sub_slot *s, gd_ev ev, const cJSON *old_obj,
+                         const cJSON *new_obj, bool resync)
+{
+    if (ev == GD_EV_ADDED)
+        return resync || !gd_sub_informer_listed(s->sub);
+    if (ev == GD_EV_MODIFIED && old_obj && new_obj) {
+        const char *a = gd_meta_rv(old_obj), *b = gd_meta_rv(new_obj);
+        return *a && strcmp(a, b) == 0;
+    }
+    return false;
 }
 
 /* The cache is the subscribers' replica store (cache_sub.h): by the time an event arrives
@@ -64,7 +92,8 @@ static void on_sub_event(void *ud, gd_ev ev, const char *key, int shard,
     }
     if (new_obj)
         gd_hop_rv(gd_meta_rv(new_obj), GD_HOP_CACHE);
-    worker_map_change(s->w, s->kind, ev == GD_EV_ADDED ? NULL : old_obj, new_obj);
+    worker_map_change(s->w, s->kind, event_is_low(s, ev, old_obj, new_obj, resync),
+                      ev == GD_EV_ADDED ? NULL : old_obj, new_obj);
 }
 
 static void *sub_thread(void *arg)

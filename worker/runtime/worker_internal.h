@@ -78,7 +78,9 @@ struct worker {
 /* worker_feed.c: subscriber → cache → mapping → controllers */
 bool        worker_tracks_kind(void *ud, const char *kind);
 controller *worker_find_ctrl(worker *w, const char *name);
-void        worker_map_change(worker *w, const char *kind, const cJSON *old_obj,
+/* low: the change comes from an initial list or a resync, not from a real change (its keys
+ * are queued behind every real change's, controller_enqueue_low). */
+void        worker_map_change(worker *w, const char *kind, bool low, const cJSON *old_obj,
                               const cJSON *new_obj);
 gd_err      worker_setup_subs(worker *w);
 bool        worker_all_synced(worker *w);

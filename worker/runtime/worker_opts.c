@@ -47,11 +47,13 @@ gd_err worker_rate_limits_parse(worker_opts *o, const char *spec, char *why, siz
             o->queue_qps = v;               /* 0: no overall bucket */
         } else if (!strncmp(tok, "burst=", 6) && v >= 1 && v <= 1000000) {
             o->queue_burst = (int)v;
+        } else if (!strncmp(tok, "priority=", 9) && (v == 0 || v == 1)) {
+            o->queue_no_priority = v == 0;
         } else {
             rc = GD_ERR_CONFIG;
         }
         if (rc != GD_OK)
-            snprintf(why, cap, "\"%.40s\": want base-ms=N,max-ms=N,qps=N,burst=N", tok);
+            snprintf(why, cap, "\"%.40s\": want base-ms=N,max-ms=N,qps=N,burst=N,priority=0|1", tok);
     }
     if (rc == GD_OK && o->queue_base_delay_ms > o->queue_max_delay_ms) {
         snprintf(why, cap, "base-ms is larger than max-ms");

@@ -118,7 +118,7 @@ static int resync_cached(worker *w, const bool *in)
         cache_each(w->cache, r.kind, collect_in_shards, &r);
         cJSON *o;
         cJSON_ArrayForEach(o, r.objs) {
-            worker_map_change(w, r.kind, NULL, o);
+            worker_map_change(w, r.kind, true, NULL, o);   /* nothing changed: low */
             objs++;
         }
         cJSON_Delete(r.objs);

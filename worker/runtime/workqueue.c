@@ -102,34 +102,44 @@ static void maybe_free(wq *q, entry *e)
         gd_map_del(q->entries, e->key);     /* frees e and the key */
 }
 
-/* ---- FIFO ---- */
+/* ---- FIFOs (e->low picks the one) ---- */
 
 static void fifo_push(wq *q, entry *e)
 {
+    int f = e->low;
     e->qnext = NULL;
-    e->qprev = q->tail;
-    if (q->tail)
-        q->tail->qnext = e;
+    e->qprev = q->fifo[f].tail;
+    if (q->fifo[f].tail)
+        q->fifo[f].tail->qnext = e;
     else
-        q->head = e;
-    q->tail = e;
+        q->fifo[f].head = e;
+    q->fifo[f].tail = e;
     e->queued = true;
     q->nqueued++;
+    q->nqueued_low += f;
 }
 
 static void fifo_unlink(wq *q, entry *e)
 {
+    int f = e->low;
     if (e->qprev)
         e->qprev->qnext = e->qnext;
     else
-        q->head = e->qnext;
+        q->fifo[f].head = e->qnext;
     if (e->qnext)
         e->qnext->qprev = e->qprev;
     else
-        q->tail = e->qprev;
+        q->fifo[f].tail = e->qprev;
     e->qprev = e->qnext = NULL;
     e->queued = false;
     q->nqueued--;
+    q->nqueued_low -= f;
+}
+
+/* The next key to hand out: normal before low. */
+static entry *fifo_first(wq *q)
+{
+    return q->fifo[0].head ? q->fifo[0].head : q->fifo[1].head;
 }
 
 /* ---- delay heap (min by ready_ns, then insertion order) ---- */
@@ -255,10 +265,24 @@ void wq_release_wakeups(void)
 
 /* ---- the queue proper (all *_locked run under q->mu) ---- */
 
-static gd_err add_locked(wq *q, entry *e, int64_t now)
+static gd_err add_locked(wq *q, entry *e, int64_t now, bool low)
 {
-    if (q->shutting_down || e->dirty)
+    if (q->shutting_down)
         return GD_OK;
+    if (e->dirty) {
+        /* deduplicated, at the higher of the two priorities (controller-runtime keeps the
+         * max): a real change of a key waiting behind a resync goes to the normal FIFO */
+        if (!low && e->low) {
+            if (e->queued)
+                fifo_unlink(q, e);
+            e->low = false;
+            if (!e->processing) {
+                fifo_push(q, e);
+                wake_getter(q);
+            }
+        }
+        return GD_OK;
+    }
     q->adds++;
     q->depth++;
     if (!e->has_add_time) {
@@ -266,6 +290,7 @@ static gd_err add_locked(wq *q, entry *e, int64_t now)
         e->has_add_time = true;
     }
     e->dirty = true;
+    e->low = low && !q->cfg.no_priority;
     if (e->processing)
         return GD_OK;   /* wq_done re-queues it: never two threads on one key */
     fifo_push(q, e);
@@ -279,12 +304,12 @@ static void promote_locked(wq *q, int64_t now)
     while (q->nheap > 0 && q->heap[0]->ready_ns <= now) {
         entry *e = q->heap[0];
         heap_remove(q, e);
-        add_locked(q, e, now);
+        add_locked(q, e, now, false);
         maybe_free(q, e);
     }
 }
 
-gd_err wq_add(wq *q, const char *key)
+static gd_err add_prio(wq *q, const char *key, bool low)
 {
     if (!key)
         return GD_ERR_ARG;
@@ -292,11 +317,14 @@ gd_err wq_add(wq *q, const char *key)
     gd_err rc = GD_OK;
     if (!q->shutting_down) {
         entry *e = lookup_or_create(q, key);
-        rc = e ? add_locked(q, e, gd_mono_ns()) : GD_ERR_NOMEM;
+        rc = e ? add_locked(q, e, gd_mono_ns(), low) : GD_ERR_NOMEM;
     }
     pthread_mutex_unlock(&q->mu);
     return rc;
 }
+
+gd_err wq_add(wq *q, const char *key) { return add_prio(q, key, false); }
+gd_err wq_add_low(wq *q, const char *key) { return add_prio(q, key, true); }
 
 gd_err wq_add_after_ns(wq *q, const char *key, int64_t delay_ns)
 {
@@ -314,7 +342,7 @@ gd_err wq_add_after_ns(wq *q, const char *key, int64_t delay_ns)
         goto out;
     }
     if (delay_ns <= 0) {
-        add_locked(q, e, now);
+        add_locked(q, e, now, false);
         goto out;
     }
     int64_t ready = now + delay_ns;
@@ -420,7 +448,7 @@ const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
         int64_t now = gd_mono_ns();
         if (!q->shutting_down)
             promote_locked(q, now);
-        if (q->head)
+        if (fifo_first(q))
             break;
         if (q->shutting_down) {
             if (shutdown)
@@ -447,7 +475,7 @@ const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
         else
             wait_until(&q->cond, &q->mu, until);
     }
-    entry *e = q->head;
+    entry *e = fifo_first(q);
     fifo_unlink(q, e);
     int64_t now = gd_mono_ns();
     q->depth--;
@@ -459,6 +487,7 @@ const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
     e->start_ns = now;
     e->processing = true;
     e->dirty = false;
+    e->low = false;
     q->nprocessing++;
     const char *key = e->key;
     pthread_mutex_unlock(&q->mu);
@@ -556,6 +585,14 @@ int wq_len(wq *q)
     return n;
 }
 
+int wq_len_low(wq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int n = q->nqueued_low;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
 int wq_waiting(wq *q)
 {
     pthread_mutex_lock(&q->mu);
@@ -634,6 +671,7 @@ int wq_extract(wq *q, wq_match_fn match, wq_take_fn take, void *ud)
             fifo_unlink(q, e);
         if (e->dirty) {
             e->dirty = false;
+            e->low = false;
             e->has_add_time = false;
             q->depth--;
         }

@@ -20,6 +20,13 @@
  * Every time read goes through gd_mono_ns(), so tests inject a clock (gd_clock_set) and
  * drive delays with non-blocking gets instead of sleeping.
  *
+ * Extension beyond client-go, controller-runtime's priority queue (v0.23+) reduced to two
+ * levels: wq_add_low queues a key from an initial list or a resync behind every key added
+ * normally, so tens of thousands of unchanged objects never delay a real change. A key has
+ * the highest priority it was added with since it was last handed out (a normal add of a
+ * key waiting at low priority moves it to the normal FIFO's tail); dedup and per-key
+ * exclusivity are the same at both levels. Delayed and rate-limited adds are normal.
+ *
  * Extension beyond client-go, for shard handoff: wq_extract removes the pending (queued or
  * delayed) keys that match a predicate and reports them.
  *
@@ -39,6 +46,7 @@ typedef struct {
     int64_t max_delay_ns;       /* ... and cap (1000 s) */
     double  qps;                /* BucketRateLimiter rate (10); <= 0 disables the bucket */
     int     burst;              /* ... and burst (100) */
+    bool    no_priority;        /* wq_add_low is wq_add: one FIFO, as client-go (benchmarks) */
 } wq_config;
 
 /* Fills client-go's DefaultControllerRateLimiter settings. name may be NULL. */
@@ -51,6 +59,8 @@ void wq_destroy(wq **q);
  * The adds return GD_ERR_ARG for a NULL key, GD_ERR_NOMEM when the key could not be
  * recorded (logged), GD_OK otherwise. */
 gd_err wq_add(wq *q, const char *key);
+/* wq_add at low priority: for keys from an initial list or a resync of unchanged objects. */
+gd_err wq_add_low(wq *q, const char *key);
 /* Adds key after delay_ns (<= 0: now). Counts a retry, as client-go's delaying queue does. */
 gd_err wq_add_after_ns(wq *q, const char *key, int64_t delay_ns);
 gd_err wq_add_after(wq *q, const char *key, int64_t delay_ms);
@@ -81,6 +91,7 @@ gd_err wq_shutdown_drain(wq *q, int64_t timeout_ms);
 bool wq_shutting_down(wq *q);
 
 int  wq_len(wq *q);             /* queued keys (due delayed keys are moved first) */
+int  wq_len_low(wq *q);         /* ... of which at low priority */
 int  wq_waiting(wq *q);         /* delayed keys not due yet */
 int  wq_processing(wq *q);      /* keys handed out and not Done */
 bool wq_is_processing(wq *q, const char *key);

@@ -11,6 +11,8 @@
 typedef struct entry {
     const char *key;            /* the map's copy */
     bool dirty, processing, queued, has_add_time;
+    bool low;                   /* its pending add is low priority only (wq_add_low): it sits,
+                                 * or will sit after Done, in the low FIFO */
     struct entry *qprev, *qnext;
     int heap_idx;
     int64_t ready_ns;
@@ -27,8 +29,10 @@ struct wq {
     wq_config cfg;
     gd_bucket bucket;
     gd_map *entries;            /* key -> entry */
-    entry *head, *tail;         /* FIFO */
-    int nqueued, nprocessing;
+    /* FIFOs by priority: [0] normal, [1] low. A getter takes from [1] only when [0] is
+     * empty; each entry is in at most one (entry.low says which). */
+    struct { entry *head, *tail; } fifo[2];
+    int nqueued, nqueued_low, nprocessing;
     entry **heap;
     int nheap, heap_cap;
     uint64_t heap_seq;
