@@ -43,8 +43,13 @@ ctl() { bin/godisctl -n default "$@"; }
 ctl apply -f deploy/crds/ >/dev/null || { log "cannot install the CRDs"; exit 1; }
 
 # Heartbeat 2s: memcheck slows a worker 20-50x, and one silent for 5 heartbeats is killed.
+# Shutdown grace 60 s (and a lease long enough to allow it: the grace is capped by 4/5 of
+# lease - renew deadline): a child gets SIGKILL at half the grace, and an informer under
+# memcheck on a busy machine needs more than the default 2.5 s to finish its leak check;
+# killed, it leaves no summary (seen on cf26d54 with 8 devclusters' worth of load).
 $VG --log-file="$dir/manager-%p.vg" bin/godis-manager --kubeconfig "$KUBECONFIG" \
   --leader-elect --leader-elect-resource-name "$name" --leader-elect-resource-namespace default \
+  --leader-elect-lease-duration 120s --leader-elect-renew-deadline 40s --shutdown-grace 60s \
   --workers 1 --max-concurrent-reconciles 2 --heartbeat 2s \
   --informer-bin "$dir/bin/godis-informer" --worker-bin "$dir/bin/godis-worker" \
   --runtime-dir "/tmp/godis-$name" --health-probe-bind-address 0 --metrics-bind-address 0 \
