@@ -157,6 +157,7 @@ test_informer_pack_LINK := informer/store
 test_controller_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics worker/runtime/controller worker/runtime/keymetrics worker/runtime/cache worker/runtime/reconciler
 test_shard_agree_LINK := manager/shards worker/runtime/cache worker/runtime/mapping
 test_webhook_LINK := webhook/review webhook/decide webhook/certs webhook/register webhook/server
+test_webhook_rotation_LINK := webhook/rotation webhook/certs
 test_node_agent_pod_LINK := tools/node-agent/agent_util tools/node-agent/agent_proc tools/node-agent/agent_pod tools/node-agent/agent_pod_volumes tools/node-agent/agent_pod_ctr tools/node-agent/agent_pod_status tools/node-agent/agent_workers
 test_node_agent_proc_LINK := tools/node-agent/agent_util tools/node-agent/agent_proc
 test_node_agent_util_LINK := tools/node-agent/agent_util

@@ -249,3 +249,20 @@ char *wh_ca_bundle_merge(const char *existing, const char *own_ca, int64_t now_s
     BIO_free(out);
     return s;
 }
+
+bool wh_bundle_contains(const char *bundle, const char *ca_pem)
+{
+    BIO *cb = ca_pem ? BIO_new_mem_buf(ca_pem, -1) : NULL;
+    X509 *want = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+    BIO_free(cb);
+    BIO *in = want && bundle ? BIO_new_mem_buf(bundle, -1) : NULL;
+    bool found = false;
+    X509 *x;
+    while (in && !found && (x = PEM_read_bio_X509(in, NULL, NULL, NULL))) {
+        found = X509_cmp(x, want) == 0;
+        X509_free(x);
+    }
+    BIO_free(in);
+    X509_free(want);
+    return found;
+}

@@ -8,6 +8,7 @@
  * server trusts the old certificate and the new one alike while replicas switch over. */
 #ifndef WH_CERTS_H
 #define WH_CERTS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "gd_err.h"
@@ -35,5 +36,7 @@ gd_err wh_pem_validity(const char *pem, int64_t *not_before_s, int64_t *not_afte
 /* The caBundle to register: own_ca first, then every certificate of existing (PEM, may be
  * NULL) that is not expired at now_s and not own_ca itself, at most max in all. malloc'd. */
 char  *wh_ca_bundle_merge(const char *existing, const char *own_ca, int64_t now_s, int max);
+/* Whether the PEM bundle holds the (first) certificate of ca_pem. */
+bool   wh_bundle_contains(const char *bundle, const char *ca_pem);
 
 #endif

@@ -18,6 +18,7 @@
 #include "handler.h"
 #include "k8s_config.h"
 #include "register.h"
+#include "rotation.h"
 #include "server.h"
 
 static volatile sig_atomic_t g_stop;
@@ -44,7 +45,9 @@ static const char FOOTER[] =
     "Certificates: with --cert-dir, tls.crt/tls.key (and ca.crt, registered as the caBundle "
     "when present) as a cert-manager Secret holds them, re-read when they change; without it, "
     "a CA and serving certificate are generated with OpenSSL and renewed at two thirds of "
-    "--cert-validity, the old CA kept in the caBundle until it expires.\n\n"
+    "--cert-validity: the new CA joins the caBundle first, the new certificate is served once "
+    "the stored bundle holds it (and a settle time has passed), the old CA is kept until it "
+    "expires.\n\n"
     "Exit codes: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a configuration error.";
 
 #define FLAG GD_FLAG
@@ -142,17 +145,22 @@ typedef struct {
     wh_server_opts so;
     wh_server *srv;
     wh_certs certs;
+    wh_rotation rot;          /* a self-managed renewal under way */
     bool registered;          /* the current CA is in the configuration */
     int64_t next_register_ms, register_backoff_ms;
 } webhook;
 
+static wh_reg_opts reg_opts(const flags *f)
+{
+    return (wh_reg_opts){.name = f->config_name, .url = f->url, .svc_ns = f->svc_ns,
+                         .svc_name = f->svc_name, .svc_port = f->service_port,
+                         .failure_policy = f->failure_policy, .timeout_s = (int)(f->timeout_ms / 1000)};
+}
+
 static void try_register(webhook *w, int64_t now)
 {
     if (w->f->no_register || now < w->next_register_ms) return;
-    wh_reg_opts ro = {.name = w->f->config_name, .url = w->f->url, .svc_ns = w->f->svc_ns,
-                      .svc_name = w->f->svc_name, .svc_port = w->f->service_port,
-                      .failure_policy = w->f->failure_policy,
-                      .timeout_s = (int)(w->f->timeout_ms / 1000)};
+    wh_reg_opts ro = reg_opts(w->f);
     char why[700];
     bool changed = false;
     if (wh_register(w->client, &ro, w->certs.ca_pem, &changed, why, sizeof why) != GD_OK) {
@@ -185,34 +193,56 @@ static bool switch_certs(webhook *w, wh_certs *fresh)
     return true;
 }
 
-/* Self-managed: at two thirds of the validity make a new pair, get its CA into the
- * caBundle (merged with the old), and only then serve it. */
+/* Self-managed renewal in the order of rotation.h: the new CA into the caBundle (beside
+ * the old), read back, a settle time, only then the new certificate served. */
+static gd_err rot_generate(void *ud, wh_certs *out)
+{
+    webhook *w = ud;
+    char why[300];
+    gd_err e = get_certs(w->f, out, why, sizeof why);
+    if (e != GD_OK) GD_ERROR("cannot renew the webhook certificate", "error", why);
+    return e;
+}
+
+static bool rot_publish(void *ud, const char *ca_pem)
+{
+    webhook *w = ud;
+    wh_reg_opts ro = reg_opts(w->f);
+    char why[700];
+    bool changed = false;
+    if (wh_register(w->client, &ro, ca_pem, &changed, why, sizeof why) != GD_OK) {
+        GD_WARN("cannot register the renewed webhook CA; retrying", "error", why);
+        return false;
+    }
+    return true;
+}
+
+static char *rot_read_bundle(void *ud)
+{
+    webhook *w = ud;
+    return wh_registered_bundle(w->client, w->f->config_name);
+}
+
+static bool rot_serve(void *ud, wh_certs *fresh)
+{
+    webhook *w = ud;
+    if (!switch_certs(w, fresh)) return false;
+    char na[32];
+    snprintf(na, sizeof na, "%lld", (long long)w->certs.not_after_s);
+    GD_INFO("webhook certificate renewed", "not_after_unix", na);
+    /* the new CA is already in the bundle; the periodic registration now merges it */
+    return true;
+}
+
 static void renew(webhook *w, int64_t now)
 {
     if (w->f->cert_dir) return;
     int64_t wall = (int64_t)time(NULL);
-    if (wall < wh_certs_renew_at(&w->certs)) return;
-    wh_certs fresh;
-    char why[300];
-    if (get_certs(w->f, &fresh, why, sizeof why) != GD_OK) {
-        GD_ERROR("cannot renew the webhook certificate", "error", why);
-        return;
-    }
-    wh_certs old = w->certs;
-    w->certs = fresh;                 /* try_register registers w->certs.ca_pem */
-    w->registered = false;
-    w->next_register_ms = 0;
-    try_register(w, now);
-    w->certs = old;
-    bool expired = wall >= old.not_after_s;
-    if ((w->registered || w->f->no_register || expired) && switch_certs(w, &fresh)) {
-        char na[32];
-        snprintf(na, sizeof na, "%lld", (long long)w->certs.not_after_s);
-        GD_INFO("webhook certificate renewed", "not_after_unix", na);
-        return;
-    }
-    w->registered = false;            /* retried on the next pass */
-    wh_certs_free(&fresh);
+    wh_rotation_ops ops = {.generate = rot_generate, .publish = rot_publish,
+                           .read_bundle = rot_read_bundle, .serve = rot_serve, .ud = w};
+    wh_rotation_step(&w->rot, &w->certs, wall, w->f->no_register, &ops);
+    /* step 6: the old CA has expired, a registration now drops it from the bundle */
+    if (wh_rotation_old_ca_expired(&w->rot, wall)) w->next_register_ms = now;
 }
 
 static void reload_dir(webhook *w, int64_t *stamp)
@@ -310,6 +340,7 @@ int main(int argc, char **argv)
     GD_INFO("webhook stopping");
     wh_server_stop(&w.srv);
     wh_certs_free(&w.certs);
+    wh_rotation_free(&w.rot);
     wh_limiter_destroy(&h.lim);
     k8s_client_destroy(&w.client);
     k8s_client_destroy(&h.client);

@@ -61,10 +61,10 @@ cJSON *wh_webhook_entry(const wh_reg_opts *o, const char *ca_b64)
     return w;
 }
 
-/* The caBundle to write: own_ca merged into what the configuration has, base64. */
-static char *merged_bundle(const cJSON *existing_entry, const char *own_ca)
+/* An entry's caBundle as PEM text (malloc'd), NULL when it has none. */
+static char *entry_bundle_pem(const cJSON *entry)
 {
-    const char *have = gd_json_str_or(existing_entry, "clientConfig.caBundle", NULL);
+    const char *have = gd_json_str_or(entry, "clientConfig.caBundle", NULL);
     unsigned char *pem = NULL;
     size_t len = 0;
     char *prev = NULL;
@@ -73,6 +73,13 @@ static char *merged_bundle(const cJSON *existing_entry, const char *own_ca)
         if (prev) { memcpy(prev, pem, len); prev[len] = '\0'; }
     }
     free(pem);
+    return prev;
+}
+
+/* The caBundle to write: own_ca merged into what the configuration has, base64. */
+static char *merged_bundle(const cJSON *existing_entry, const char *own_ca)
+{
+    char *prev = entry_bundle_pem(existing_entry);
     char *bundle = wh_ca_bundle_merge(prev, own_ca, (int64_t)time(NULL), WH_CA_BUNDLE_MAX);
     free(prev);
     char *out = bundle ? b64(bundle) : NULL;
@@ -175,6 +182,18 @@ gd_err wh_register(k8s_client *c, const wh_reg_opts *o, const char *own_ca, bool
         snprintf(why, whylen, "ValidatingWebhookConfiguration %s: %s: HTTP %ld %s: %s", o->name,
                  step, st.http_status, gd_strerror(e), st.message[0] ? st.message : "(no message)");
     return e;
+}
+
+char *wh_registered_bundle(k8s_client *c, const char *name)
+{
+    cJSON *cur = NULL;
+    k8s_status st;
+    memset(&st, 0, sizeof st);
+    if (k8s_get(c, &WH_RES_VWC, NULL, name, &cur, &st) != GD_OK) return NULL;
+    const cJSON *entry = our_entry(cur);
+    char *pem = entry ? entry_bundle_pem(entry) : NULL;
+    cJSON_Delete(cur);
+    return pem;
 }
 
 int64_t wh_register_backoff_ms(int64_t prev_ms)

@@ -33,6 +33,9 @@ cJSON *wh_webhook_entry(const wh_reg_opts *o, const char *ca_b64);
  * *changed tells whether anything was written. */
 gd_err wh_register(k8s_client *c, const wh_reg_opts *o, const char *own_ca, bool *changed,
                    char *why, size_t whylen);
+/* Our entry's caBundle as the API server stores it now (PEM, malloc'd): the read-back of a
+ * renewal (rotation.h); NULL when the configuration, the entry or its bundle is missing. */
+char *wh_registered_bundle(k8s_client *c, const char *name);
 
 /* A failed registration is retried after 0.5 s, doubling up to 5 s. Until it succeeds the
  * API server does not call this webhook (failurePolicy Ignore: evictions go through on the

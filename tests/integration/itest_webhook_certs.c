@@ -2,8 +2,9 @@
  * calling it (issue 19.1): bin/godis-webhook run directly, registered under its own
  * configuration name with --url.
  *  - self-managed, --cert-validity 30s: renewed at two thirds (20 s); the caBundle then holds
- *    the new CA and the old one (replicas and in-flight calls keep verifying), and the API
- *    server's calls keep reaching it (an eviction of a missing pod gets the webhook's 404);
+ *    the new CA and the old one (replicas and in-flight calls keep verifying), the new
+ *    certificate is served only after that, and the API server's calls keep reaching it,
+ *    right after the switch too (an eviction of a missing pod gets the webhook's 404);
  *  - --cert-dir (what a cert-manager Secret mounts: tls.crt, tls.key, ca.crt, made here with
  *    the openssl command): its ca.crt is registered; replaced by a new pair from a new CA,
  *    the files are re-read within seconds, the new CA is merged into the caBundle and the API
@@ -152,11 +153,18 @@ static void test_self_managed_renewal(void **state)
     /* renewed at 20 s: the new CA joins the bundle, the old one stays until it expires */
     assert_true(wait_bundle(name, 2, 40000));
     assert_true(api_server_reaches_webhook());
-    int st = e2e_stop(p, 10000);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* then the new certificate is served; every eviction right after the switch must still
+     * reach the webhook (switching before the API server had loaded the new caBundle let
+     * them through unchecked under failurePolicy Ignore) */
     char cmd[700];
     snprintf(cmd, sizeof cmd, "grep -q 'webhook certificate renewed' %s", log);
+    int64_t end = e2e_now_ms() + 20000;
+    while (system(cmd) != 0 && e2e_now_ms() < end) usleep(100000);
     assert_int_equal(system(cmd), 0);
+    for (int64_t until = e2e_now_ms() + 3000; e2e_now_ms() < until; usleep(100000))
+        assert_true(api_server_reaches_webhook());
+    int st = e2e_stop(p, 10000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     delete_config(name);
 }
 
