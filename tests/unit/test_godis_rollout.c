@@ -358,9 +358,16 @@ static void test_waits_for_full_strength(void **state)
     assert_false(o.took);
     assert_int_equal(o.rs_updates + o.pod_deletes, 0);
     assert_int_equal(gd_json_int_or(W.cluster, "status.rollout.member", 0), 0);
-    /* it looks again by itself: what holds it may change without an event on its key */
-    assert_int_equal(o.recheck_ms, 2000);
+    /* a pod turning Ready wakes the cluster's key (mapping.h): no poll for it */
+    assert_int_equal(o.recheck_ms, 0);
     set_ready(2);
+    /* a member's ReplicaSet wakes only its Godis: while one is missing, it looks again */
+    cJSON *rs3 = W.rs[3];
+    W.rs[3] = NULL;
+    o = run(f, 3, false);
+    assert_false(o.took);
+    assert_int_equal(o.recheck_ms, 2000);
+    W.rs[3] = rs3;
     o = run(f, 4, false);                        /* a scale asked for: the planner first */
     assert_false(o.took);
     assert_int_equal(gd_json_int_or(W.cluster, "status.rollout.member", 0), 0);

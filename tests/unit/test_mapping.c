@@ -70,6 +70,28 @@ static void test_for_godiscluster(void **state)
                         "");
 }
 
+#define GCR(rv, ready, readyReplicas)                                                      \
+    "{\"kind\":\"GodisCluster\",\"metadata\":{\"name\":\"ex\",\"namespace\":\"ns\","       \
+    "\"generation\":1,\"resourceVersion\":\"" rv "\"},\"spec\":{\"replicas\":5},"           \
+    "\"status\":{\"status\":\"Running\",\"readyReplicas\":" readyReplicas ","               \
+    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"" ready "\"}]}}"
+
+/* The GodisCluster's own status write that turns Ready True (a write went through after a
+ * scale) is what its waiting rollout needs: it wakes the key; other status-only writes do
+ * not (test_scale_during_rollout waited for good without this, until a 2 s poll was added). */
+static void test_for_godiscluster_ready(void **state)
+{
+    assert_string_equal(run(NULL, "GodisCluster", GCR("10", "False", "5"), GCR("11", "True", "5")),
+                        "godiscluster:ns/ex;");
+    assert_string_equal(run(NULL, "GodisCluster", GCR("10", "True", "5"), GCR("11", "False", "5")),
+                        "godiscluster:ns/ex;");
+    assert_string_equal(run(NULL, "GodisCluster", GCR("10", "True", "4"), GCR("11", "True", "5")), "");
+    assert_string_equal(run(NULL, "GodisCluster", GCR("10", "False", "4"), GCR("11", "False", "5")), "");
+    /* the first condition ever written counts as a change from none */
+    assert_string_equal(run(NULL, "GodisCluster", GC("1", "10", ""), GCR("11", "True", "5")),
+                        "godiscluster:ns/ex;");
+}
+
 #define GODIS(name, owner, label, state)                                                   \
     "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ns\",\"generation\":1,"           \
     "\"labels\":{\"cluster-name\":\"" label "\"},\"ownerReferences\":[{\"kind\":\"GodisCluster\"," \
@@ -269,6 +291,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_for_godiscluster),
+        cmocka_unit_test(test_for_godiscluster_ready),
         cmocka_unit_test(test_godis),
         cmocka_unit_test(test_configmap_and_children),
         cmocka_unit_test(test_pod),

@@ -438,12 +438,15 @@ bool godis_rollout_run(godis_rollout *ro, godis_result *r)
         for (int i = 0; i < x.n && !next; i++)
             if (!x.m[i].rs_current || !x.m[i].pod_current || x.m[i].stale_pods) next = &x.m[i];
         bool may = next && ro_may_start(&x);
-        /* A rollout waits here for what may change without any event on this cluster's
-         * key (Ready turning True once a write went through after a scale, a member's
-         * ReplicaSet reaching the cache): it looks again, as it does for a slot. A scale
-         * 4 -> 5 asked for mid-rollout left the rollout waiting for good in 2 of 4 runs of
-         * itest_rollout. A paused cluster waits for its spec instead. */
-        if (next && !may && !ro->v->paused) ro->recheck_ms = ROLLOUT_RECHECK_MS;
+        /* What holds a rollout back wakes this key when it changes — pods (Ready), Godis
+         * objects, the planner's inputs, and the cluster's own Ready condition (mapping.h:
+         * the write that turns it True after a scale ends the reconcile that made it; a
+         * scale 4 -> 5 asked for mid-rollout waited for good in itest_rollout before that
+         * status change woke the key) — except a member's ReplicaSet, which wakes only its
+         * Godis: while one is missing or not yet adopted, look again. */
+        bool rs_wait = false;
+        for (int i = 0; i < x.n; i++) rs_wait |= !x.m[i].rs || x.m[i].unhashed;
+        if (next && !may && rs_wait && !ro->v->paused) ro->recheck_ms = ROLLOUT_RECHECK_MS;
         if (may && ro_slot(&x, key)) {
             char msg[300];
             snprintf(msg, sizeof msg, "member %lld: rolling out revision %s (%d/%d members on it)",

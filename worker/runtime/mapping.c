@@ -62,11 +62,23 @@ static bool differs(const cJSON *a, const cJSON *b, bool drop_status, bool drop_
     return !members_equal(a, b, skip_top, drop_status, drop_generation);
 }
 
+/* The status of the Ready condition ("" without one). */
+static const char *ready_status(const cJSON *obj)
+{
+    return gd_json_str_or(gd_meta_condition(obj, "Ready"), "status", "");
+}
+
 bool mapping_for_update_matters(const cJSON *old_obj, const cJSON *new_obj)
 {
     if (!old_obj || !new_obj)
         return true;
     if (gd_meta_generation(old_obj) != gd_meta_generation(new_obj))
+        return true;
+    /* Ready turning True or False is the one status change that counts: a reconcile gates
+     * on it (a GodisCluster's rollout starts only once the cluster took a write, Ready=True)
+     * and it is written by a reconcile that then has nothing left to do, so without this
+     * event nothing woke the key (itest_rollout test_scale_during_rollout, see mapping.h). */
+    if (strcmp(ready_status(old_obj), ready_status(new_obj)) != 0)
         return true;
     const cJSON *om = cJSON_GetObjectItemCaseSensitive(old_obj, "metadata");
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(new_obj, "metadata");

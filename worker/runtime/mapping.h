@@ -5,7 +5,11 @@
  *
  * Predicates: a For object's update counts only when its generation or its metadata (labels,
  * annotations, finalizers, owners, deletion) changed — GenerationChanged, plus the metadata
- * changes a finalizer-driven reconcile needs; an owned or labelled object's update counts
+ * changes a finalizer-driven reconcile needs — or the status of its Ready condition changed:
+ * the GodisCluster reconcile that finds a write goes through (after a scale) writes
+ * Ready=True and is done, while the rollout it holds back waits for exactly that (it ran
+ * before the write, in that same reconcile); other status changes are its own bookkeeping
+ * and are not seen again. An owned or labelled object's update counts
  * unless only resourceVersion/managedFields changed; a Node's update counts only when
  * schedulability, taints or the Ready condition changed (heartbeats do not). Creates and
  * deletes always count. On an update whose owner or label changed, both the old and the new
