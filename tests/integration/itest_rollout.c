@@ -37,6 +37,7 @@
 #include <cmocka.h>
 #include "audit_log.h"
 #include "e2e_lib.h"
+#include "e2e_members.h"
 #include "e2e_operator.h"
 #include "e2e_procs.h"
 #include "e2e_sampler.h"
@@ -91,56 +92,6 @@ static void table_cell(const char *table, const char *col, char *out, size_t cap
         snprintf(out, cap, "%.*s", (int)n, row + off);
         return;
     }
-}
-
-/* ---------- the members ---------- */
-
-typedef struct {
-    int64_t id;
-    char pod_uid[64], pvc_uid[64], image[128], ip[32];
-} member_state;
-
-static int members_now(member_state *out, int cap)
-{
-    char sel[96];
-    snprintf(sel, sizeof sel, "cluster-name=%s", CLUSTER);
-    k8s_list_opts lo = {.label_selector = sel};
-    cJSON *pods = NULL;
-    if (k8s_list(c, &K8S_RES_PODS, ns, &lo, &pods, NULL) != GD_OK) return -1;
-    int n = 0;
-    const cJSON *p;
-    cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
-        const char *nn = gd_meta_label(p, "node-name");
-        if (!nn || gd_meta_deleting(p) || n >= cap) continue;
-        member_state *m = &out[n++];
-        memset(m, 0, sizeof *m);
-        m->id = atoll(nn + strlen(CLUSTER) + 1);
-        snprintf(m->pod_uid, sizeof m->pod_uid, "%s", gd_meta_uid(p));
-        snprintf(m->ip, sizeof m->ip, "%s", gd_json_str_or(p, "status.podIP", ""));
-        snprintf(m->image, sizeof m->image, "%s",
-                 gd_json_str_or(cJSON_GetArrayItem(gd_json_path(p, "spec.containers"), 0), "image", ""));
-        char claim[160];
-        snprintf(claim, sizeof claim, "data-%s", nn);
-        cJSON *pvc = NULL;
-        if (k8s_get(c, &K8S_RES_PVCS, ns, claim, &pvc, NULL) == GD_OK)
-            snprintf(m->pvc_uid, sizeof m->pvc_uid, "%s", gd_meta_uid(pvc));
-        cJSON_Delete(pvc);
-    }
-    cJSON_Delete(pods);
-    return n;
-}
-
-static const member_state *by_id(const member_state *m, int n, int64_t id)
-{
-    for (int i = 0; i < n; i++)
-        if (m[i].id == id) return &m[i];
-    return NULL;
-}
-
-static godis_client *dial(const char *ip)
-{
-    godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000, .loopback_only = 1};
-    return godis_client_new(ip, 6379, &o);
 }
 
 /* ---------- the watch of the rollout ---------- */
@@ -249,9 +200,9 @@ static void test_image_change_rolls_one_member_at_a_time(void **state)
     w.nmembers0 = e2e_status_members(gc, w.members0, 8);
     cJSON_Delete(gc);
     assert_int_equal(w.nmembers0, 3);
-    member_state before[8];
-    assert_int_equal(members_now(before, 8), 3);
-    godis_client *g = dial(before[0].ip);        /* written through one member: replicated */
+    e2e_member before[8];
+    assert_int_equal(e2e_members_now(c, ns, CLUSTER, before, 8), 3);
+    godis_client *g = e2e_member_dial(before[0].ip);        /* written through one member: replicated */
     for (int i = 0; i < 20; i++) {
         char k[32], v[32];
         snprintf(k, sizeof k, "roll-key-%d", i);
@@ -280,15 +231,15 @@ static void test_image_change_rolls_one_member_at_a_time(void **state)
     assert_false(w.reentered);
     assert_false(w.membership_changed);
 
-    member_state after[8];
-    assert_int_equal(members_now(after, 8), 3);
+    e2e_member after[8];
+    assert_int_equal(e2e_members_now(c, ns, CLUSTER, after, 8), 3);
     for (int i = 0; i < 3; i++) {
-        const member_state *b = by_id(before, 3, after[i].id);
+        const e2e_member *b = e2e_member_by_id(before, 3, after[i].id);
         assert_non_null(b);                       /* the same ids */
         assert_string_not_equal(b->pod_uid, after[i].pod_uid);   /* a new pod */
         assert_string_equal(b->pvc_uid, after[i].pvc_uid);       /* on the same volume */
         assert_string_equal(after[i].image, NEW_IMAGE);
-        godis_client *m = dial(after[i].ip);
+        godis_client *m = e2e_member_dial(after[i].ip);
         for (int k = 0; k < 20; k++) {
             char key[32], want[32], *v = NULL;
             snprintf(key, sizeof key, "roll-key-%d", k);
@@ -323,8 +274,8 @@ static void test_restart_with_same_rendering_rolls_nothing(void **state)
     settled_rev r3 = {.want = 3};
     assert_true(e2e_watch_until(c, &K8S_RES_GODISCLUSTERS, ns, NULL, "metadata.name=" CLUSTER,
                                 revision_recorded, &r3, 60000));
-    member_state before[8];
-    assert_int_equal(members_now(before, 8), 3);
+    e2e_member before[8];
+    assert_int_equal(e2e_members_now(c, ns, CLUSTER, before, 8), 3);
     e2e_stop(manager, 15000);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -348,10 +299,10 @@ static void test_restart_with_same_rendering_rolls_nothing(void **state)
             fail_msg("the restarted operator deleted pod %s", ev[i].name);
     }
     free(ev);
-    member_state after[8];
-    assert_int_equal(members_now(after, 8), 4);
+    e2e_member after[8];
+    assert_int_equal(e2e_members_now(c, ns, CLUSTER, after, 8), 4);
     for (int k = 0; k < 3; k++) {
-        const member_state *a = by_id(after, 4, before[k].id);
+        const e2e_member *a = e2e_member_by_id(after, 4, before[k].id);
         assert_non_null(a);
         assert_string_equal(a->pod_uid, before[k].pod_uid);
     }
@@ -506,8 +457,8 @@ static void test_scale_during_rollout(void **state)
     assert_int_equal(s.no_quorum, 0);
     assert_true(s.max_unavailable <= 1);
     assert_true(e2e_wait_converged(c, ns, CLUSTER, 5, 60000));
-    member_state m[8];
-    assert_int_equal(members_now(m, 8), 5);
+    e2e_member m[8];
+    assert_int_equal(e2e_members_now(c, ns, CLUSTER, m, 8), 5);
     for (int i = 0; i < 5; i++) assert_string_equal(m[i].image, "kbzjung359/godis:v3");
 }
 

@@ -41,6 +41,7 @@
 #include <cmocka.h>
 #include "audit_log.h"
 #include "e2e_lib.h"
+#include "e2e_members.h"
 #include "e2e_operator.h"
 #include "e2e_procs.h"
 #include "e2e_sampler.h"
@@ -276,55 +277,7 @@ static void delete_cluster(const char *cluster)
     assert_true(e2e_wait_gone(c, &K8S_RES_GODISCLUSTERS, ns, cluster, 60000));
 }
 
-/* ---------- members ---------- */
-
-typedef struct {
-    int64_t id;
-    char pod_uid[64], pvc_uid[64], image[128], ip[32];
-} member_state;
-
-static int members_now(const char *cluster, member_state *out, int cap)
-{
-    char sel[96];
-    snprintf(sel, sizeof sel, "cluster-name=%s", cluster);
-    k8s_list_opts lo = {.label_selector = sel};
-    cJSON *pods = NULL;
-    if (k8s_list(c, &K8S_RES_PODS, ns, &lo, &pods, NULL) != GD_OK) return -1;
-    int n = 0;
-    const cJSON *p;
-    cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
-        const char *nn = gd_meta_label(p, "node-name");
-        if (!nn || gd_meta_deleting(p) || n >= cap) continue;
-        member_state *m = &out[n++];
-        memset(m, 0, sizeof *m);
-        m->id = atoll(nn + strlen(cluster) + 1);
-        snprintf(m->pod_uid, sizeof m->pod_uid, "%s", gd_meta_uid(p));
-        snprintf(m->ip, sizeof m->ip, "%s", gd_json_str_or(p, "status.podIP", ""));
-        snprintf(m->image, sizeof m->image, "%s",
-                 gd_json_str_or(cJSON_GetArrayItem(gd_json_path(p, "spec.containers"), 0), "image", ""));
-        char claim[160];
-        snprintf(claim, sizeof claim, "data-%s", nn);
-        cJSON *pvc = NULL;
-        if (k8s_get(c, &K8S_RES_PVCS, ns, claim, &pvc, NULL) == GD_OK)
-            snprintf(m->pvc_uid, sizeof m->pvc_uid, "%s", gd_meta_uid(pvc));
-        cJSON_Delete(pvc);
-    }
-    cJSON_Delete(pods);
-    return n;
-}
-
-static const member_state *by_id(const member_state *m, int n, int64_t id)
-{
-    for (int i = 0; i < n; i++)
-        if (m[i].id == id) return &m[i];
-    return NULL;
-}
-
-static godis_client *dial(const char *ip)
-{
-    godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000, .loopback_only = 1};
-    return godis_client_new(ip, 6379, &o);
-}
+/* ---------- members (e2e_members.h) ---------- */
 
 /* Operator writes (not reads) of the member ReplicaSets and pod deletions of cluster since. */
 static int member_writes(const char *cluster, int64_t since_us, bool report)
@@ -532,9 +485,9 @@ static void test_five_members_roll_one_at_a_time(void **state)
     assert_true(e2e_wait_converged(c, ns, FIVE, 5, 240000));
     roll_watch w;
     settled(FIVE, 5, &w);
-    member_state before[8];
-    assert_int_equal(members_now(FIVE, before, 8), 5);
-    godis_client *g = dial(before[0].ip);
+    e2e_member before[8];
+    assert_int_equal(e2e_members_now(c, ns, FIVE, before, 8), 5);
+    godis_client *g = e2e_member_dial(before[0].ip);
     for (int i = 0; i < 30; i++) {
         char k[32], v[32];
         snprintf(k, sizeof k, "five-key-%d", i);
@@ -559,15 +512,15 @@ static void test_five_members_roll_one_at_a_time(void **state)
     assert_int_equal(w.norder, 5);
     assert_false(w.reentered);
     assert_false(w.membership_changed);
-    member_state after[8];
-    assert_int_equal(members_now(FIVE, after, 8), 5);
+    e2e_member after[8];
+    assert_int_equal(e2e_members_now(c, ns, FIVE, after, 8), 5);
     for (int i = 0; i < 5; i++) {
-        const member_state *b = by_id(before, 5, after[i].id);
+        const e2e_member *b = e2e_member_by_id(before, 5, after[i].id);
         assert_non_null(b);
         assert_string_not_equal(b->pod_uid, after[i].pod_uid);
         assert_string_equal(b->pvc_uid, after[i].pvc_uid);
         assert_string_equal(after[i].image, "kbzjung359/godis:v2");
-        godis_client *m = dial(after[i].ip);
+        godis_client *m = e2e_member_dial(after[i].ip);
         for (int k = 0; k < 30; k++) {
             char key[32], want[32], *v = NULL;
             snprintf(key, sizeof key, "five-key-%d", k);
@@ -691,12 +644,12 @@ static void test_fleet_restart_with_changed_defaults(void **state)
     assert_false(fw.pinned_rolled);
     assert_int_equal(member_writes(PINNED, since, true), 0);
     for (int i = 0; i < NFLEET; i++) {
-        member_state m[4];
-        assert_int_equal(members_now(fleet[i], m, 4), 2);
+        e2e_member m[4];
+        assert_int_equal(e2e_members_now(c, ns, fleet[i], m, 4), 2);
         for (int k = 0; k < 2; k++) assert_string_equal(m[k].image, "kbzjung359/godis:v5");
     }
-    member_state p[4];
-    assert_int_equal(members_now(PINNED, p, 4), 2);
+    e2e_member p[4];
+    assert_int_equal(e2e_members_now(c, ns, PINNED, p, 4), 2);
     for (int k = 0; k < 2; k++) assert_string_equal(p[k].image, "kbzjung359/godis");
     cJSON *gc = e2e_cluster_get(c, ns, PINNED);
     assert_string_equal(gd_json_str_or(gc, "status.updateRevision", ""), pinned_rev);
@@ -720,8 +673,8 @@ static void test_leader_killed_mid_rollout_resumes(void **state)
     assert_true(e2e_wait_converged(c, ns, KILLED, 3, 180000));
     roll_watch w;
     settled(KILLED, 3, &w);
-    member_state before[4];
-    assert_int_equal(members_now(KILLED, before, 4), 3);
+    e2e_member before[4];
+    assert_int_equal(e2e_members_now(c, ns, KILLED, before, 4), 3);
     e2e_pod_recorder rec;
     assert_true(e2e_pod_recorder_start(&rec, ns, KILLED));
     e2e_sampler s;
@@ -729,9 +682,9 @@ static void test_leader_killed_mid_rollout_resumes(void **state)
     set_image(KILLED, "kbzjung359/godis:v2");
     w.stop_at = 2;                                /* member 1 done, member 2 in progress */
     assert_true(watch_cluster(KILLED, rolled, &w, 180000));
-    member_state mid[4];
-    assert_int_equal(members_now(KILLED, mid, 4), 3);
-    const member_state *one = by_id(mid, 3, 1);
+    e2e_member mid[4];
+    assert_int_equal(e2e_members_now(c, ns, KILLED, mid, 4), 3);
+    const e2e_member *one = e2e_member_by_id(mid, 3, 1);
     assert_non_null(one);
     assert_string_equal(one->image, "kbzjung359/godis:v2");     /* member 1 is updated */
     char one_uid[64];
@@ -753,14 +706,14 @@ static void test_leader_killed_mid_rollout_resumes(void **state)
     assert_false(w.reentered);
     assert_int_equal(s.no_quorum, 0);
     assert_true(s.max_unavailable <= 1);
-    member_state after[4];
-    assert_int_equal(members_now(KILLED, after, 4), 3);
-    assert_string_equal(by_id(after, 3, 1)->pod_uid, one_uid);  /* not restarted again */
+    e2e_member after[4];
+    assert_int_equal(e2e_members_now(c, ns, KILLED, after, 4), 3);
+    assert_string_equal(e2e_member_by_id(after, 3, 1)->pod_uid, one_uid);  /* not restarted again */
     for (int i = 0; i < 3; i++) {
         char godis[64], old[1][64];
         snprintf(godis, sizeof godis, "%s-%lld", KILLED, (long long)before[i].id);
         snprintf(old[0], sizeof old[0], "%s", before[i].pod_uid);
-        assert_string_equal(by_id(after, 3, before[i].id)->image, "kbzjung359/godis:v2");
+        assert_string_equal(e2e_member_by_id(after, 3, before[i].id)->image, "kbzjung359/godis:v2");
         int fresh = e2e_pod_recorder_new_ready(&rec, godis, old, 1);
         if (fresh != 1) fail_msg("member %s had %d new Ready pods, want exactly 1", godis, fresh);
     }

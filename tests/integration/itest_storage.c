@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "e2e_lib.h"
+#include "e2e_members.h"
 #include "e2e_operator.h"
 #include "e2e_procs.h"
 #include "e2e_sampler.h"
@@ -57,44 +58,11 @@ static bool make_class(const char *name, bool expand)
     return e == GD_OK || e == GD_ERR_ALREADY_EXISTS;
 }
 
-typedef struct {
-    int64_t id;
-    char ip[32], pod_uid[64];
-} member;
-
-/* Live member pods of cluster, by label. */
-static int members(const char *cluster, member *out, int cap)
-{
-    char sel[96];
-    snprintf(sel, sizeof sel, "cluster-name=%s", cluster);
-    k8s_list_opts lo = {.label_selector = sel};
-    cJSON *pods = NULL;
-    if (k8s_list(c, &K8S_RES_PODS, ns, &lo, &pods, NULL) != GD_OK) return -1;
-    int n = 0;
-    const cJSON *p;
-    cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
-        const char *nn = gd_meta_label(p, "node-name");
-        if (!nn || gd_meta_deleting(p) || n >= cap) continue;
-        out[n].id = atoll(nn + strlen(cluster) + 1);
-        snprintf(out[n].ip, sizeof out[n].ip, "%s", gd_json_str_or(p, "status.podIP", ""));
-        snprintf(out[n].pod_uid, sizeof out[n].pod_uid, "%s", gd_meta_uid(p));
-        n++;
-    }
-    cJSON_Delete(pods);
-    return n;
-}
-
-static godis_client *dial(const char *ip)
-{
-    godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000, .loopback_only = 1};
-    return godis_client_new(ip, 6379, &o);
-}
-
 static void write_data(const char *cluster, const char *prefix)
 {
-    member m[8];
-    assert_true(members(cluster, m, 8) > 0);
-    godis_client *g = dial(m[0].ip);
+    e2e_member m[8];
+    assert_true(e2e_members_now(c, ns, cluster, m, 8) > 0);
+    godis_client *g = e2e_member_dial(m[0].ip);
     for (int i = 0; i < 10; i++) {
         char k[48], v[48];
         snprintf(k, sizeof k, "%s-key-%d", prefix, i);
@@ -107,10 +75,10 @@ static void write_data(const char *cluster, const char *prefix)
 /* Every live member answers every key (replicated to it). */
 static void check_data(const char *cluster, const char *prefix, int want_members)
 {
-    member m[8];
-    assert_int_equal(members(cluster, m, 8), want_members);
+    e2e_member m[8];
+    assert_int_equal(e2e_members_now(c, ns, cluster, m, 8), want_members);
     for (int j = 0; j < want_members; j++) {
-        godis_client *g = dial(m[j].ip);
+        godis_client *g = e2e_member_dial(m[j].ip);
         for (int i = 0; i < 10; i++) {
             char k[48], want[48], *v = NULL;
             snprintf(k, sizeof k, "%s-key-%d", prefix, i);
@@ -272,8 +240,8 @@ static void test_size_expansion_allowed(void **state)
     write_data("grow", "grow");
     claim before[8];
     assert_int_equal(claims("grow", before, 8), 3);
-    member mb[8];
-    assert_int_equal(members("grow", mb, 8), 3);
+    e2e_member mb[8];
+    assert_int_equal(e2e_members_now(c, ns, "grow", mb, 8), 3);
 
     int64_t t0 = e2e_now_ms();
     patch_spec("grow", "{\"storage\":{\"size\":\"128Mi\"}}");
@@ -293,8 +261,8 @@ static void test_size_expansion_allowed(void **state)
         assert_string_equal(after[i].capacity, "128Mi");
         assert_false(after[i].fs_pending);
     }
-    member ma[8];
-    assert_int_equal(members("grow", ma, 8), 3);
+    e2e_member ma[8];
+    assert_int_equal(e2e_members_now(c, ns, "grow", ma, 8), 3);
     for (int i = 0; i < 3; i++) {
         bool same = false;
         for (int j = 0; j < 3; j++) same |= ma[i].id == mb[j].id && !strcmp(ma[i].pod_uid, mb[j].pod_uid);

@@ -27,6 +27,7 @@ void sync_view(world *w)
         m->volume_lost = w->lost_volume[id];
         m->no_node = w->no_node[id];
         m->unschedulable = w->unsched[id];
+        m->wrong_class = w->godis[id] && w->cls[id] != w->want_cls;
         if (m->unschedulable) m->ready = false;
         m->blocked_why = m->no_node ? "cannot be moved: no other schedulable node (test)"
                          : m->unschedulable ? "cannot be scheduled: 0/3 nodes are available (test)" : NULL;
@@ -87,6 +88,7 @@ void start(world *w, int64_t id, int ready_in)
     w->finalizer[id] = true;
     w->running[id] = true;
     w->ready_in[id] = ready_in;
+    w->cls[id] = w->want_cls;      /* its PVC is made from today's spec */
 }
 
 /* A Godis deleted by hand: held by its finalizer, its pod still runs. */
@@ -101,6 +103,8 @@ godis_step_kind apply(world *w)
     sync_view(w);
     godis_step s = godis_plan_next(&w->v);
     godis_view *v = &w->v;
+    if (w->check) w->check(w, &s);
+    w->last = s;
     int before = raft_size(w);
     switch (s.kind) {
     case GP_RECORD_INIT: {
@@ -217,6 +221,7 @@ godis_step_kind apply(world *w)
         remove_member(w, v->scale_in_id);
         v->scale_in_id = 0;
         v->phase = "Running";
+        w->scaled_in++;
         break;
     case GP_ADOPT:
     case GP_NOTHING:
@@ -226,6 +231,7 @@ godis_step_kind apply(world *w)
     }
     int after = raft_size(w);
     assert_true(after - before <= 1 && before - after <= 1);   /* one change at a time */
+    if (after > w->max_raft) w->max_raft = after;
     for (int i = 1; i < WORLD_IDS; i++) {
         /* a forgotten member never runs into the next step */
         if (w->ever_member[i] && !w->raft[i]) assert_false(w->running[i]);

@@ -15,7 +15,7 @@
 
 #define WORLD_IDS 128
 
-typedef struct {
+typedef struct world {
     godis_view v;
     bool raft[WORLD_IDS];        /* godis membership as the members themselves know it */
     bool godis[WORLD_IDS];       /* Godis objects */
@@ -30,6 +30,15 @@ typedef struct {
     bool unsched[WORLD_IDS];     /* its pod is Unschedulable (never Ready while set) */
     bool ever_used[WORLD_IDS];   /* ids handed out so far */
     bool ever_member[WORLD_IDS]; /* ids that were Raft members once */
+    char cls[WORLD_IDS];         /* the StorageClass of its PVC (0: the default) */
+    char want_cls;               /* the spec's StorageClass: a member on another one is
+                                    replaced (wrong_class), its replacement made on this */
+    /* Called with each planned step before the model performs it: a test's own checks of
+     * the state the step was chosen in (NULL: none). */
+    void (*check)(struct world *w, const godis_step *s);
+    godis_step last;             /* the step apply() performed last */
+    int max_raft;                /* the largest Raft membership so far */
+    int scaled_in;               /* scale-ins finished */
     bool crash_after_meet;       /* the next meet gets +OK, and the worker dies before the
                                     record in status.members (then this is cleared) */
     int steps;

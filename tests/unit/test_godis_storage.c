@@ -15,6 +15,7 @@
 #include "godis_storage.h"
 #include "gd_json.h"
 #include "gd_quantity.h"
+#include "../support/godis_plan_world.h"
 
 /* ---------- expansion decisions ---------- */
 
@@ -182,228 +183,99 @@ static void test_wrong_class(void **state)
     cJSON_Delete(empty);
 }
 
-/* ---------- the class change, simulated ---------- */
+/* ---------- the class change, on the planner's world model ---------- */
 
-#define IDS 64
-typedef struct {
-    godis_view v;
-    bool raft[IDS], godis[IDS], running[IDS], used[IDS];
-    int ready_in[IDS], gone_in[IDS];
-    char cls[IDS];               /* 'o' old class, 'n' new class */
-    char want;                   /* the spec's class */
-    int max_raft, replaced;
-} sim;
-
-static void sim_sync(sim *s)
+/* tests/support/godis_plan_world.c performs the steps and asserts the membership rules;
+ * these are the class change's own, checked in the state each step was chosen in. */
+static void class_checks(world *w, const godis_step *s)
 {
-    godis_view *v = &s->v;
-    v->nobserved = 0;
-    for (int id = 1; id < IDS; id++) {
-        bool member = false;
-        for (int i = 0; i < v->nmembers; i++) member |= v->members[i] == id;
-        if (!s->godis[id] && !member) continue;
-        godis_member *m = &v->observed[v->nobserved++];
-        memset(m, 0, sizeof *m);
-        m->id = id;
-        m->godis_exists = s->godis[id];
-        m->finalizer = s->godis[id];
-        m->running = s->running[id];
-        m->pod_exists = s->running[id] || s->gone_in[id] > 0;
-        m->ready = s->running[id] && s->ready_in[id] == 0;
-        m->wrong_class = s->godis[id] && s->cls[id] != s->want;
+    godis_view *v = &w->v;
+    assert_true(raft_ready(w) >= raft_size(w) / 2 + 1);              /* quorum at every step */
+    if (s->kind == GP_RECORD_SCALE_OUT && !strcmp(s->reason, "StorageClassChanged")) {
+        /* only at full strength: every member Ready, nothing else in flight */
+        assert_int_equal(raft_ready(w), v->nmembers);
+        assert_int_equal(v->nmembers, v->desired);
     }
+    if (s->kind == GP_RECORD_SCALE_IN && !strcmp(s->reason, "StorageClassChanged"))
+        assert_true(w->cls[s->id] != w->want_cls);
 }
 
-static int sim_count(const sim *s, bool ready_only)
+/* n members on the default class, converged, the class checks on. */
+static void class_world(world *w, int n)
 {
-    int n = 0;
-    for (int id = 1; id < IDS; id++)
-        n += s->raft[id] && (!ready_only || (s->running[id] && s->ready_in[id] == 0));
-    return n;
-}
-
-static void sim_new(sim *s, int n)
-{
-    memset(s, 0, sizeof *s);
-    godis_view *v = &s->v;
-    v->desired = n;
-    v->phase = "Running";
-    v->members_recorded = true;
-    v->configmap_exists = v->configmap_parsed = true;
-    for (int id = 1; id <= n; id++) {
-        v->members[v->nmembers++] = id;
-        v->cm_ids[v->cm_n++] = id;
-        s->raft[id] = s->godis[id] = s->running[id] = s->used[id] = true;
-        s->cls[id] = 'o';
-    }
-    v->next_id = n + 1;
-    s->want = 'o';
-}
-
-static void sim_cm(sim *s)
-{
-    s->v.cm_n = godis_plan_configmap_ids(&s->v, s->v.cm_ids);
-}
-
-static void sim_stop(sim *s, int64_t id)
-{
-    if (s->running[id]) s->gone_in[id] = 2;
-    s->running[id] = false;
-}
-
-static godis_step sim_step(sim *s)
-{
-    sim_sync(s);
-    godis_view *v = &s->v;
-    godis_step st = godis_plan_next(v);
-    int before = sim_count(s, false);
-    switch (st.kind) {
-    case GP_RECORD_SCALE_OUT:
-        if (!strcmp(st.reason, "StorageClassChanged")) {
-            /* only at full strength: every member Ready, nothing else in flight */
-            assert_int_equal(sim_count(s, true), v->nmembers);
-            assert_int_equal(v->nmembers, v->desired);
-        }
-        assert_false(s->used[v->next_id]);
-        s->used[v->next_id] = true;
-        v->scale_out_id = v->next_id++;
-        v->phase = "Scaling";
-        break;
-    case GP_ENSURE_CONFIGMAP: sim_cm(s); break;
-    case GP_CREATE_GODIS:                      /* join=true, inert until its meet */
-        s->godis[st.id] = s->running[st.id] = true;
-        s->ready_in[st.id] = 3;
-        s->cls[st.id] = s->want;              /* its PVC is made from today's spec */
-        break;
-    case GP_MEET:                              /* admitted once Ready, recorded at once */
-        assert_true(s->running[st.id] && s->ready_in[st.id] == 0);
-        s->raft[st.id] = true;
-        v->members[v->nmembers++] = v->scale_out_id;
-        v->scale_out_id = 0;
-        v->phase = "Running";
-        break;
-    case GP_FINISH_SCALE_OUT:
-        v->members[v->nmembers++] = v->scale_out_id;
-        v->scale_out_id = 0;
-        v->phase = "Running";
-        break;
-    case GP_RECORD_SCALE_IN:
-        if (!strcmp(st.reason, "StorageClassChanged")) assert_true(s->cls[st.id] != s->want);
-        v->scale_in_id = st.id;
-        v->phase = "Scaling";
-        break;
-    case GP_FORGET:
-        s->raft[st.id] = false;
-        sim_stop(s, st.id);
-        v->forget_acked = true;
-        sim_cm(s);
-        v->forget_acked = false;
-        break;
-    case GP_STOP_MEMBER: sim_stop(s, st.id); break;
-    case GP_DELETE_GODIS: s->godis[st.id] = false; break;
-    case GP_FINISH_SCALE_IN: {
-        int j = 0;
-        for (int i = 0; i < v->nmembers; i++)
-            if (v->members[i] != v->scale_in_id) v->members[j++] = v->members[i];
-        v->nmembers = j;
-        v->scale_in_id = 0;
-        v->phase = "Running";
-        s->replaced++;
-        break;
-    }
-    default: break;
-    }
-    int after = sim_count(s, false);
-    assert_true(after - before <= 1 && before - after <= 1);       /* one change at a time */
-    assert_true(after <= v->desired + 1);                          /* never two replaced at once */
-    assert_true(sim_count(s, true) >= after / 2 + 1);              /* quorum at every step */
-    if (after > s->max_raft) s->max_raft = after;
-    for (int id = 1; id < IDS; id++) {
-        if (s->ready_in[id] > 0) s->ready_in[id]--;
-        if (s->gone_in[id] > 0) s->gone_in[id]--;
-    }
-    return st;
-}
-
-static void sim_converge(sim *s)
-{
-    int quiet = 0;
-    for (int i = 0; i < 600 && quiet < 5; i++)
-        quiet = sim_step(s).kind == GP_NOTHING ? quiet + 1 : 0;
-    assert_int_equal(quiet, 5);
+    world_new(w, n);
+    run_until_converged(w);
+    w->check = class_checks;
 }
 
 static void test_class_change_replaces_one_at_a_time(void **state)
 {
     (void)state;
     for (int n = 2; n <= 5; n++) {
-        sim s;
-        sim_new(&s, n);
-        sim_converge(&s);
-        assert_int_equal(s.replaced, 0);                  /* same class: nothing moves */
-        s.want = 'n';
-        godis_step first = sim_step(&s);
-        assert_int_equal(first.kind, GP_RECORD_SCALE_OUT);    /* add before remove */
-        assert_string_equal(first.reason, "StorageClassChanged");
-        sim_converge(&s);
-        assert_int_equal(s.replaced, n);
-        assert_int_equal(s.max_raft, n + 1);
-        assert_int_equal(s.v.nmembers, n);
-        for (int i = 0; i < s.v.nmembers; i++) {
-            int64_t id = s.v.members[i];
+        world w;
+        class_world(&w, n);
+        run_until_converged(&w);
+        assert_int_equal(w.scaled_in, 0);                 /* same class: nothing moves */
+        w.want_cls = 'n';
+        assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT); /* add before remove */
+        assert_string_equal(w.last.reason, "StorageClassChanged");
+        run_until_converged(&w);
+        assert_consistent(&w, n);
+        assert_int_equal(w.scaled_in, n);
+        assert_int_equal(w.max_raft, n + 1);              /* never two replaced at once */
+        for (int i = 0; i < w.v.nmembers; i++) {
+            int64_t id = w.v.members[i];
             assert_true(id > n);                          /* a fresh id for every member */
-            assert_int_equal(s.cls[id], 'n');
+            assert_int_equal(w.cls[id], 'n');
         }
-        assert_int_equal(s.v.next_id, 2 * n + 1);
+        assert_int_equal(w.v.next_id, 2 * n + 1);
     }
 }
 
 static void test_class_change_waits_for_full_strength(void **state)
 {
     (void)state;
-    sim s;
-    sim_new(&s, 3);
-    sim_converge(&s);
-    s.want = 'n';
-    s.ready_in[2] = 1000;                                  /* member 2 is not Ready */
-    godis_step st = sim_step(&s);
-    assert_int_equal(st.kind, GP_WAIT);
-    assert_string_equal(st.reason, "WaitingForReady");
-    assert_false(s.v.scale_out_id);
-    s.ready_in[2] = 0;
-    assert_int_equal(sim_step(&s).kind, GP_RECORD_SCALE_OUT);
+    world w;
+    class_world(&w, 3);
+    w.want_cls = 'n';
+    w.ready_in[2] = 1000;                                  /* member 2 is not Ready */
+    w.check = NULL;                                        /* no quorum to spare: checked here */
+    assert_int_equal(apply(&w), GP_WAIT);
+    assert_string_equal(w.last.reason, "WaitingForReady");
+    assert_false(w.v.scale_out_id);
+    w.ready_in[2] = 0;
+    w.check = class_checks;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_OUT);
     /* a single member cannot keep quorum while its replacement starts: it says so */
-    sim one;
-    sim_new(&one, 1);
-    one.want = 'n';
-    st = sim_step(&one);
-    assert_int_equal(st.kind, GP_WAIT);
-    assert_true(st.warn);
-    assert_string_equal(st.reason, "CannotMoveMember");
-    assert_non_null(strstr(st.why, "scale the cluster to 3 first"));
+    world one;
+    class_world(&one, 1);
+    one.want_cls = 'n';
+    assert_int_equal(apply(&one), GP_WAIT);
+    assert_true(one.last.warn);
+    assert_string_equal(one.last.reason, "CannotMoveMember");
+    assert_non_null(strstr(one.last.why, "scale the cluster to 3 first"));
     /* paused: no replacement starts */
-    sim p;
-    sim_new(&p, 3);
+    world p;
+    class_world(&p, 3);
     p.v.paused = true;
-    p.want = 'n';
-    assert_int_equal(sim_step(&p).kind, GP_NOTHING);
+    p.want_cls = 'n';
+    assert_int_equal(apply(&p), GP_NOTHING);
 }
 
 /* A scale-in takes members on the old class first. */
 static void test_class_change_order(void **state)
 {
     (void)state;
-    sim s;
-    sim_new(&s, 4);
-    s.want = 'n';
-    s.cls[3] = 'n';
-    s.v.desired = 3;
-    godis_step st = sim_step(&s);
-    assert_int_equal(st.kind, GP_RECORD_SCALE_IN);
-    assert_int_equal(st.id, 4);                            /* old class, highest id */
-    sim_converge(&s);
-    assert_int_equal(s.v.nmembers, 3);
-    for (int i = 0; i < s.v.nmembers; i++) assert_int_equal(s.cls[s.v.members[i]], 'n');
+    world w;
+    class_world(&w, 4);
+    w.want_cls = 'n';
+    w.cls[3] = 'n';
+    w.v.desired = 3;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+    assert_int_equal(w.last.id, 4);                        /* old class, highest id */
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    for (int i = 0; i < w.v.nmembers; i++) assert_int_equal(w.cls[w.v.members[i]], 'n');
 }
 
 int main(void)

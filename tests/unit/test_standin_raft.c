@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,38 +23,69 @@
 #include "../support/test_wait.h"
 
 
+/* The member's own membership as "1,2,3" into m ("" when it does not answer). */
+static const char *members_of(const standin_proc *p, char *m, size_t cap)
+{
+    m[0] = '\0';
+    godis_client *c = si_client(p, 1000);
+    si_members_str(c, m, cap);
+    godis_client_destroy(&c);
+    return m;
+}
+
 /* Waits until the member's own membership reads want (replication is asynchronous). */
 static int wait_members(const standin_proc *p, const char *want, int ms)
 {
     char m[128] = "";
-    for (int waited = 0; waited <= ms; waited += 50) {
-        godis_client *c = si_client(p, 1000);
-        si_members_str(c, m, sizeof(m));
-        godis_client_destroy(&c);
-        if (!strcmp(m, want))
-            return 1;
-        si_msleep(50);
-    }
+    WAIT_UNTIL(!strcmp(members_of(p, m, sizeof m), want), ms);
+    if (!strcmp(m, want)) return 1;
     fprintf(stderr, "members of port %d: %s, want %s\n", p->port, m, want);
     return 0;
 }
 
-/* Starts member i+1 of an n-member cluster whose peer ports are peer[]. */
-static void start_member(standin_proc *p, int i, const int *peer, int n)
+/* Whether key reads want on the member. */
+static bool value_is(const standin_proc *p, const char *key, const char *want)
+{
+    godis_client *c = si_client(p, 1000);
+    char *v = NULL;
+    bool ok = c && godis_get(c, key, &v) == GD_OK && v && !strcmp(v, want);
+    free(v);
+    godis_client_destroy(&c);
+    return ok;
+}
+
+/* Waits until key reads want on the member (replication is asynchronous). */
+static int wait_value(const standin_proc *p, const char *key, const char *want, int ms)
+{
+    bool ok = false;
+    WAIT_UNTIL((ok = value_is(p, key, want)), ms);
+    if (ok) return 1;
+    fprintf(stderr, "port %d: %s is not %s\n", p->port, key, want);
+    return 0;
+}
+
+/* Starts member id with the initial cluster 1..n (peer ports peer[]), join=true or not. */
+static void start_proc(standin_proc *p, int id, const int *peer, int n, bool join)
 {
     char ic[256] = "";
     for (int k = 0; k < n; k++)
         snprintf(ic + strlen(ic), sizeof(ic) - strlen(ic), "%s%d@http://%s:%d",
                  k ? "," : "", k + 1, si_host(), peer[k]);
-    char id[24], lc[64], lp[64], wal[600], icf[300];
+    char idf[24], lc[64], lp[64], wal[600], icf[300];
     snprintf(lc, sizeof(lc), "--listen-client=http://%s:0", si_host());
-    snprintf(id, sizeof(id), "--id=%d", i + 1);
-    snprintf(lp, sizeof(lp), "--listen-peer=http://%s:%d", si_host(), peer[i]);
+    snprintf(idf, sizeof(idf), "--id=%d", id);
+    snprintf(lp, sizeof(lp), "--listen-peer=http://%s:%d", si_host(), peer[id - 1]);
     snprintf(wal, sizeof(wal), "--waldir=%s/wal", p->dir);
     snprintf(icf, sizeof(icf), "--initial-cluster=%s", ic);
-    const char *args[] = {id, lc, lp, wal, icf, NULL};
+    const char *args[] = {idf, lc, lp, wal, icf, join ? "--join" : NULL, NULL};
     p->host = si_host();
     assert_int_equal(si_start(p, args, NULL), 0);
+}
+
+/* Starts member i+1 of an n-member cluster whose peer ports are peer[]. */
+static void start_member(standin_proc *p, int i, const int *peer, int n)
+{
+    start_proc(p, i + 1, peer, n, false);
 }
 
 /* Peer ports are reserved (si_reserve_port), not picked free and let go: a port released
@@ -80,14 +112,35 @@ static void stop_cluster(standin_proc *p, int n)
     }
 }
 
+/* Most tests run on three members, started before the test and stopped after it, also
+ * when an assertion failed midway (no stand-in left running into the next test). */
+typedef struct {
+    standin_proc p[3];
+    int peer[3];
+} trio;
+
+static int trio_setup(void **state)
+{
+    trio *t = calloc(1, sizeof *t);
+    if (!t) return -1;
+    start_cluster(t->p, t->peer, 3);
+    *state = t;
+    return 0;
+}
+
+static int trio_teardown(void **state)
+{
+    trio *t = *state;
+    if (t) stop_cluster(t->p, 3);
+    free(t);
+    return 0;
+}
+
 /* A forgotten follower is not told: it keeps campaigning, every campaign costs the
  * survivors their leader (a write in that moment fails), until its process is stopped. */
 static void test_forgotten_follower_disrupts_until_stopped(void **state)
 {
-    (void)state;
-    standin_proc p[3];
-    int peer[3];
-    start_cluster(p, peer, 3);
+    standin_proc *p = ((trio *)*state)->p;
     si_lead(&p[0]);
     godis_client *c = si_client(&p[0], 3000);
     assert_int_equal(godis_set(c, "k", "v"), GD_OK);
@@ -96,10 +149,7 @@ static void test_forgotten_follower_disrupts_until_stopped(void **state)
     /* Within a few election timeouts member 3 has campaigned more than once, and member 2
      * (a survivor) saw each campaign as a new election and lost its leader. */
     int seen = 0;
-    for (int waited = 0; waited < 15000 && seen < 2; waited += 100) {
-        si_msleep(100);
-        seen = si_count_events(&p[1], "vote-request 3 ", t0);
-    }
+    WAIT_UNTIL((seen = si_count_events(&p[1], "vote-request 3 ", t0)) >= 2, 15000);
     assert_true(seen >= 2);
     assert_true(si_count_events(&p[1], "leader-lost", t0) >= 1);
     assert_true(si_count_events(&p[2], "campaign", t0) >= 2);
@@ -117,17 +167,14 @@ static void test_forgotten_follower_disrupts_until_stopped(void **state)
     si_msleep(2500);
     assert_int_equal(si_count_events(&p[1], "vote-request 3 ", t1), 0);
     godis_client_destroy(&c);
-    stop_cluster(p, 3);
 }
 
 /* A removed leader exits 0 at once without saving its removal; the survivors elect a new
  * leader. Restarted on its WAL it is a voter again, and its campaigns disturb them. */
 static void test_removed_leader_returns_as_voter(void **state)
 {
-    (void)state;
-    standin_proc p[3];
-    int peer[3];
-    start_cluster(p, peer, 3);
+    standin_proc *p = ((trio *)*state)->p;
+    const int *peer = ((trio *)*state)->peer;
     si_lead(&p[2]);
     godis_client *c = si_client(&p[0], 3000);
     assert_int_equal(godis_forget(c, 3, 3000), GD_OK);
@@ -139,13 +186,10 @@ static void test_removed_leader_returns_as_voter(void **state)
     start_member(&p[2], 2, peer, 3);
     assert_true(wait_members(&p[2], "1,2,3", 0));           /* its old membership */
     int seen = 0;
-    for (int waited = 0; waited < 10000 && !seen; waited += 100) {
-        si_msleep(100);
-        seen = si_count_events(&p[0], "vote-request 3 ", t0) + si_count_events(&p[1], "vote-request 3 ", t0);
-    }
+    WAIT_UNTIL((seen = si_count_events(&p[0], "vote-request 3 ", t0) +
+                       si_count_events(&p[1], "vote-request 3 ", t0)) >= 1, 10000);
     assert_true(seen >= 1);
     godis_client_destroy(&c);
-    stop_cluster(p, 3);
 }
 
 /* A follower forwards a write to its leader: with the leader dead the write fails at once
@@ -153,10 +197,7 @@ static void test_removed_leader_returns_as_voter(void **state)
  * elected a new leader. */
 static void test_write_needs_a_live_leader(void **state)
 {
-    (void)state;
-    standin_proc p[3];
-    int peer[3];
-    start_cluster(p, peer, 3);
+    standin_proc *p = ((trio *)*state)->p;
     si_lead(&p[0]);
     godis_client *c = si_client(&p[1], 3000);
     assert_int_equal(godis_set(c, "k", "v"), GD_OK);
@@ -169,16 +210,13 @@ static void test_write_needs_a_live_leader(void **state)
     WAIT_UNTIL((e = godis_set(c, "k", "v3")) == GD_OK, 15000);   /* 2 of 3 elect a new leader */
     assert_int_equal(e, GD_OK);
     godis_client_destroy(&c);
-    stop_cluster(p, 3);
 }
 
 /* The same id restarted on an empty WAL dir: a fresh voter with no term and no vote. */
 static void test_empty_wal_is_a_fresh_voter(void **state)
 {
-    (void)state;
-    standin_proc p[3];
-    int peer[3];
-    start_cluster(p, peer, 3);
+    standin_proc *p = ((trio *)*state)->p;
+    const int *peer = ((trio *)*state)->peer;
     si_lead(&p[0]);
     si_lead(&p[1]);
     /* p[1]'s vote request or its first heartbeat gives p[2] the term (one of them may have
@@ -195,17 +233,14 @@ static void test_empty_wal_is_a_fresh_voter(void **state)
     assert_int_equal(system(cmd), 0);
     start_member(&p[2], 2, peer, 3);
     assert_int_equal(si_stat_of(&p[2], "fresh"), 1);           /* no term, no vote remembered */
-    stop_cluster(p, 3);
 }
 
 /* Stand-in extension: a change applied on one member reaches the others over the peer
  * port; a forgotten member, like a forgotten godis follower, does not learn it. */
 static void test_membership_replicates(void **state)
 {
-    (void)state;
-    standin_proc p[3];
-    int peer[3];
-    start_cluster(p, peer, 3);
+    standin_proc *p = ((trio *)*state)->p;
+    const int *peer = ((trio *)*state)->peer;
     si_lead(&p[0]);
     godis_client *c = si_client(&p[0], 2000);
     char url4[64];
@@ -226,7 +261,6 @@ static void test_membership_replicates(void **state)
     si_stop(&p[1]);
     start_member(&p[1], 1, peer, 3);
     assert_true(wait_members(&p[1], "1,2,4", 0));
-    stop_cluster(p, 3);
 }
 
 /* Only the leader applies a membership change: a follower that just restarted behind the
@@ -237,10 +271,8 @@ static void test_membership_replicates(void **state)
  * the chaos campaign: a survivor left waiting for a majority that included a stopped member). */
 static void test_follower_behind_forwards_to_leader(void **state)
 {
-    (void)state;
-    standin_proc p[3];
-    int peer[3];
-    start_cluster(p, peer, 3);
+    standin_proc *p = ((trio *)*state)->p;
+    const int *peer = ((trio *)*state)->peer;
     si_lead(&p[0]);
     si_stop(&p[1]);
     godis_client *c = si_client(&p[0], 3000);
@@ -255,27 +287,12 @@ static void test_follower_behind_forwards_to_leader(void **state)
     godis_client_destroy(&c);
     assert_true(wait_members(&p[0], "1,2,4", 3000));
     assert_true(wait_members(&p[1], "1,2,4", 3000));
-    stop_cluster(p, 3);
 }
-
-static int wait_value(const standin_proc *p, const char *key, const char *want, int ms);
 
 /* Starts member `id` with join=true on an empty WAL dir, initial cluster ids 1..id. */
 static void start_joiner(standin_proc *p, int id, const int *peer)
 {
-    char ic[256] = "";
-    for (int k = 0; k < id; k++)
-        snprintf(ic + strlen(ic), sizeof(ic) - strlen(ic), "%s%d@http://%s:%d",
-                 k ? "," : "", k + 1, si_host(), peer[k]);
-    char idf[24], lc[64], lp[64], wal[600], icf[300];
-    snprintf(lc, sizeof(lc), "--listen-client=http://%s:0", si_host());
-    snprintf(idf, sizeof(idf), "--id=%d", id);
-    snprintf(lp, sizeof(lp), "--listen-peer=http://%s:%d", si_host(), peer[id - 1]);
-    snprintf(wal, sizeof(wal), "--waldir=%s/wal", p->dir);
-    snprintf(icf, sizeof(icf), "--initial-cluster=%s", ic);
-    const char *args[] = {idf, "--join", lc, lp, wal, icf, NULL};
-    p->host = si_host();
-    assert_int_equal(si_start(p, args, NULL), 0);
+    start_proc(p, id, peer, id, true);
 }
 
 /* What the operator's scale-out relies on (docs/reconcile.md rule 3), as etcd raft does it:
@@ -342,32 +359,13 @@ static void test_joiner_inert_until_met(void **state)
     stop_cluster(p, 2);
 }
 
-/* Waits until key reads want on the member (replication is asynchronous). */
-static int wait_value(const standin_proc *p, const char *key, const char *want, int ms)
-{
-    for (int waited = 0; waited <= ms; waited += 50) {
-        godis_client *c = si_client(p, 1000);
-        char *v = NULL;
-        int ok = c && godis_get(c, key, &v) == GD_OK && v && !strcmp(v, want);
-        free(v);
-        godis_client_destroy(&c);
-        if (ok)
-            return 1;
-        si_msleep(50);
-    }
-    fprintf(stderr, "port %d: %s is not %s\n", p->port, key, want);
-    return 0;
-}
-
 /* As godis replicates writes through Raft: a key set through one member becomes readable
  * on the others; a member that was down while keys were written has them once it is back
  * (from the others, not from its own log), and keeps them across a restart. */
 static void test_data_replicates_and_catches_up(void **state)
 {
-    (void)state;
-    standin_proc p[3];
-    int peer[3];
-    start_cluster(p, peer, 3);
+    standin_proc *p = ((trio *)*state)->p;
+    const int *peer = ((trio *)*state)->peer;
     si_lead(&p[0]);
     godis_client *c = si_client(&p[0], 2000);
     assert_int_equal(godis_set(c, "k1", "v1"), GD_OK);
@@ -390,7 +388,6 @@ static void test_data_replicates_and_catches_up(void **state)
     si_stop(&p[1]);
     start_member(&p[1], 1, peer, 3);
     assert_true(wait_value(&p[1], "k1", "v1b", 0));    /* replayed from its own log */
-    stop_cluster(p, 3);
 }
 
 int main(void)
@@ -401,13 +398,13 @@ int main(void)
     }
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_membership_replicates),
-        cmocka_unit_test(test_follower_behind_forwards_to_leader),
-        cmocka_unit_test(test_forgotten_follower_disrupts_until_stopped),
-        cmocka_unit_test(test_removed_leader_returns_as_voter),
-        cmocka_unit_test(test_empty_wal_is_a_fresh_voter),
-        cmocka_unit_test(test_write_needs_a_live_leader),
-        cmocka_unit_test(test_data_replicates_and_catches_up),
+        cmocka_unit_test_setup_teardown(test_membership_replicates, trio_setup, trio_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_behind_forwards_to_leader, trio_setup, trio_teardown),
+        cmocka_unit_test_setup_teardown(test_forgotten_follower_disrupts_until_stopped, trio_setup, trio_teardown),
+        cmocka_unit_test_setup_teardown(test_removed_leader_returns_as_voter, trio_setup, trio_teardown),
+        cmocka_unit_test_setup_teardown(test_empty_wal_is_a_fresh_voter, trio_setup, trio_teardown),
+        cmocka_unit_test_setup_teardown(test_write_needs_a_live_leader, trio_setup, trio_teardown),
+        cmocka_unit_test_setup_teardown(test_data_replicates_and_catches_up, trio_setup, trio_teardown),
         cmocka_unit_test(test_joiner_inert_until_met),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
