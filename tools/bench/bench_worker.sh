@@ -15,7 +15,14 @@
 #   pipeline_tcp_curve_latency_p50_ms  tcp:// with CURVE (a remote worker's transport, issue
 #   pipeline_tcp_curve_latency_p99_ms  22) instead of ipc://, in the same run; the baseline
 #                                      field of these three is the ipc:// figure.
-# The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
+#   pipeline_{5k,20k}_latency_{p50,p99,p999}_ms  tail latency at 5 000 and 20 000 events/s
+#                                      (issue 23 item 2); baseline: client-go's, same run
+#   pipeline_resync_latency_{p50,p99}_ms, pipeline_resync_nopriority_latency_{p50,p99}_ms
+#                                      fresh changes at 500/s during a resync of 20 000
+#                                      objects, priority queue on / off (issue 23 item 5);
+#                                      baseline: client-go's, same run
+# Every line carries load1. BENCH_WORKER_PARTS picks sections (default "pipeline rates
+# resync"). The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
 # events carry bench.godis/sent-ns, paced or as fast as read; it holds the watch stream 1 s
 # so both pipelines have loaded the list first). Self-contained: run it
 # directly, or from a driver that sets BENCH_OUT/BENCH_TMP.
@@ -35,13 +42,16 @@ if [ ! -x "$REPLAY_BIN" ]; then
   exit 0
 fi
 
+# Every line carries load1, the machine's 1-minute load average when it was written (the
+# machine is shared: a figure means little without it).
 bench_emit() {  # name value unit [baseline [what the baseline is, printed]]
+  local load; read -r load _ </proc/loadavg
   if [ -n "${4:-}" ]; then
-    printf '{"name":"%s","value":%s,"unit":"%s","baseline":%s}\n' "$1" "${2:-0}" "$3" "$4" >>"$BENCH_OUT"
+    printf '{"name":"%s","value":%s,"unit":"%s","baseline":%s,"load1":%s}\n' "$1" "${2:-0}" "$3" "$4" "$load" >>"$BENCH_OUT"
   else
-    printf '{"name":"%s","value":%s,"unit":"%s"}\n' "$1" "${2:-0}" "$3" >>"$BENCH_OUT"
+    printf '{"name":"%s","value":%s,"unit":"%s","load1":%s}\n' "$1" "${2:-0}" "$3" "$load" >>"$BENCH_OUT"
   fi
-  printf '  %-28s %12s %-9s %s %s\n' "$1" "${2:-?}" "$3" "${5:-baseline}" "${4:--}"
+  printf '  %-36s %12s %-9s %s %-9s load %s\n' "$1" "${2:-?}" "$3" "${5:-baseline}" "${4:--}" "$load"
 }
 json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
 
@@ -107,6 +117,7 @@ stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 # CURVE instead of ipc://.
 run() {
   local rate=$1 events=$2 out="$RUN/result-$1.json" trace= eps="ConfigMap=$PUB,$SNAP" wkeys=() ikeys=()
+  local objects=${RUN_OBJECTS:-$OBJECTS}
   if [ "${3:-}" = tcp ]; then
     eps="ConfigMap=$TPUB,$TSNAP"
     wkeys=(--curve-key "$RUN/keys/worker.key" --curve-server-public "$RUN/keys/server.pub")
@@ -117,14 +128,15 @@ run() {
   if [ -n "${GD_HOPTRACE:-}" ]; then
     trace="$GD_HOPTRACE/rate-$rate-$(date +%s%N)"; mkdir -p "$trace"
   fi
-  replay_start --objects "$OBJECTS" --events "$events" --rate "$rate" --start-delay-ms 1000
+  replay_start --objects "$objects" --events "$events" --rate "$rate" --start-delay-ms "${RUN_DELAY_MS:-1000}"
   GD_HOPTRACE=$trace bin/tests/godis-worker --informer-endpoints "$eps" ${wkeys[@]+"${wkeys[@]}"} \
-    --reconciler bench --max-concurrent-reconciles 2 --log-level error \
-    --reconciler-arg "out=$out,warmup_ms=2000,expect=$events,objects=$OBJECTS" &
+    --reconciler bench --max-concurrent-reconciles 2 --log-level error ${RUN_WORKER_ARGS:-} \
+    --reconciler-arg "out=$out,warmup_ms=${RUN_WARMUP_MS:-2000},expect=$events,objects=$objects${RUN_RARG:-}" &
   WORKER_PID=$!
   sleep 0.3                      # the worker subscribes before the stream starts
   GD_HOPTRACE=$trace bin/godis-informer --kind ConfigMap --kubeconfig "$REPLAY_KUBECONFIG" \
-    --namespace bench --pub-endpoint "$PUB" --snap-endpoint "$SNAP" ${ikeys[@]+"${ikeys[@]}"} --log-level error &
+    --namespace bench --pub-endpoint "$PUB" --snap-endpoint "$SNAP" ${ikeys[@]+"${ikeys[@]}"} --log-level error \
+    ${RUN_INFORMER_ARGS:-} &
   INFORMER_PID=$!
   local t0=$SECONDS
   # Wait without forking: a `sleep` child every 100 ms (fork, exec, exit on a 2-vCPU VM) showed
@@ -152,9 +164,10 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else p
 run_clientgo() {
   local rate=$1 events=$2 out="$RUN/clientgo-$1.json"
   rm -f "$out"
-  replay_start --objects "$OBJECTS" --events "$events" --rate "$rate" --start-delay-ms 1000
+  replay_start --objects "${RUN_OBJECTS:-$OBJECTS}" --events "$events" --rate "$rate" \
+    --start-delay-ms "${RUN_DELAY_MS:-1000}"
   timeout "$TIMEOUT" "$GO_BIN" --kubeconfig "$REPLAY_KUBECONFIG" --namespace bench --workers 2 \
-    --warmup-ms 2000 --count "$events" --out "$out" >/dev/null 2>&1 &
+    --warmup-ms "${RUN_WARMUP_MS:-2000}" --count "$events" --out "$out" ${RUN_CLIENTGO_ARGS:-} >/dev/null 2>&1 &
   CLIENTGO_PID=$!
   wait "$CLIENTGO_PID"; CLIENTGO_PID=
   replay_stop
@@ -167,6 +180,10 @@ if ! tools/bench/build-clientgo.sh "$GO_BIN" clientgo_pipeline >&2; then
   GO_BIN=
 fi
 
+PARTS=${BENCH_WORKER_PARTS:-pipeline rates resync}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if part pipeline; then
 maxes=(); bmaxes=()
 for _ in $(seq 1 "$REPEAT"); do
   run 0 "$EVENTS"; max=$RESULT; echo "  max rate run: $max"; maxes+=("$(json_field "$max" events_per_s)")
@@ -196,3 +213,61 @@ imed=$(printf '%s\n' "${maxes[@]}" | median)
 bench_emit pipeline_tcp_curve_events_per_s "$(printf '%s\n' "${tmaxes[@]}" | median)" "events/s" "$imed" ipc
 bench_emit pipeline_tcp_curve_latency_p50_ms "$(json_field "$tlat" latency_p50_ms)" "ms" "$(json_field "$lat" latency_p50_ms)" ipc
 bench_emit pipeline_tcp_curve_latency_p99_ms "$(json_field "$tlat" latency_p99_ms)" "ms" "$(json_field "$lat" latency_p99_ms)" ipc
+fi
+
+# Tail latency (issue 23 item 2): p99 and p99.9 at 5 000 and 20 000 events/s, ours and
+# client-go's alternately, BENCH_WORKER_TAIL_REPEAT times (default 2), reported as medians:
+#   pipeline_{5k,20k}_latency_{p50,p99,p999}_ms   (baseline: client-go's, same run)
+# 8 s of events at each rate (after the 2 s warm-up, which drops its samples).
+if part rates; then
+TAIL_REPEAT=${BENCH_WORKER_TAIL_REPEAT:-2}
+for r in 5000 20000; do
+  ev=$((r * 10))
+  o50=(); o99=(); o999=(); b50=(); b99=(); b999=()
+  for _ in $(seq 1 "$TAIL_REPEAT"); do
+    run "$r" "$ev"; echo "  $r/s run: $RESULT"
+    o50+=("$(json_field "$RESULT" latency_p50_ms)"); o99+=("$(json_field "$RESULT" latency_p99_ms)")
+    o999+=("$(json_field "$RESULT" latency_p999_ms)")
+    if [ -n "$GO_BIN" ]; then
+      run_clientgo "$r" "$ev"; echo "  client-go $r/s run: $RESULT"
+      b50+=("$(json_field "$RESULT" latency_p50_ms)"); b99+=("$(json_field "$RESULT" latency_p99_ms)")
+      b999+=("$(json_field "$RESULT" latency_p999_ms)")
+    fi
+  done
+  med() { [ $# -gt 0 ] && printf '%s\n' "$@" | median; }
+  n=$((r / 1000))k
+  bench_emit "pipeline_${n}_latency_p50_ms" "$(med "${o50[@]}")" ms "$(med ${b50[@]+"${b50[@]}"})" client-go
+  bench_emit "pipeline_${n}_latency_p99_ms" "$(med "${o99[@]}")" ms "$(med ${b99[@]+"${b99[@]}"})" client-go
+  bench_emit "pipeline_${n}_latency_p999_ms" "$(med "${o999[@]}")" ms "$(med ${b999[@]+"${b999[@]}"})" client-go
+done
+fi
+
+# A relist never delays a user's change (issue 23 item 5): fresh changes at 500/s while the
+# informer resyncs 20 000 unchanged objects (--resync-period; client-go: the shared
+# informer's resync period), with reconciles that take RESYNC_WORK_US each (2 threads), so
+# a resync is a backlog of seconds. The list is loaded and reconciled during the replay's
+# start delay; the first resync comes a few seconds into the fresh changes. Three runs on
+# the same replay: the worker with its priority queue (initial lists and resyncs behind real
+# changes), the same worker with --queue-rate-limits priority=0 (client-go's one FIFO),
+# and client-go. Samples: one per fresh change, at the first reconcile that sees it.
+#   pipeline_resync_latency_{p50,p99}_ms            priority on;  baseline: client-go
+#   pipeline_resync_nopriority_latency_{p50,p99}_ms priority off; baseline: client-go
+if part resync; then
+RS_OBJECTS=${BENCH_RESYNC_OBJECTS:-20000}
+RS_EVENTS=${BENCH_RESYNC_EVENTS:-5000}            # 10 s at 500/s
+RS_WORK_US=${BENCH_RESYNC_WORK_US:-500}           # 2 threads: 4 000 reconciles/s at most
+RS_DELAY_MS=${BENCH_RESYNC_DELAY_MS:-7000}        # the list's 20 000 reconciles take 5 s
+RS_PERIOD_S=${BENCH_RESYNC_PERIOD_S:-10}
+rs_env() { RUN_OBJECTS=$RS_OBJECTS RUN_DELAY_MS=$RS_DELAY_MS RUN_WARMUP_MS=0 RUN_RARG=",work_us=$RS_WORK_US" \
+  RUN_INFORMER_ARGS="--resync-period ${RS_PERIOD_S}s" \
+  RUN_CLIENTGO_ARGS="--resync-ms $((RS_PERIOD_S * 1000)) --work-us $RS_WORK_US" "$@"; }
+rs_env run 500 "$RS_EVENTS"; on=$RESULT; echo "  resync, priority on:  $on"
+RUN_WORKER_ARGS="--queue-rate-limits priority=0" rs_env run 500 "$RS_EVENTS"; off=$RESULT
+echo "  resync, priority off: $off"
+rb='{}'
+if [ -n "$GO_BIN" ]; then rs_env run_clientgo 500 "$RS_EVENTS"; rb=$RESULT; echo "  resync, client-go:    $rb"; fi
+for p in p50 p99; do
+  bench_emit "pipeline_resync_latency_${p}_ms" "$(json_field "$on" latency_${p}_ms)" ms "$(json_field "$rb" latency_${p}_ms)" client-go
+  bench_emit "pipeline_resync_nopriority_latency_${p}_ms" "$(json_field "$off" latency_${p}_ms)" ms "$(json_field "$rb" latency_${p}_ms)" client-go
+done
+fi

@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -15,6 +16,12 @@ import (
 
 // configMapInformer exits 2 (naming who failed) when the kubeconfig cannot be used.
 func configMapInformer(who, kubeconfig, namespace string) cache.SharedIndexInformer {
+	return configMapInformerResync(who, kubeconfig, namespace, 0)
+}
+
+// configMapInformerResync: the same with client-go's resync period (0: none), which hands
+// every cached object to the handlers' OnUpdate each period.
+func configMapInformerResync(who, kubeconfig, namespace string, resync time.Duration) cache.SharedIndexInformer {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, who+":", err)
@@ -23,6 +30,6 @@ func configMapInformer(who, kubeconfig, namespace string) cache.SharedIndexInfor
 	cfg.QPS = 1e6
 	cfg.Burst = 1e6
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
+	f := informers.NewSharedInformerFactoryWithOptions(cs, resync, informers.WithNamespace(namespace))
 	return f.Core().V1().ConfigMaps().Informer()
 }

@@ -11,8 +11,12 @@
  * latency is that of the newest event, as a controller would see it.
  *
  * Only watch events count (the replay source lists its objects with sent-ns 0), each once.
- * --reconciler-arg "out=<file>,warmup_ms=<n>,expect=<e>[,objects=<n>]": samples of the
- * first n ms after the first event are dropped (the start-up snapshot). With objects (the
+ * --reconciler-arg "out=<file>,warmup_ms=<n>,expect=<e>[,objects=<n>][,work_us=<n>]": samples
+ * of the first n ms after the first event are dropped (the start-up snapshot); work_us makes
+ * every reconcile sleep that long after it measured (an API round trip: the resync benchmark
+ * needs reconciles slower than the feed, as real ones are, for the queue to fill). With
+ * objects, each event gives one sample, at the first reconcile that sees its state: a resync
+ * reconciling the object again later is not a new event. With objects (the
  * replay's --objects; expect is its --events) the run is complete once every object was
  * reconciled at the resourceVersion of its last event — whether each event arrived on its
  * own or a resync (gap, start-up) folded several into one; events never mapped one by one
@@ -21,13 +25,14 @@
  * and the queue is empty. One JSON line is written to file then (else at shutdown):
  *   {"complete":true|false|null,"keys_final":K,"keys":N,"events_missed":M,
  *    "events":E,"reconciles":R,"events_per_s":..,"reconciles_per_s":..,
- *    "latency_p50_ms":..,"latency_p99_ms":..,"latency_max_ms":..,"samples":S,
+ *    "latency_p50_ms":..,"latency_p99_ms":..,"latency_p999_ms":..,"latency_max_ms":..,"samples":S,
  *    "map_latency_p50_ms":..,"map_latency_p99_ms":..}
  * (rates over the span from the first to the last event / reconcile). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cache.h"
 #include "gd_hoptrace.h"
 #include "gd_json.h"
@@ -44,6 +49,7 @@ typedef struct {
                                      * are not kept (start-up snapshot, cold caches) */
     long expect;                    /* events the replay source writes */
     long objects;                   /* objects it cycles over (0: unknown, see below) */
+    int64_t work_ns;                /* each reconcile sleeps this long (work_us) */
     atomic_bool written;
     int32_t *lat_us;                /* one sample per reconcile, until MAX_SAMPLES */
     atomic_long nsamples;
@@ -51,6 +57,7 @@ typedef struct {
     atomic_long nmap;
     atomic_long events, reconciles;
     atomic_uchar *seen;             /* [expect]: event e was mapped (distinct count) */
+    atomic_uchar *sampled;          /* [expect]: event e's reconcile-start was sampled */
     atomic_uchar *final;            /* [objects]: the object's last event was reconciled */
     atomic_long nfinal;
     _Atomic int64_t first_event_ns, last_event_ns, first_rec_ns, last_rec_ns;
@@ -148,7 +155,9 @@ static gd_result bench_reconcile(rec_ctx *ctx, const char *key)
     if (gd_hoptrace_enabled)
         gd_hoptrace_record((uint64_t)cs.rv, GD_HOP_RECONCILE, now);
     int64_t first = atomic_load(&b->first_event_ns);
-    if (cs.sent > 0 && first && now - first >= b->warmup_ns) {
+    long ev = b->sampled ? event_of_rv(b, cs.rv) : -1;
+    bool again = ev >= 0 && atomic_exchange(&b->sampled[ev], 1);
+    if (cs.sent > 0 && first && now - first >= b->warmup_ns && !again) {
         long i = atomic_fetch_add(&b->nsamples, 1);
         if (i < MAX_SAMPLES)
             b->lat_us[i] = (int32_t)((now - cs.sent) / 1000);
@@ -160,6 +169,10 @@ static gd_result bench_reconcile(rec_ctx *ctx, const char *key)
     else if (!b->final && b->expect > 0 && atomic_load(&b->events) >= b->expect &&
              wq_len(controller_queue(ctx->ctrl)) == 0)
         write_result(b);
+    if (b->work_ns > 0) {
+        struct timespec ts = {b->work_ns / 1000000000, b->work_ns % 1000000000};
+        while (nanosleep(&ts, &ts) != 0) {}     /* EINTR: sleep the rest */
+    }
     return gd_done();
 }
 
@@ -168,6 +181,7 @@ static void bench_free(bench *b)
     free(b->lat_us);
     free(b->map_us);
     free((void *)b->seen);
+    free((void *)b->sampled);
     free((void *)b->final);
     free(b);
 }
@@ -194,6 +208,10 @@ static gd_err bench_init(gd_worker_env *env, const char *arg, void **ud)
         } else if (strncmp(tok, "objects=", 8) == 0) {
             b->objects = strtol(tok + 8, &end, 10);
             ok = *end == '\0' && b->objects >= 0 && b->objects <= 10000000;
+        } else if (strncmp(tok, "work_us=", 8) == 0) {
+            long us = strtol(tok + 8, &end, 10);
+            ok = *end == '\0' && us >= 0 && us <= 10000000;
+            b->work_ns = (int64_t)us * 1000;
         } else if (strncmp(tok, "warmup_ms=", 10) == 0) {
             long ms = strtol(tok + 10, &end, 10);
             ok = *end == '\0' && ms >= 0 && ms <= 600000;
@@ -206,7 +224,8 @@ static gd_err bench_init(gd_worker_env *env, const char *arg, void **ud)
     if (ok && b->objects > 0 && b->expect > 0 && b->expect <= 100000000) {
         b->seen = calloc((size_t)b->expect, 1);
         b->final = calloc((size_t)b->objects, 1);
-        ok = b->seen && b->final;
+        b->sampled = calloc((size_t)b->expect, 1);
+        ok = b->seen && b->final && b->sampled;
     }
     if (!ok) {
         gd_log(GD_LOG_ERROR, "bench: --reconciler-arg wants "
@@ -229,10 +248,10 @@ static double rate(long n, int64_t first, int64_t last)
     return last > first ? (double)n / ((double)(last - first) / 1e9) : 0;
 }
 
-/* Sorts the samples and reads a percentile in ms. */
-static double pct(int32_t *v, long n, int p)
+/* Reads a percentile, in per mille (990: p99, 999: p99.9), of sorted samples, in ms. */
+static double pct(int32_t *v, long n, int permille)
 {
-    return n ? v[(n - 1) * p / 100] / 1000.0 : 0;
+    return n ? v[(n - 1) * permille / 1000] / 1000.0 : 0;
 }
 
 static long sorted(int32_t *v, atomic_long *count)
@@ -249,20 +268,21 @@ static void write_result(bench *b)
     if (atomic_exchange(&b->written, true))
         return;
     long n = sorted(b->lat_us, &b->nsamples), nm = sorted(b->map_us, &b->nmap);
-    char line[800];
+    char line[900];
     long nfinal = atomic_load(&b->nfinal);
     snprintf(line, sizeof line,
              "{\"complete\":%s,\"keys_final\":%ld,\"keys\":%ld,\"events_missed\":%ld,"
              "\"events\":%ld,\"reconciles\":%ld,\"events_per_s\":%.1f,\"reconciles_per_s\":%.1f,"
-             "\"latency_p50_ms\":%.3f,\"latency_p99_ms\":%.3f,\"latency_max_ms\":%.3f,"
+             "\"latency_p50_ms\":%.3f,\"latency_p99_ms\":%.3f,\"latency_p999_ms\":%.3f,"
+             "\"latency_max_ms\":%.3f,"
              "\"samples\":%ld,\"map_latency_p50_ms\":%.3f,\"map_latency_p99_ms\":%.3f}\n",
              b->final ? (nfinal == b->objects ? "true" : "false") : "null", nfinal, b->objects,
              b->seen ? b->expect - atomic_load(&b->events) : 0,
              atomic_load(&b->events), atomic_load(&b->reconciles),
              rate(atomic_load(&b->events), b->first_event_ns, b->last_event_ns),
-             rate(atomic_load(&b->reconciles), b->first_rec_ns, b->last_rec_ns), pct(b->lat_us, n, 50),
-             pct(b->lat_us, n, 99), n ? b->lat_us[n - 1] / 1000.0 : 0, n, pct(b->map_us, nm, 50),
-             pct(b->map_us, nm, 99));
+             rate(atomic_load(&b->reconciles), b->first_rec_ns, b->last_rec_ns), pct(b->lat_us, n, 500),
+             pct(b->lat_us, n, 990), pct(b->lat_us, n, 999), n ? b->lat_us[n - 1] / 1000.0 : 0, n,
+             pct(b->map_us, nm, 500), pct(b->map_us, nm, 990));
     /* write then rename: a reader polling for the file never sees half a line */
     char tmp[540];
     snprintf(tmp, sizeof tmp, "%s.tmp", b->out);
