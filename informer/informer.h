@@ -54,6 +54,14 @@ void     inf_transform(cJSON *obj, const char *const *drop, size_t ndrop);
  * a reason in why (missing name, serialisation failure). */
 inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop,
                            size_t ndrop, const char **why);
+/* The watch fast path (watchline.c): an ADDED/MODIFIED/DELETED event line (no '\n') to the
+ * object inf_obj_from_json would make of it with no drop paths (managedFields dropped,
+ * everything else kept), without a cJSON tree of the whole object. Returns 1 with *ev and
+ * *out set, or 0 when the line is left to the general path (another type, a shape it does
+ * not handle, invalid JSON, no metadata.name, out of memory). */
+int      inf_obj_from_watch_line(const char *kind, const char *line, size_t n, gd_ev *ev,
+                                 inf_obj **out);
+void     inf_watch_line_release(void);   /* frees the calling thread's buffer */
 /* Frees the calling thread's serialisation buffer (call before a thread that used
  * inf_obj_from_json exits). */
 void     inf_obj_scratch_release(void);

@@ -284,6 +284,7 @@ typedef struct {
     k8s_status error_status;      /* the Status of an ERROR event */
     unsigned long bad_events;
     bool end_on_bad;              /* k8s_watch_opts.end_on_bad_event */
+    int (*on_line)(void *ud, const char *line, size_t n);   /* k8s_watch_opts.on_line */
     char path[PATH_CAP];
 } watch_ctx;
 
@@ -313,6 +314,17 @@ static int watch_on_event(void *ud, const char *type, cJSON *obj)
         return 1;
     }
     return 0;
+}
+
+static int watch_on_line(void *ud, const char *line, size_t n)
+{
+    watch_ctx *w = ud;
+    if (w->stop_err != GD_OK)
+        return -1;                /* as watch_on_event: nothing after the end counts */
+    int r = w->on_line(w->ud, line, n);
+    if (r < 0)
+        w->stop_err = GD_ERR_CANCELLED;
+    return r;
 }
 
 static void watch_on_error(void *ud, gd_err err, const char *what)
@@ -384,6 +396,9 @@ gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
         free(w);
         return fail(st, q.ok ? GD_ERR_NOMEM : GD_ERR_ARG, "watch: cannot set up");
     }
+    w->on_line = o ? o->on_line : NULL;
+    if (w->on_line)
+        k8s_watch_decoder_set_line_fn(w->dec, watch_on_line);
     k8s_http_req rq = {
         .method = "GET", .path = w->path, .watch = true,
         .watch_timeout_s = lo ? lo->timeout_seconds : 0,

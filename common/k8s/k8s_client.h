@@ -154,6 +154,11 @@ typedef struct {
      * that resumes from its last resourceVersion wants the end, because the line may have
      * been the one event that told it about a change. */
     bool end_on_bad_event;
+    /* Optional fast path, called with the callback's ud and each whole event line before
+     * it is parsed: 1 = consumed (no parse, no callback), 0 = parse and call the callback
+     * as usual, -1 = stop (as the callback's non-zero). ERROR events must be left to the
+     * callback (return 0): k8s_watch classifies them. */
+    int (*on_line)(void *ud, const char *line, size_t n);
 } k8s_watch_opts;
 
 /* k8s_status.reason values k8s_watch sets for endings that are not the server's Status. */

@@ -23,6 +23,7 @@ struct k8s_watch_decoder {
     size_t skipped;             /* bytes dropped so far of that line */
     k8s_watch_event_fn on_event;
     k8s_watch_error_fn on_error;
+    k8s_watch_line_fn on_line;
     void  *ud;
 };
 
@@ -39,6 +40,11 @@ k8s_watch_decoder *k8s_watch_decoder_new(size_t max_event_bytes, k8s_watch_event
     d->on_error = on_error;
     d->ud = ud;
     return d;
+}
+
+void k8s_watch_decoder_set_line_fn(k8s_watch_decoder *d, k8s_watch_line_fn fn)
+{
+    d->on_line = fn;
 }
 
 void k8s_watch_decoder_destroy(k8s_watch_decoder **d)
@@ -91,6 +97,11 @@ static gd_err handle_line(k8s_watch_decoder *d, const char *line, size_t n)
         return GD_OK;                         /* blank line: keep-alive, not an event */
     line += lead;
     n -= lead;
+    if (d->on_line) {
+        int r = d->on_line(d->ud, line, n);
+        if (r != 0)
+            return r < 0 ? GD_ERR_CANCELLED : GD_OK;
+    }
 
     char what[192], snip[96];
     const char *end = NULL;

@@ -21,6 +21,12 @@ typedef void (*k8s_watch_error_fn)(void *ud, gd_err err, const char *what);
 k8s_watch_decoder *k8s_watch_decoder_new(size_t max_event_bytes, k8s_watch_event_fn on_event,
                                          k8s_watch_error_fn on_error, void *ud);
 void k8s_watch_decoder_destroy(k8s_watch_decoder **d);
+/* Optional: called with each whole line (trimmed, without '\n') before it is parsed. Returns
+ * 1 when it consumed the line as an event (no parse, no on_event), 0 to have the line parsed
+ * and delivered as usual, -1 to stop as on_event's non-zero does. For consumers with a
+ * cheaper decoding of their common events (the informer's watch fast path). */
+typedef int (*k8s_watch_line_fn)(void *ud, const char *line, size_t n);
+void k8s_watch_decoder_set_line_fn(k8s_watch_decoder *d, k8s_watch_line_fn fn);
 /* Feeds bytes. Returns GD_OK, or GD_ERR_CANCELLED when on_event asked to stop. */
 gd_err k8s_watch_decoder_feed(k8s_watch_decoder *d, const char *buf, size_t len);
 /* Bytes of an unfinished event still buffered (a non-zero value at stream end = truncated). */

@@ -271,6 +271,42 @@ static void test_bad_arguments(void **state)
     k8s_watch_decoder_destroy(NULL);
 }
 
+/* The line hook: lines it consumes (1) never reach on_event, lines it declines (0) are
+ * parsed as usual, -1 stops the feed; a split line reaches it whole, trimmed. */
+static int line_calls;
+static char line_seen[8][160];
+static int on_line(void *ud, const char *line, size_t n)
+{
+    (void)ud;
+    if (line_calls < 8)
+        snprintf(line_seen[line_calls], sizeof line_seen[0], "%.*s", (int)n, line);
+    line_calls++;
+    if (memmem(line, n, "\"DELETED\"", 9))
+        return -1;
+    return memmem(line, n, "\"ADDED\"", 7) ? 1 : 0;
+}
+
+static void test_line_hook(void **state)
+{
+    (void)state;
+    sink s = {0};
+    line_calls = 0;
+    k8s_watch_decoder *d = k8s_watch_decoder_new(0, on_event, on_error, &s);
+    k8s_watch_decoder_set_line_fn(d, on_line);
+    size_t n = strlen(STREAM), half = 30;
+    assert_int_equal(k8s_watch_decoder_feed(d, STREAM, half), GD_OK);
+    assert_int_equal(k8s_watch_decoder_feed(d, STREAM + half, n - half), GD_ERR_CANCELLED);
+    assert_int_equal(line_calls, 4);              /* the blank line is no event */
+    assert_string_equal(line_seen[0],
+                        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}}}");
+    assert_int_equal(line_seen[1][strlen(line_seen[1]) - 1], '}');   /* \r trimmed */
+    assert_int_equal(s.events, 2);                /* MODIFIED and BOOKMARK, parsed */
+    assert_string_equal(s.types[0], "MODIFIED");
+    assert_string_equal(s.types[1], "BOOKMARK");
+    assert_int_equal(s.errors, 0);
+    k8s_watch_decoder_destroy(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_bad_lines),
         cmocka_unit_test(test_stop_on_request),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_line_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,54 +88,12 @@ kill "$CURL" 2>/dev/null || true; wait "$CURL" 2>/dev/null || true
 del_ns "$NS_CAP"
 log "recorded $(wc -l <"$W/events.jsonl") watch events"
 
-replay() {  # replay NAME ARGS... — starts a replay source, writes its kubeconfig to $W/NAME.kc
-  local name=$1; shift
-  "$ROOT/bin/bench" replay --events "$W/events.jsonl" "$@" >"$W/$name.port" &
-  local pid=$!; echo "$pid" >>"$W/pids"
-  for _ in $(seq 100); do [ -s "$W/$name.port" ] && break; sleep 0.1; done
-  cat >"$W/$name.kc" <<KC
-apiVersion: v1
-kind: Config
-clusters: [{name: replay, cluster: {server: "http://127.0.0.1:$(cat "$W/$name.port")"}}]
-users: [{name: nobody, user: {}}]
-contexts: [{name: replay, context: {cluster: replay, user: nobody}}]
-current-context: replay
-KC
-  echo "$pid"
-}
-
-# 2. Events through the informer to a subscriber, and CPU per event. The list first caches
-# 1000 ConfigMaps so that our store has trained its dictionary and compresses every event's
-# object, as it would in production (below 256 objects it keeps them uncompressed).
-pid=$(replay events --count "$EVENTS" --list-count 1000)
-log "replaying $EVENTS watch events"
-ours=$("$ROOT/bin/bench" events --informer "$ROOT/bin/godis-informer" --kubeconfig "$W/events.kc" \
-  --replay-pid "$pid" --count "$EVENTS")
-base=
-if [ -n "$GO_BIN" ]; then
-  pid=$(replay events-go --count "$EVENTS" --list-count 1000)
-  base=$("$ROOT/bin/bench" events --clientgo "$GO_BIN" --kubeconfig "$W/events-go.kc" \
-    --replay-pid "$pid" --count "$EVENTS")
-fi
-for f in informer_events_per_s informer_cpu_us_per_event; do
-  emit "$(pick $f "$ours")" "$(pick $f "$base")"
-done
-
-# 3. Memory per cached object: 20 000 ConfigMaps of 1 KiB versus an empty cache. Each has its
-# own name, uid and 1 KiB config.ini of random hex/base64 values (tools/bench/payload.c), so
-# a cache that compresses gains only what a real one would (not a run of 'x').
-replay empty --count 0 --list-count 0 >/dev/null
-replay full --count 0 --list-count 20000 --obj-bytes 1024 >/dev/null
-rss_per_1k() {  # rss_per_1k --informer BIN | --clientgo BIN
-  local r0 r1
-  r0=$("$ROOT/bin/bench" rss "$@" --kubeconfig "$W/empty.kc")
-  r1=$("$ROOT/bin/bench" rss "$@" --kubeconfig "$W/full.kc")
-  echo "{\"name\":\"informer_rss_bytes_per_1k_objects\",\"value\":$(( (r1 - r0) / 20 )),\"unit\":\"bytes\"}"
-}
-ours=$(rss_per_1k --informer "$ROOT/bin/godis-informer")
-base=
-[ -z "$GO_BIN" ] || base=$(rss_per_1k --clientgo "$GO_BIN")
-emit "$ours" "$base"
+# 2, 3. Events through the informer to a subscriber, CPU per event, and memory per cached
+# object (20 000 ConfigMaps of 1 KiB, each with its own name, uid and config.ini of random
+# hex/base64 values, tools/bench/payload.c): tools/bench/replay.sh over the stream just recorded
+# (it runs alone too, with no control plane, over tools/bench/fixtures/configmap-watch.jsonl).
+BENCH_OUT="$OUT_DIR/latest.jsonl" BENCH_EVENTS="$EVENTS" BENCH_EVENTS_FILE="$W/events.jsonl" \
+  GO_BIN="$GO_BIN" "$ROOT/tools/bench/replay.sh" || log "replay.sh failed"
 
 # 3b. The worker pipeline (issue 5 part 8): pipeline_events_per_s and pipeline_latency_p50/p99_ms,
 # appended by tools/bench/bench_worker.sh (replay source → godis-informer → godis-worker).
