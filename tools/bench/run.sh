@@ -104,6 +104,9 @@ BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/bench_worker.sh" || log "be
 # remote_shard_move_after_kill_ms, appended by tools/bench/remote.sh (its kill figure on this
 # devcluster's Lease API; tcp+CURVE versus ipc is in bench_worker.sh above).
 BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/remote.sh" || log "remote.sh failed"
+# 3d. Scale (issue 23 item 4): scale_* — 10 000 GodisClusters' objects held by the informers and
+# a worker, and a fresh worker loading them from snapshots; replay only (tools/bench/scale.sh).
+BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/scale.sh" || log "scale.sh failed"
 
 # 4. The initial list from the real API server.
 NS_LIST=bench-list-$$

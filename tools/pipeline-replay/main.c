@@ -15,6 +15,9 @@
  * Objects carry the label cluster-name=bench (one godis cluster: one shard), or with K > 1
  * cluster-name=bench-<i mod K>, which spreads them over the shards (the remote-workers
  * bench's cache memory per worker, tools/bench/remote.sh).
+ * With --fleet K [--members M] (the scale benchmark, tools/bench/scale.sh) a list answers
+ * with every object of the requested kind that K GodisClusters of M members (default 1) have
+ * (fleet.c) and watches only idle.
  * Loopback only; SIGTERM/SIGINT end it. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,12 +31,14 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "fleet.h"
 
 static long n_objects = 1000, n_events = 100000, obj_bytes = 512;
 static double rate = 0;
 static long start_delay_ms = 0;
 static const char *ns = "bench";
 static long n_clusters = 1;
+static long fleet = -1, fleet_members = 1;   /* fleet >= 0: --fleet mode */
 static char *payload;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int watches_served;
@@ -167,6 +172,19 @@ static void *conn_thread(void *arg)
         write_all(fd, bad, sizeof bad - 1);
     } else if (strstr(req, "watch=1") || strstr(req, "watch=true")) {
         serve_watch(fd);
+    } else if (fleet >= 0) {
+        size_t blen = 0;
+        char *body = fleet_list(req, fleet, fleet_members, &blen), head[160];
+        if (!body)
+            body = strdup("{\"kind\":\"List\",\"apiVersion\":\"v1\",\"metadata\":"
+                          "{\"resourceVersion\":\"1000000\"},\"items\":[]}");
+        if (body && !blen)
+            blen = strlen(body);
+        int h = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                            "Content-Length: %zu\r\nConnection: close\r\n\r\n", blen);
+        if (body && write_all(fd, head, (size_t)h) == 0)
+            write_all(fd, body, blen);
+        free(body);
     } else {
         serve_list(fd);
     }
@@ -192,7 +210,7 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             puts("usage: pipeline-replay [--port P] [--objects N] [--events M] [--rate R] "
-                 "[--bytes B] [--namespace NS] [--start-delay-ms D] [--clusters K]");
+                 "[--bytes B] [--namespace NS] [--start-delay-ms D] [--clusters K] [--fleet K --members M]");
             return 0;
         }
         if (!v) {
@@ -207,6 +225,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--namespace")) ns = v;
         else if (!strcmp(a, "--start-delay-ms")) start_delay_ms = arg_long(v, 0, 600000, a);
         else if (!strcmp(a, "--clusters")) n_clusters = arg_long(v, 1, 1000000, a);
+        else if (!strcmp(a, "--fleet")) fleet = arg_long(v, 0, 1000000, a);
+        else if (!strcmp(a, "--members")) fleet_members = arg_long(v, 1, 9, a);
         else {
             fprintf(stderr, "pipeline-replay: unknown flag %s\n", a);
             return 2;
