@@ -172,6 +172,7 @@ test_godis_state_LINK := worker/godis/godis_children worker/godis/godis_write wo
 test_godis_storage_LINK := worker/godis/godis_storage worker/godis/godis_plan worker/godis/godis_children worker/godis/godis_status worker/godis/godis_write tests/support/godis_plan_world
 test_godis_status_check_LINK := worker/godis/godis_status_check
 test_godis_stray_LINK := worker/godis/godis_children worker/godis/godis_plan worker/godis/godis_status worker/godis/godis_write worker/godis/godis_status_check worker/godis/godis_input worker/godis/godis_place worker/godis/godis_rollout worker/godis/godis_slots worker/godis/godis_metrics worker/godis/godis_reconcile_cluster worker/godis/godis_retire tests/support/godis_fake_children worker/godis/godis_storage
+test_godis_status_writes_LINK := $(test_godis_stray_LINK)
 test_godis_forget_memo_LINK := worker/godis/godis_children worker/godis/godis_plan worker/godis/godis_status worker/godis/godis_write worker/godis/godis_status_check worker/godis/godis_input worker/godis/godis_place worker/godis/godis_rollout worker/godis/godis_slots worker/godis/godis_metrics worker/godis/godis_reconcile_cluster worker/godis/godis_retire tests/support/godis_fake_children worker/godis/godis_storage
 test_godis_spread_LINK := worker/godis/godis_children worker/godis/godis_pdb worker/godis/godis_place
 test_chaos_checks_LINK := tools/chaos/state tools/chaos/procs tools/chaos/faults tools/chaos/membership tools/chaos/audit tools/chaos/quorum

@@ -231,6 +231,15 @@ static outcome run(client_fixture *f, int desired, bool paused)
     outcome o = {0};
     o.took = godis_rollout_run(&ro, &o.r);
     o.recheck_ms = ro.recheck_ms;
+    /* The counts and revisions staged for the planner's status write (godis_status_step
+     * writes them when they differ from the status the API server has): one status write. */
+    if (ro.status_base && !cJSON_Compare(ro.status_base, gd_json_path(cluster, "status"), 1)) {
+        o.status_writes++;
+        cJSON_Delete(W.cluster);
+        W.cluster = cluster;
+        cluster = NULL;
+    }
+    cJSON_Delete(ro.status_base);
     cJSON_Delete(cluster);
     for (int i = before; i < httpd_request_count(f->h); i++) {
         const httpd_req *q = httpd_request(f->h, i);

@@ -80,7 +80,9 @@ NODES=$(( (COUNT * REPLICAS + 69) / 70 ))
 [ "$NODES" -ge 3 ] || NODES=3
 fresh_devcluster() {
   tools/devcluster down >/dev/null 2>&1 || true
-  tools/devcluster up --nodes "$NODES" >/dev/null
+  # gets and lists in the audit log too: the operator's requests by verb and resource
+  # (tools/bench/audit_mix.py; CONVERGE_AUDIT_READS=0 logs writes only, as tests do)
+  DEVCLUSTER_AUDIT_READS=${CONVERGE_AUDIT_READS:-1} tools/devcluster up --nodes "$NODES" >/dev/null
   eval "$(tools/devcluster env)"
   sleep 2   # the controllers' first resyncs behind us
 }
@@ -106,6 +108,7 @@ keep_control_plane_state() {
   for f in kube-apiserver kube-controller-manager kube-scheduler etcd node-agent; do
     cp "$DEVCLUSTER_DIR/logs/$f.log" "$W/" 2>/dev/null || true
   done
+  cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/audit.log" 2>/dev/null || true
   if [ "${DEVCLUSTER_PROFILING:-false}" = true ]; then
     api GET '/debug/pprof/goroutine?debug=2' >"$W/apiserver.goroutines" 2>/dev/null || true
   fi
@@ -139,7 +142,8 @@ cleanup() {
     api DELETE /api/v1/namespaces/default/serviceaccounts/$USER_CN >/dev/null 2>&1 || true
   fi
   mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json \
-    "$W"/*.log "$W"/apiserver.goroutines "$KEEP"/ 2>/dev/null || true
+    "$W"/*.log "$W"/apiserver.goroutines \
+    "$W"/audit_mix "$W"/floor_audit_mix "$W"/phases "$KEEP"/ 2>/dev/null || true
   tools/devcluster down >/dev/null 2>&1 || true
   rm -rf "$W"
 }
@@ -314,6 +318,8 @@ log "CPU seconds during the run (machine: $(nproc) cores, load average $l0 at th
 join "$W/cpu0" "$W/cpu1" | awk '{printf "  %-24s %7.1f\n", $1, ($3 - $2) / 1000}' >&2
 request_mix "$W/api.metrics0" "$W/api.metrics1" >"$W/requests" && cat "$W/requests" >&2 || true
 phases >"$W/phases" 2>/dev/null && cat "$W/phases" >&2 || true
+python3 tools/bench/audit_mix.py --audit "$W/audit.log" --user "$USER_CN" --clusters "$COUNT" --timeline 1 \
+  >"$W/audit_mix" 2>&1 && sed -n '/^writes per second/q;p' "$W/audit_mix" >&2 || true
 [ -n "$res" ] || { log "bench-converge failed (exit $rc)"; tail -20 "$W/manager.log" >&2; exit 1; }
 log "result: $res"
 reqs=$(( r1 - r0 ))
@@ -356,6 +362,9 @@ if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   floor=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$NS-floor" \
     --count "$COUNT" --timeout "$TIMEOUT") || log "converge_floor.py failed: ${floor:-no result}"
   log "floor result: ${floor:-none}"
+  cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/floor-audit.log" 2>/dev/null || true
+  python3 tools/bench/audit_mix.py --audit "$W/floor-audit.log" --user admin --namespace "$NS-floor" \
+    --clusters "$COUNT" --timeline 1 >"$W/floor_audit_mix" 2>&1 || true
   delete_namespace "$NS-floor"
 fi
 

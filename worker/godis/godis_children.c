@@ -640,3 +640,17 @@ cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual)
     if (!changed) cJSON_Delete(fixed);
     return changed ? fixed : NULL;
 }
+
+bool godis_replicaset_pin_only(const cJSON *desired, const cJSON *actual)
+{
+    static const char pin[] = "spec.template.spec.affinity.nodeAffinity";
+    const cJSON *want_pin = gd_json_path(desired, pin);
+    if (!want_pin || gd_json_path(actual, pin)) return false;
+    cJSON *pinned = cJSON_Duplicate(actual, 1);
+    gd_json_set(pinned, pin, cJSON_Duplicate(want_pin, 1));
+    cJSON *more = godis_replicaset_fix(desired, pinned);
+    bool only = more == NULL;
+    cJSON_Delete(more);
+    cJSON_Delete(pinned);
+    return only;
+}

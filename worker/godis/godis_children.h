@@ -93,6 +93,11 @@ bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs, const cJSO
  * replicas 1 and the pin to the data's node. */
 cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual);
 
+/* Whether the only change godis_replicaset_fix makes to actual is the pin to the data's
+ * node that desired has and actual lacks (a member that has just recorded its volumeNode):
+ * a planned update, not drift. */
+bool godis_replicaset_pin_only(const cJSON *desired, const cJSON *actual);
+
 /* Member containers' resources when spec.resources is not given: a request the scheduler can
  * plan with, a memory limit that protects the node (godis keeps its data in memory; an
  * OOM-killed member recovers from its WAL), and no CPU limit (throttling delays Raft

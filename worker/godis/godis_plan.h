@@ -81,6 +81,10 @@ typedef struct {
     bool forget_acked;                 /* the forget of scale_in_id got +OK (just now, or
                                           earlier in this worker: godis_forget_memo_has) and
                                           the ConfigMap may not record it yet */
+    const void *status_base;           /* cJSON: the status as the API server has it, when the
+                                          cluster object given to a status write carries edits
+                                          not written yet (the rollout's counts, batched into
+                                          the planner's write); NULL: the object's own */
 } godis_view;
 
 typedef enum {

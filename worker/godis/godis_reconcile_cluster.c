@@ -44,6 +44,7 @@ typedef struct {
     bool observed;           /* v and updated hold this reconcile's observation (metrics) */
     int updated;             /* members on the spec's template (godis_rollout) */
     int64_t storage_wait_ms; /* >0: a volume resize is under way (godis_storage.h) */
+    cJSON *status_base;      /* godis_rollout.status_base */
 } cluster_ctx;
 
 /* ---- observing ---- */
@@ -579,6 +580,7 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
         c->cluster = c->written;
         c->written = NULL;
         c->uid = gd_meta_uid(c->cluster);   /* pointed into the object just freed */
+        c->v.status_base = NULL;         /* the written object is the API server's */
         c->v.nmembers = 0;               /* status fields again, from what was written */
         c->v.members_recorded = false;
         read_status(c);
@@ -634,6 +636,8 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     c->uid = gd_meta_uid(c->cluster);
     c->updated = ro.updated;
     c->observed = true;                 /* the figures are whole from here on */
+    c->status_base = ro.status_base;    /* the rollout's counts ride on the planner's write */
+    c->v.status_base = c->status_base;
     if (rolling) return r;
     /* A new cluster's bootstrap — record the members, write the ConfigMap, create the
      * members' Godis — runs as one reconcile: each step waits for nothing but the API
@@ -732,5 +736,6 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     cJSON_Delete(c.written);
     cJSON_Delete(c.godises);
     cJSON_Delete(c.configmap);
+    cJSON_Delete(c.status_base);
     return r;
 }

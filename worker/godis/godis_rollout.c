@@ -207,6 +207,20 @@ static gd_err ro_write_status(ro_rollout_ctx *x, const ro_status_change *c, bool
     return err;
 }
 
+/* ro_apply on *cluster itself, unwritten; the status before goes to ro->status_base. */
+static void ro_stage_status(ro_rollout_ctx *x, const ro_status_change *c)
+{
+    godis_rollout *ro = x->ro;
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(*ro->cluster, "status");
+    if (!cJSON_IsObject(st)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(*ro->cluster, "status");
+        st = cJSON_AddObjectToObject(*ro->cluster, "status");
+    }
+    cJSON_Delete(ro->status_base);
+    ro->status_base = cJSON_Duplicate(st, 1);
+    ro_apply(x, st, c);
+}
+
 static void ro_event(ro_rollout_ctx *x, const char *type, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void ro_event(ro_rollout_ctx *x, const char *type, const char *reason, const char *fmt, ...)
@@ -465,13 +479,14 @@ bool godis_rollout_run(godis_rollout *ro, godis_result *r)
             }
         } else {
             /* The counts and revisions only, and only when the planner has nothing to do:
-             * a membership step's own status write must come first and alone. */
+             * a membership step's own status write must come first and alone. They ride on
+             * the planner's status write (settle): written here, they were a second write
+             * in most reconciles of a new cluster. */
             ro_status_change c = {0};
-            bool wrote, settled = ro->v->members_recorded && !strcmp(ro->phase, "Running") &&
-                                  godis_plan_next(ro->v).kind == GP_NOTHING;
-            gd_err err = settled ? ro_write_status(&x, &c, &wrote) : GD_OK;
-            took = err != GD_OK;
-            if (took) *r = gw_result(err);
+            bool settled = ro->v->members_recorded && !strcmp(ro->phase, "Running") &&
+                           godis_plan_next(ro->v).kind == GP_NOTHING;
+            if (settled) ro_stage_status(&x, &c);
+            took = false;
         }
     }
     /* The reservation of a slot is needed only until the status shows the rollout. */

@@ -53,12 +53,16 @@ struct godis_rollout {
      * planner has nothing to do (waiting for a rollout slot). */
     int updated;
     int64_t recheck_ms;
+    /* Out (the caller frees it): when not NULL, *cluster carries the counts and revisions
+     * unwritten, for the planner's status write to carry; this is the status before them,
+     * as the API server has it (godis_view.status_base). */
+    cJSON *status_base;
 };
 
 /* One reconcile's share of the rollout. true: the rollout took this reconcile (a member is
  * in progress, or one was just started) and *r says when to look again; the planner must
- * not run. false: nothing to roll now; the planner runs (status fields may have been
- * refreshed, *ro->cluster then being the written object). */
+ * not run. false: nothing to roll now; the planner runs (with nothing for the planner to
+ * do, the counts and revisions are set in *ro->cluster unwritten: see status_base). */
 bool godis_rollout_run(godis_rollout *ro, godis_result *r);
 
 #endif

@@ -1,5 +1,6 @@
 /* godis_status.c — see godis_status.h. */
 #include "godis_status.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include "godis_write.h"
@@ -184,6 +185,80 @@ static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
     godis_set_condition(st, "Degraded", degraded, degraded ? why : "AsExpected", lost ? s->why : m, gen);
 }
 
+/* ---- progress writes ---- */
+
+/* When this worker last wrote each cluster's status (by uid): a slot taken by another
+ * cluster reads as "no recent write", so a collision costs a write, never a lost one. */
+#define STATUS_MEMO 1024
+static struct {
+    char uid[64];
+    int64_t at_ms;
+} status_memo[STATUS_MEMO];
+static pthread_mutex_t status_memo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned status_memo_slot(const char *uid)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = uid; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % STATUS_MEMO;
+}
+
+static void status_memo_note(const char *uid, int64_t now)
+{
+    if (!uid || !*uid) return;
+    pthread_mutex_lock(&status_memo_mu);
+    unsigned i = status_memo_slot(uid);
+    snprintf(status_memo[i].uid, sizeof status_memo[i].uid, "%s", uid);
+    status_memo[i].at_ms = now;
+    pthread_mutex_unlock(&status_memo_mu);
+}
+
+/* ms until a progress-only write of uid is due (0: now). */
+static int64_t status_memo_due_in(const char *uid, int64_t now)
+{
+    if (!uid || !*uid) return 0;
+    pthread_mutex_lock(&status_memo_mu);
+    unsigned i = status_memo_slot(uid);
+    int64_t left = strcmp(status_memo[i].uid, uid) ? 0 : status_memo[i].at_ms + GODIS_PROGRESS_WRITE_MS - now;
+    pthread_mutex_unlock(&status_memo_mu);
+    return left > 0 ? left : 0;
+}
+
+void godis_status_memo_reset(void)
+{
+    pthread_mutex_lock(&status_memo_mu);
+    memset(status_memo, 0, sizeof status_memo);
+    pthread_mutex_unlock(&status_memo_mu);
+}
+
+/* The status without what only reports progress: the counts, the revisions and the
+ * conditions' messages and reasons. What is left is what a write must not wait for: the
+ * recorded membership and intents, the phase, observedGeneration, the rollout, and each
+ * condition's True/False. */
+static cJSON *decisive(const cJSON *status)
+{
+    cJSON *d = cJSON_Duplicate(status, 1);
+    static const char *progress[] = {"readyReplicas", "updatedReplicas", "updateRevision",
+                                     "currentRevision"};
+    for (size_t i = 0; i < sizeof progress / sizeof progress[0]; i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(d, progress[i]);
+    cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(d, "conditions")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "message");
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "reason");
+    }
+    return d;
+}
+
+static bool progress_only(const cJSON *before, const cJSON *after)
+{
+    cJSON *a = decisive(before), *b = decisive(after);
+    bool same = cJSON_Compare(a, b, 1);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    return same;
+}
+
 godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
                                const godis_step *s, cJSON **written)
 {
@@ -218,10 +293,25 @@ godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_v
         reason = s->reason;                  /* once per blocked member and cause */
         snprintf(msg, sizeof msg, "%s", pmsg);
     }
-    if (!cJSON_Compare(before, st, 1)) {
+    /* Compared with the status the API server has: the object may carry the rollout's
+     * counts, left for this write to carry (one write per reconcile, not two). */
+    const cJSON *base = v->status_base ? v->status_base : before;
+    const char *uid = gd_meta_uid(cluster);
+    int64_t now = gd_mono_ms(), due = 0;
+    /* Counts and messages alone (a member's pod appearing, turning Ready) wait until
+     * GODIS_PROGRESS_WRITE_MS after this cluster's last status write: a 100 x 3 bootstrap
+     * wrote ~13 statuses per cluster, one per pod event, while the API server was busiest.
+     * Any decisive change (a condition turning, an intent, the phase), a blocked member's
+     * warning and an Event go at once and carry the counts with them. */
+    if (!cJSON_Compare(base, st, 1) && !reason && !s->warn && progress_only(base, st))
+        due = status_memo_due_in(uid, now);
+    if (due > 0) {
+        if (r.kind == GODIS_DONE) r = (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = due};
+    } else if (!cJSON_Compare(base, st, 1)) {
         gd_err err = gw_update_status_out(e, &K8S_RES_GODISCLUSTERS, obj, written);
         if (err) r = gw_result(err);
-        else if (reason)
+        else status_memo_note(uid, now);
+        if (!err && reason)
             godis_emit_event(e, cluster, s->kind == GP_ALL_LOST || s->warn ? "Warning" : "Normal",
                              reason, msg);
     }

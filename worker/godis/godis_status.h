@@ -7,7 +7,12 @@
 #include "godis_reconcile.h"
 
 /* written (may be NULL): on a successful write, the object the API server returned (the
- * caller frees it); left alone when nothing was written. */
+ * caller frees it); left alone when nothing was written. A change of counts and messages
+ * only (readyReplicas, updatedReplicas, the revisions, conditions' reasons and messages) is
+ * written at most once per GODIS_PROGRESS_WRITE_MS per cluster: until then nothing is
+ * written and a settled step asks to be requeued when it is due. Compared with
+ * v->status_base when set (see godis_view). */
+#define GODIS_PROGRESS_WRITE_MS 10000
 godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
                                const godis_step *s, cJSON **written);
 /* An invalid spec (reason InvalidSpec) or recorded status (InvalidStatus): conditions and a
@@ -17,6 +22,9 @@ godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char
 
 /* Sets or replaces condition `type` in a status object, keeping lastTransitionTime when
  * the status did not change (Kubernetes API conventions). */
+/* Forgets when each cluster's status was last written (tests). */
+void godis_status_memo_reset(void);
+
 void godis_set_condition(cJSON *status, const char *type, bool value, const char *reason,
                          const char *message, int64_t generation);
 
