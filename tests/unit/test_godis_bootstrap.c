@@ -81,8 +81,9 @@ static void test_bootstrap_in_one_reconcile(void **state)
     assert_int_equal(r.kind, GODIS_REQUEUE);
     assert_int_equal(r.err, GD_OK);
 
-    /* 0: the intent, 1: its Event, 2: the ConfigMap, 3..5: the members */
-    assert_int_equal(httpd_request_count(f->h), 6);
+    /* 0: the intent, 1: its Event, 2: the ConfigMap, 3..5: the members, 6: the phase
+     * Running (all created; no Event of its own) */
+    assert_int_equal(httpd_request_count(f->h), 7);
     const httpd_req *q = httpd_request(f->h, 0);
     assert_string_equal(q->method, "PUT");
     assert_non_null(strstr(q->uri, "/namespaces/ns/godisclusters/c/status"));
@@ -120,8 +121,16 @@ static void test_bootstrap_in_one_reconcile(void **state)
         assert_string_equal(gd_json_str_or(owner, "uid", ""), "cu");
         cJSON_Delete(b);
     }
-    /* every write recorded for read-your-writes (status, ConfigMap, 3 Godis; not the Event) */
-    assert_int_equal(wl.writes, 5);
+    q = httpd_request(f->h, 6);
+    assert_string_equal(q->method, "PUT");
+    assert_non_null(strstr(q->uri, "/namespaces/ns/godisclusters/c/status"));
+    b = body_of(f, 6);
+    assert_string_equal(gd_json_str_or(b, "status.status", ""), "Running");
+    assert_string_equal(gd_json_str_or(b, "metadata.resourceVersion", ""), "2");   /* on the intent's */
+    assert_int_equal(cJSON_GetArraySize(gd_json_path(b, "status.members")), 3);
+    cJSON_Delete(b);
+    /* every write recorded for read-your-writes (2 status, ConfigMap, 3 Godis; not the Event) */
+    assert_int_equal(wl.writes, 6);
 }
 
 static void test_refused_intent_creates_nothing(void **state)

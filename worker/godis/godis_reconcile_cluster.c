@@ -586,6 +586,22 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
         read_status(c);
         return strcmp(c->phase, "Initializing") == 0;
     }
+    if (s->kind == GP_CREATE_GODIS && strcmp(c->phase, "Initializing") == 0) {
+        /* create_initial_godises created every initial member that was missing (it stops
+         * at the first failure, which ends the chain): the view holds them as the cache
+         * will, and the next step is FINISH_INIT. */
+        godis_view *v = &c->v;
+        for (int i = 0; i < v->nmembers; i++) {
+            int idx = observed_index(c, v->members[i]);
+            if (idx < 0 && v->nobserved < GODIS_MAX_MEMBERS) {
+                idx = v->nobserved++;
+                memset(&v->observed[idx], 0, sizeof v->observed[idx]);
+                v->observed[idx].id = v->members[i];
+            }
+            if (idx >= 0) v->observed[idx].godis_exists = v->observed[idx].finalizer = true;
+        }
+        return true;
+    }
     if (s->kind == GP_ENSURE_CONFIGMAP && !c->configmap) {
         /* The view takes the ids ensure_configmap wrote, computed as it computed them:
          * with the ConfigMap still missing. Computed after the view claims a ConfigMap,
@@ -640,17 +656,18 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
     c->v.status_base = c->status_base;
     if (rolling) return r;
     /* A new cluster's bootstrap — record the members, write the ConfigMap, create the
-     * members' Godis — runs as one reconcile: each step waits for nothing but the API
-     * server's answer to the previous one (the intent is persisted before any side effect,
-     * as always), instead of for the cache to show it. Under a 100-cluster burst each wait
-     * was 3-4 s. Every later step, and any failure, goes back to the queue as usual. */
+     * members' Godis, record that they all exist (phase Running) — runs as one reconcile:
+     * each step waits for nothing but the API server's answer to the previous one (the
+     * intent is persisted before any side effect, as always), instead of for the cache to
+     * show it. Under a 100-cluster burst each wait was 3-4 s. Every later step, and any
+     * failure, goes back to the queue as usual. */
     for (int chained = 0;; chained++) {
         s = godis_plan_next(&c->v);
         gd_log(s.kind == GP_NOTHING ? GD_LOG_DEBUG : GD_LOG_INFO, "reconcile step",
                "cluster", c->name, "namespace", c->ns, "step", godis_step_name(s.kind),
                "reason", s.reason, "why", s.why, NULL);
         r = execute(c, &s);
-        if (chained >= 2 || r.kind != GODIS_REQUEUE || r.err != GD_OK || !absorb_own_write(c, &s))
+        if (chained >= 3 || r.kind != GODIS_REQUEUE || r.err != GD_OK || !absorb_own_write(c, &s))
             break;
     }
     if (s.kind == GP_WAIT && r.kind == GODIS_DONE) {

@@ -118,9 +118,8 @@ static const char *apply_step(cJSON *st, const godis_view *v, const godis_step *
         break;
     }
     case GP_FINISH_INIT:
+        /* No Event: Initializing said it; this was one more request per new cluster. */
         phase = "Running";
-        reason = "Initialized";
-        snprintf(msg, cap, "all %d initial members created", *n);
         break;
     case GP_RECORD_SCALE_OUT:
         set_int(st, "scaleOutID", s->id);
