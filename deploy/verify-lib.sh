@@ -1,7 +1,8 @@
 # verify-lib.sh — shell helpers shared by deploy/verify.sh and
 # tests/integration/itest_deploy_rbac.sh. Sourced, not run.
 #
-# Why no kubectl: a fresh Debian machine has none, and a check that silently skips proves
+# Why no kubectl (but tools/kubectl-debian in verify.sh, which needs kustomize): a fresh
+# Debian machine has none on PATH, and a check that silently skips proves
 # nothing. Everything goes through bin/godisctl (YAML manifests) and curl (raw API calls with
 # the devcluster's admin certificate, or a bearer token). JSON is read with sed/awk from the
 # API server's ?pretty=true output (one "key": value per line), so no jq is needed either.
@@ -113,7 +114,7 @@ crds_exist() { [ "$(api GET "$CRD_PATH/godisclusters.kumkeehyun.github.com")" = 
 # delete_crds: deletes both CRDs and waits until they are gone (their objects with them), so
 # a test right after can install them afresh.
 delete_crds() {
-  "$CTL" delete -f "$DV_ROOT/deploy/crds/godisclusters.yaml" -f "$DV_ROOT/deploy/crds/godises.yaml" >/dev/null 2>&1
+  "$CTL" delete -f "$DV_ROOT/deploy/base/crds/godisclusters.yaml" -f "$DV_ROOT/deploy/base/crds/godises.yaml" >/dev/null 2>&1
   local i; for ((i = 0; i < 120; i++)); do
     [ "$(api GET "$CRD_PATH/godisclusters.kumkeehyun.github.com")" = 404 ] &&
       [ "$(api GET "$CRD_PATH/godises.kumkeehyun.github.com")" = 404 ] && return 0
@@ -159,7 +160,7 @@ dv_save_install_state() {
   had_crds=0; crds_exist && had_crds=1
 }
 dv_restore_install_state() {
-  [ "$had_rbac" = 1 ] || "$CTL" delete $(printf -- '-f %s ' "$DV_ROOT"/deploy/rbac/*.yaml) >/dev/null 2>&1
+  [ "$had_rbac" = 1 ] || "$CTL" delete $(printf -- '-f %s ' "$DV_ROOT"/deploy/base/rbac/*.yaml) >/dev/null 2>&1
   if [ "$had_ns" = 0 ]; then
     delete_ns "$SA_NS"; wait_ns_gone "$SA_NS" 90 || echo "$DV_NAME: namespace $SA_NS still Terminating"
   fi

@@ -41,8 +41,8 @@ tools/devcluster up
 eval "$(tools/devcluster env)"
 export KUBECONFIG
 
-say "2/5 CRDs from deploy/crds"
-"$CTL" apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml
+say "2/5 CRDs from deploy/base/crds"
+"$CTL" apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml
 
 say "3/5 two godis-manager replicas (leader election on a Lease), 2 workers each"
 stop_managers

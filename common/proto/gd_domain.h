@@ -9,7 +9,7 @@
  * the reconcile keys an event on it wakes (controller-runtime's For / Owns / Watches).
  *
  * The godis domain's table is common/godis/godis_domain.c; a new watched kind is one row
- * there (plus RBAC for the informer's list/watch in deploy/rbac, and a k8s_resources row if
+ * there (plus RBAC for the informer's list/watch in deploy/base/rbac, and a k8s_resources row if
  * the kind is new to the Kubernetes client). */
 #ifndef GD_DOMAIN_H
 #define GD_DOMAIN_H

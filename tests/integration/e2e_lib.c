@@ -64,7 +64,7 @@ static bool apply_crd(k8s_client *c, cJSON *crd)
 
 bool e2e_install_crds(k8s_client *c)
 {
-    const char *files[] = {"deploy/crds/godisclusters.yaml", "deploy/crds/godises.yaml"};
+    const char *files[] = {"deploy/base/crds/godisclusters.yaml", "deploy/base/crds/godises.yaml"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         FILE *f = fopen(files[i], "rb");
         if (!f) {

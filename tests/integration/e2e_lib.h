@@ -11,7 +11,7 @@
 
 /* From $KUBECONFIG (tools/devcluster env); NULL (and a message) when unusable. */
 k8s_client *e2e_client(void);
-/* Creates or updates the CRDs from deploy/crds/ (paths relative to the repository root,
+/* Creates or updates the CRDs from deploy/base/crds/ (paths relative to the repository root,
  * where the tests run) and waits until they are Established. */
 bool e2e_install_crds(k8s_client *c);
 /* Creates a namespace "<prefix>-<random>" and writes its name into ns. */

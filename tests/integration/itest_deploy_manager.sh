@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shipped manager Deployment starts (issue 15.4): bin/godis-manager run the way the
-# kubelet runs deploy/manager/deployment.yaml's container, as far as one machine without a
+# kubelet runs deploy/base/manager/deployment.yaml's container, as far as one machine without a
 # container runtime can:
 #  - its uid/gid 65532 (runAsUser/runAsGroup, no fsGroup), no capabilities, no privilege
 #    escalation (setpriv --no-new-privs, empty bounding and inheritable sets);
@@ -33,10 +33,10 @@ WAIT=${DEPLOY_MANAGER_TIMEOUT:-180}
 NS=deploy-mgr-$$
 GC=example-godis
 POD_NAME=godis-operator-itest-$$
-UID_=$(sed -n 's/^ *runAsUser: *//p' deploy/manager/deployment.yaml | head -n1)
-GID_=$(sed -n 's/^ *runAsGroup: *//p' deploy/manager/deployment.yaml | head -n1)
-RUNDIR=$(sed -n 's/^ *- --runtime-dir=//p' deploy/manager/deployment.yaml)
-COMMAND=$(sed -n 's/^ *command: \["\([^"]*\)"\]$/\1/p' deploy/manager/deployment.yaml)
+UID_=$(sed -n 's/^ *runAsUser: *//p' deploy/base/manager/deployment.yaml | head -n1)
+GID_=$(sed -n 's/^ *runAsGroup: *//p' deploy/base/manager/deployment.yaml | head -n1)
+RUNDIR=$(sed -n 's/^ *- --runtime-dir=//p' deploy/base/manager/deployment.yaml)
+COMMAND=$(sed -n 's/^ *command: \["\([^"]*\)"\]$/\1/p' deploy/base/manager/deployment.yaml)
 API_PORT=${SERVER##*:}
 MGR=""
 t_start=$(date +%s)
@@ -58,12 +58,12 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 check "deployment.yaml: uid $UID_, gid $GID_, --runtime-dir $RUNDIR on an emptyDir, no fsGroup" \
-  sh -c "[ -n '$UID_' ] && [ -n '$GID_' ] && [ -n '$RUNDIR' ] && ! grep -q '^ *fsGroup:' deploy/manager/deployment.yaml"
-check "CRDs apply" "$CTL" apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml
+  sh -c "[ -n '$UID_' ] && [ -n '$GID_' ] && [ -n '$RUNDIR' ] && ! grep -q '^ *fsGroup:' deploy/base/manager/deployment.yaml"
+check "CRDs apply" "$CTL" apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml
 wait_ns_gone "$SA_NS" 90 >/dev/null || true
-check "namespace, ServiceAccount, Roles and bindings apply" "$CTL" apply -f deploy/namespace.yaml \
-  -f deploy/rbac/service_account.yaml -f deploy/rbac/leader_election_role.yaml -f deploy/rbac/manager_role.yaml \
-  -f deploy/rbac/webhook_role.yaml
+check "namespace, ServiceAccount, Roles and bindings apply" "$CTL" apply -f deploy/base/namespace.yaml \
+  -f deploy/base/rbac/service_account.yaml -f deploy/base/rbac/leader_election_role.yaml -f deploy/base/rbac/manager_role.yaml \
+  -f deploy/base/rbac/webhook_role.yaml
 TOKEN=$(sa_token) || true
 [ -n "$TOKEN" ] || die "no token Secret for ServiceAccount $SA_NS/$SA_NAME after 30 s"
 ok "ServiceAccount token read from its token Secret"
@@ -84,7 +84,7 @@ while IFS= read -r a; do
   a=${a/--metrics-bind-address=0.0.0.0:8080/--metrics-bind-address=127.0.0.1:$MP}
   a=${a/--webhook-bind-address=0.0.0.0:9443/--webhook-bind-address=127.0.0.1:$WP}
   args+=("$a")
-done < <(sed -n '/^ *args:/,/^ *[a-zA-Z]*:$/s/^ *- *//p' deploy/manager/deployment.yaml)
+done < <(sed -n '/^ *args:/,/^ *[a-zA-Z]*:$/s/^ *- *//p' deploy/base/manager/deployment.yaml)
 echo "args: ${args[*]}"
 ROOT=$DV_TMP/root
 mkdir -p "$ROOT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/rbac is enough, and no more, for the manager — proven on the local control plane:
+# deploy/base/rbac is enough, and no more, for the manager — proven on the local control plane:
 #  1. the namespace, ServiceAccount and (Cluster)Roles + bindings from deploy/ are applied;
 #     the ServiceAccount's token (its token Secret: Kubernetes 1.20) goes into a kubeconfig
 #     with the devcluster's CA and nothing else;
@@ -51,10 +51,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ------------------------------------------------------------------ 1. RBAC and the token
-check "CRDs apply" "$CTL" apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml
+check "CRDs apply" "$CTL" apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml
 wait_ns_gone "$SA_NS" 90 >/dev/null || true   # a Terminating one from an earlier run
-check "namespace, ServiceAccount, Roles and bindings apply" "$CTL" apply -f deploy/namespace.yaml \
-  -f deploy/rbac/service_account.yaml -f deploy/rbac/leader_election_role.yaml -f deploy/rbac/manager_role.yaml
+check "namespace, ServiceAccount, Roles and bindings apply" "$CTL" apply -f deploy/base/namespace.yaml \
+  -f deploy/base/rbac/service_account.yaml -f deploy/base/rbac/leader_election_role.yaml -f deploy/base/rbac/manager_role.yaml
 
 TOKEN=$(sa_token) || true
 [ -n "$TOKEN" ] || die "no token Secret for ServiceAccount $SA_NS/$SA_NAME after 30 s (is the serviceaccount-token controller running?)"

@@ -1,7 +1,7 @@
 /* itest_godisctl.c — bin/godisctl (and bin/kubectl-godis) as a person uses it, on the local
  * control plane, against a dead API server and against a server that answers HTML:
  *  - the command and every number are checked before the kubeconfig is read, numbers against
- *    what the CRD allows (read from deploy/crds/godisclusters.yaml), so a typo never reaches
+ *    what the CRD allows (read from deploy/base/crds/godisclusters.yaml), so a typo never reaches
  *    a cluster: `scale x abc` leaves the object untouched;
  *  - apply/delete -f: files, directories, -R, empty and missing files, an unknown kind in one
  *    file means nothing of any file is applied;
@@ -59,7 +59,7 @@ static int teardown(void **st)
 /* The CRD's bounds for spec.replicas, as the file says them. */
 static void crd_replicas_bounds(int *min, int *max)
 {
-    FILE *f = fopen("deploy/crds/godisclusters.yaml", "r");
+    FILE *f = fopen("deploy/base/crds/godisclusters.yaml", "r");
     assert_non_null(f);
     char line[512];
     bool in_replicas = false;

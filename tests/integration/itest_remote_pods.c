@@ -141,10 +141,10 @@ static void spawn_manager(int i)
 }
 
 /* The overlay's RBAC and Deployment (replicas 2) in this run's namespace, after the
- * ClusterRole they bind to (deploy/rbac, created only when absent) and the CURVE Secret. */
+ * ClusterRole they bind to (deploy/base/rbac, created only when absent) and the CURVE Secret. */
 static bool apply_overlay(void)
 {
-    cJSON *role = manifest("deploy/rbac/manager_role.yaml"), *d;
+    cJSON *role = manifest("deploy/base/rbac/manager_role.yaml"), *d;
     bool ok = role != NULL;
     cJSON_ArrayForEach(d, role) {
         if (strcmp(gd_json_str_or(d, "kind", ""), "ClusterRole") != 0) continue;

@@ -5,7 +5,7 @@
  *   - every key reconciled, never two reconciles of one key at once (the record file);
  *   - every final state right: each object's status.observedGeneration equals its
  *     metadata.generation on the API server.
- * Needs KUBECONFIG (run-integration.sh sets it); the CRDs come from deploy/crds. */
+ * Needs KUBECONFIG (run-integration.sh sets it); the CRDs come from deploy/base/crds. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -294,8 +294,8 @@ static void test_500_keys_against_api(void **state)
         fprintf(stderr, "  KUBECONFIG not set: skipped (run through tests/run-integration.sh)\n");
         skip();
     }
-    ensure_crd("deploy/crds/godisclusters.yaml");
-    ensure_crd("deploy/crds/godises.yaml");
+    ensure_crd("deploy/base/crds/godisclusters.yaml");
+    ensure_crd("deploy/base/crds/godises.yaml");
     wait_crd_served();
     char body[160];
     snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","

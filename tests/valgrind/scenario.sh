@@ -40,7 +40,7 @@ for p in informer worker; do
 done
 name=vg-$$
 ctl() { bin/godisctl -n default "$@"; }
-ctl apply -f deploy/crds/ >/dev/null || { log "cannot install the CRDs"; exit 1; }
+ctl apply -f deploy/base/crds/ >/dev/null || { log "cannot install the CRDs"; exit 1; }
 
 # Heartbeat 2s: memcheck slows a worker 20-50x, and one silent for 5 heartbeats is killed.
 # Shutdown grace 60 s (and a lease long enough to allow it: the grace is capped by 4/5 of

@@ -153,8 +153,8 @@ log "a fresh control plane in $DEVCLUSTER_DIR"
 fresh_devcluster
 export KUBECONFIG GODIS_HOSTS_FILE=${GODIS_HOSTS_FILE:-$DEVCLUSTER_DIR/hosts} GODIS_LOOPBACK_ONLY=1
 
-log "CRDs from deploy/crds"
-bin/godisctl apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml >/dev/null
+log "CRDs from deploy/base/crds"
+bin/godisctl apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml >/dev/null
 
 # The operator's own identity, and the flow that counts its requests: a ServiceAccount token,
 # as the operator has when it runs in a cluster (deploy/). A client certificate would also

@@ -126,7 +126,7 @@ if ! tools/devcluster env >/dev/null 2>&1; then
 fi
 eval "$(tools/devcluster env)"
 # the informers of GodisCluster and Godis need their CRDs (a fresh devcluster has none)
-"$ROOT/bin/godisctl" apply -f deploy/crds/godisclusters.yaml -f deploy/crds/godises.yaml >/dev/null ||
+"$ROOT/bin/godisctl" apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml >/dev/null ||
   { echo "remote: cannot install the CRDs" >&2; exit 1; }
 K=$RUN/keys; mkdir -p "$K"
 for k in server w1 w2; do "$ROOT/bin/godis-manager" keygen --out "$K" --name "$k" >/dev/null || exit 1; done

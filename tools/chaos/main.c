@@ -27,7 +27,7 @@ static chaos X;
 
 static bool apply_crds(chaos *x)
 {
-    const char *files[] = {"deploy/crds/godisclusters.yaml", "deploy/crds/godises.yaml"};
+    const char *files[] = {"deploy/base/crds/godisclusters.yaml", "deploy/base/crds/godises.yaml"};
     for (size_t i = 0; i < 2; i++) {
         char path[PATH_MAX + 64];
         snprintf(path, sizeof path, "%s/%s", x->root, files[i]);

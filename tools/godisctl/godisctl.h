@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 #include "k8s_client.h"
 
-/* What the CRD allows for spec.replicas (deploy/crds/godisclusters.yaml: minimum 1,
+/* What the CRD allows for spec.replicas (deploy/base/crds/godisclusters.yaml: minimum 1,
  * maximum 9); checked here too so a typo is refused before anything is sent. */
 #define GDCTL_REPLICAS_MIN 1
 #define GDCTL_REPLICAS_MAX 9
