@@ -354,6 +354,108 @@ static void test_secret_volume_and_service_account(void **state)
         assert_null(strstr(httpd_request(f->h, i)->uri, "/token"));
 }
 
+/* The file a Secret volume shows for key (through its ..data link), "" when absent. */
+static void vol_read(const char *vol, const char *key, char *out, size_t cap)
+{
+    char path[NA_PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s", vol, key);
+    out[0] = '\0';
+    FILE *fp = fopen(path, "r");
+    if (!fp) return;
+    size_t n = fread(out, 1, cap - 1, fp);
+    out[n] = '\0';
+    fclose(fp);
+}
+
+static void vol_data(const char *vol, char *out, size_t cap)
+{
+    char path[NA_PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/..data", vol);
+    ssize_t n = readlink(path, out, cap - 1);
+    out[n > 0 ? n : 0] = '\0';
+}
+
+/* Queues the Secret body several times (status PATCHes may take some: their answer is not
+ * read) and ticks until the agent has read the Secret twice more: a pod syncs one pass at a
+ * time, so the first of those passes (the one that saw this body) is then complete. */
+static void resync_with(fixture *f, const char *secret_body)
+{
+    httpd_resp sec = { .body = secret_body };
+    for (int i = 0; i < 10; i++) httpd_push(f->h, &sec);
+    int from = httpd_request_count(f->h), seen = 0;
+    int64_t deadline = gd_mono_ms() + 3000;
+    while (seen < 2) {
+        na_pods_tick(&f->a);
+        for (int n = httpd_request_count(f->h); from < n; from++) {
+            const httpd_req *r = httpd_request(f->h, from);
+            if (!strcmp(r->method, "GET") && strstr(r->uri, "/api/v1/namespaces/ns/secrets/curve")) seen++;
+        }
+        if (gd_mono_ms() > deadline) fail_msg("the Secret was read %d times in 3 s, not twice", seen);
+        gd_sleep_ms(20);
+    }
+}
+
+/* Rotated keys reach a running pod as on a real kubelet: every --sync-frequency the Secret is
+ * read again and, when it changed, the volume swaps to the new version through its ..data
+ * link (keys added and removed, the old version gone, a new inode behind the same path, which
+ * the manager's allow-list reload keys on); an unchanged Secret writes nothing. Files of an
+ * older layout in the directory are replaced at the start. */
+static void test_secret_volume_refreshed(void **state)
+{
+    fixture *f = *state;
+    f->a.sync_frequency_ms = 100;
+    char vol[NA_PATH_MAX + 64], path[NA_PATH_MAX + 256], got[256], data1[128], data2[128];
+    snprintf(vol, sizeof vol, "%s/pods/ns_rot_uid-rot/volumes/keys", f->a.state_dir);
+    assert_true(na_mkdirs(vol));
+    snprintf(path, sizeof path, "%s/allow", vol);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("left by an older agent", fp);
+    fclose(fp);
+    httpd_resp sec = { .body = "{\"kind\":\"Secret\",\"data\":{\"allow\":\"a2V5LTE=\",\"server.pub\":\"cHVi\"}}" };
+    httpd_push(f->h, &sec);                       /* allow: key-1 */
+    apply(f, "ADDED", pod("rot", "exec sleep 30",
+                          ",\"volumes\":[{\"name\":\"keys\",\"secret\":{\"secretName\":\"curve\",\"defaultMode\":288}}]",
+                          ",\"volumeMounts\":[{\"name\":\"keys\",\"mountPath\":\"/etc/keys\",\"readOnly\":true}]"));
+    tick_until(f, 0, "PATCH", "/pods/rot/status", "\"phase\":\"Running\"", 3000);
+    vol_read(vol, "allow", got, sizeof got);
+    assert_string_equal(got, "key-1");
+    char link[256];
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    assert_true(n > 0);
+    link[n] = '\0';
+    assert_string_equal(link, "..data/allow");    /* the kubelet's layout */
+    vol_data(vol, data1, sizeof data1);
+    assert_int_equal(strncmp(data1, "..20", 4), 0);
+    struct stat st1, st2;
+    assert_int_equal(stat(path, &st1), 0);
+    assert_int_equal(st1.st_mode & 0777, 0440);   /* defaultMode 288 */
+
+    /* rotated: allow changes, server.pub goes, worker.key comes */
+    resync_with(f, "{\"kind\":\"Secret\",\"data\":{\"allow\":\"a2V5LTEKa2V5LTI=\",\"worker.key\":\"d2s=\"}}");
+    vol_read(vol, "allow", got, sizeof got);
+    assert_string_equal(got, "key-1\nkey-2");
+    vol_read(vol, "worker.key", got, sizeof got);
+    assert_string_equal(got, "wk");
+    snprintf(path, sizeof path, "%s/server.pub", vol);
+    assert_int_equal(lstat(path, &st2), -1);      /* a key the Secret lost is gone */
+    vol_data(vol, data2, sizeof data2);
+    assert_string_not_equal(data2, data1);
+    snprintf(path, sizeof path, "%s/%s", vol, data1);
+    assert_int_equal(lstat(path, &st2), -1);      /* the old version removed */
+    snprintf(path, sizeof path, "%s/allow", vol);
+    assert_int_equal(stat(path, &st2), 0);
+    assert_true(st2.st_ino != st1.st_ino);        /* what the allow-list reload looks at */
+    assert_int_equal(st2.st_mode & 0777, 0440);
+
+    /* the same Secret again: nothing is written */
+    resync_with(f, "{\"kind\":\"Secret\",\"data\":{\"allow\":\"a2V5LTEKa2V5LTI=\",\"worker.key\":\"d2s=\"}}");
+    vol_data(vol, data1, sizeof data1);
+    assert_string_equal(data1, data2);
+    assert_int_equal(stat(path, &st1), 0);
+    assert_true(st1.st_ino == st2.st_ino);
+}
+
 int main(void)
 {
     gd_log_init("test", GD_LOG_ERROR, 0, 2);
@@ -371,6 +473,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_errors, setup_workers, teardown),
         cmocka_unit_test_setup_teardown(test_readiness_probe, setup_workers, teardown),
         cmocka_unit_test_setup_teardown(test_secret_volume_and_service_account, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_volume_refreshed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_volume_refreshed, setup_workers, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,8 +10,10 @@
  *                 block, selectors, probe specs) — no I/O, unit-tested by #including it
  *   agent_node.c  Node registration, Lease renewal, Ready heartbeat, set-ready marker files
  *   agent_pod.c   the pod table: watch events, the tick, termination (records: agent_pod.h)
- *   agent_pod_volumes.c  a pod's volume directories (secrets as files), its ServiceAccount
- *                        credentials, and configMap lookups for its env
+ *   agent_pod_volumes.c  a pod's volume directories (secrets as files, refreshed every
+ *                        --sync-frequency), its ServiceAccount credentials, and configMap
+ *                        lookups for its env
+ *   agent_atomic.c       a Secret volume's files in the kubelet's layout (..data swap)
  *   agent_pod_ctr.c      a container's process: start, readiness probe, exit and restarts
  *   agent_pod_status.c   the pod status PATCHed to the API
  *   agent_watch.c the pod list+watch thread feeding the main loop through a queue
@@ -176,6 +178,21 @@ bool na_path_join(char *out, size_t cap, const char *dir, const char *name);
 /* mkdir -p with mode 0755; false on failure (errno kept). */
 bool na_mkdirs(const char *path);
 
+/* agent_atomic.c: one file of a volume's payload (path relative to the volume, may hold '/'). */
+typedef struct {
+    const char *path;
+    const void *data;
+    size_t len;
+    int mode;
+} na_payload_file;
+/* Makes dir hold exactly these files, as the kubelet's AtomicWriter does: the files in a new
+ * DIR/..<timestamp>.<random>/, the symlink DIR/..data swapped to it by one rename, DIR/<name>
+ * -> ..data/<name> for each top-level name, names no longer in the payload removed, the old
+ * version removed. A payload equal to what ..data holds (contents, modes, no other file)
+ * writes nothing: *changed says whether a new version was written. */
+gd_err na_atomic_write(const char *dir, const na_payload_file *f, size_t n, bool *changed,
+                       char *err, size_t errlen);
+
 /* agent_proc.c: processes, probes, directories */
 bool  na_resolve_program(const char *prog, char *out, size_t cap);  /* PATH search; X_OK */
 /* fork+execve in a new process group, stdin /dev/null, stdout+stderr appended to log_path. */
@@ -214,6 +231,7 @@ typedef struct {
     const char *hosts_block;  /* its block's name in a shared hosts file; NULL: unnamed */
     cJSON *taints;            /* array for new Nodes */
     int heartbeat_s;          /* Lease renewal and Ready heartbeat period */
+    int64_t sync_frequency_ms;/* Secret volumes re-read this often (0: the kubelet's 1 min) */
     volatile int stop;
     bool synced;              /* the first full pod list has been applied */
     na_pod *pods;             /* linked list */

@@ -304,16 +304,34 @@ static void reap(na_agent *a)
     }
 }
 
+/* When a pod's Secret volumes are next re-read: the kubelet resyncs a pod every
+ * --sync-frequency, jittered by up to half of it (its pod workers' resync), so pods started
+ * together do not all hit the API server at once. */
+static int64_t next_volume_sync(const na_agent *a, int64_t now)
+{
+    int64_t period = a->sync_frequency_ms > 0 ? a->sync_frequency_ms : NA_SYNC_FREQUENCY_MS;
+    return now + period + (int64_t)(gd_rand01() * (double)period / 2);
+}
+
 /* The waiting part of a pod's sync: volumes, container starts, probes, the status. Runs on a
  * pod worker (the pod marked busy) or inline. */
 static void sync_pod(na_agent *a, na_pod *p)
 {
     int64_t now = gd_mono_ms();
     p->status_dirty = false;
+    if (p->volumes_ok && now >= p->next_volume_sync_ms) {
+        char err[512] = "";
+        if (na_pod_refresh_volumes(a, p, err, sizeof err) != GD_OK)
+            gd_log(GD_LOG_WARN, "secret volume not refreshed; its files stay as they were", "pod", p->name,
+                   "namespace", p->ns, "error", err, NULL);
+        p->next_volume_sync_ms = next_volume_sync(a, now);
+    }
     if (!p->volumes_ok && now >= p->next_setup_ms) {
         char err[512] = "";
-        if (na_pod_setup_volumes(a, p, err, sizeof err) == GD_OK) p->volumes_ok = true;
-        else {
+        if (na_pod_setup_volumes(a, p, err, sizeof err) == GD_OK) {
+            p->volumes_ok = true;
+            p->next_volume_sync_ms = next_volume_sync(a, now);
+        } else {
             p->next_setup_ms = now + NA_RETRY_MS;
             for (int i = 0; i < p->nc; i++) na_ctr_set_waiting(p, &p->c[i], "ContainerCreating", err);
         }
@@ -336,6 +354,7 @@ static bool needs_sync(const na_pod *p, int64_t now)
 {
     if (p->status_dirty && now >= p->next_status_ms) return true;
     if (!p->volumes_ok) return now >= p->next_setup_ms;
+    if (now >= p->next_volume_sync_ms) return true;
     if (!*p->ip) return false;
     for (int i = 0; i < p->nc; i++) {
         const na_ctr *c = &p->c[i];

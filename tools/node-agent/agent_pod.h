@@ -12,6 +12,7 @@
 
 #define NA_MAX_VOLUMES 32
 #define NA_RETRY_MS 2000          /* setup/config errors are retried this often */
+#define NA_SYNC_FREQUENCY_MS 60000 /* the kubelet's --sync-frequency default (1m) */
 
 typedef struct {
     char name[NA_NAME_MAX];
@@ -53,6 +54,7 @@ struct na_pod {
     bool volumes_ok;
     char kubeconfig[NA_PATH_MAX]; /* its ServiceAccount's credentials ("": none) */
     int64_t next_setup_ms;
+    int64_t next_volume_sync_ms;  /* when the Secret volumes are re-read (monotonic) */
     bool terminating, killed, gone_from_api, seen;
     int64_t kill_deadline_ms;
     char *last_status;            /* the last status body PATCHed successfully */
@@ -69,6 +71,9 @@ struct na_pod {
 
 /* agent_pod_volumes.c */
 gd_err na_pod_setup_volumes(na_agent *a, na_pod *p, char *err, size_t errlen);
+/* The kubelet's periodic sync of a running pod's Secret volumes: each re-read and, when it
+ * changed, swapped in atomically. The first error (the others still refreshed). */
+gd_err na_pod_refresh_volumes(na_agent *a, na_pod *p, char *err, size_t errlen);
 size_t na_pod_mounts(const na_pod *p, const cJSON *ctr, na_mount *m, size_t cap);
 gd_err na_pod_cm_lookup(void *ud, const char *ns, const char *name, const char *key, char **out,
                         char *err, size_t errlen);

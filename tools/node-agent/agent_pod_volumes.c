@@ -99,31 +99,32 @@ static gd_err write_file_in(const char *dir, const char *name, const void *buf, 
 }
 
 /* A secret volume: each key of the Secret (or each of the volume's items) becomes a file,
- * so a program reads a Secret-mounted key file as it would in a real pod. */
-static gd_err secret_dir(na_agent *a, na_pod *p, const cJSON *vol, const char *dir,
+ * so a program reads a Secret-mounted key file as it would in a real pod; laid out and
+ * replaced as the kubelet does (agent_atomic.c), at pod start and on every refresh. An
+ * optional Secret that does not exist is an empty volume. *changed: a new version written. */
+static gd_err secret_dir(na_agent *a, na_pod *p, const cJSON *vol, const char *dir, bool *changed,
                          char *err, size_t errlen)
 {
     const char *name = gd_json_str_or(vol, "secret.secretName", "");
     bool optional = cJSON_IsTrue(gd_json_path(vol, "secret.optional"));
     int mode = (int)gd_json_int_or(vol, "secret.defaultMode", 0644);
-    if (!na_mkdirs(dir)) {
-        snprintf(err, errlen, "secret volume %s: mkdir %s: %s", name, dir, strerror(errno));
-        return GD_ERR_IO;
-    }
+    *changed = false;
     cJSON *sec = NULL;
     k8s_status st;
     gd_err e = k8s_get(a->api, &K8S_RES_SECRETS, p->ns, name, &sec, &st);
-    if (e == GD_ERR_NOT_FOUND && optional) return GD_OK;
-    if (e != GD_OK) {
+    if (e == GD_ERR_NOT_FOUND && optional) e = GD_OK;
+    else if (e != GD_OK) {
         snprintf(err, errlen, "secret %s: %s", name, gd_strerror(e));
         return e;
     }
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(sec, "data"), *items = gd_json_path(vol, "secret.items"), *it;
     bool listed = cJSON_GetArraySize(items) > 0;
     const cJSON *list = listed ? items : data;
-    cJSON_ArrayForEach(it, list) {
+    int cap = cJSON_GetArraySize(list), n = 0;
+    na_payload_file *f = calloc((size_t)cap + 1, sizeof *f);
+    if (!f) e = GD_ERR_NOMEM;
+    if (f) cJSON_ArrayForEach(it, list) {
         const char *key = listed ? gd_json_str_or(it, "key", "") : it->string;
-        const char *file = listed ? gd_json_str_or(it, "path", key) : key;
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, key);
         if (!cJSON_IsString(v)) {
             if (optional) continue;
@@ -133,13 +134,20 @@ static gd_err secret_dir(na_agent *a, na_pod *p, const cJSON *vol, const char *d
         }
         unsigned char *raw = NULL;
         size_t len = 0;
-        e = gd_base64_decode(v->valuestring, strlen(v->valuestring), &raw, &len);
-        if (e != GD_OK) snprintf(err, errlen, "secret %s key %s: bad base64", name, key);
-        else e = write_file_in(dir, file, raw, len, listed ? (int)gd_json_int_or(it, "mode", mode) : mode, err, errlen);
-        if (raw) explicit_bzero(raw, len);
-        free(raw);
-        if (e != GD_OK) break;
+        if (gd_base64_decode(v->valuestring, strlen(v->valuestring), &raw, &len) != GD_OK) {
+            snprintf(err, errlen, "secret %s key %s: bad base64", name, key);
+            e = GD_ERR_PARSE;
+            break;
+        }
+        f[n++] = (na_payload_file){.path = listed ? gd_json_str_or(it, "path", key) : key, .data = raw,
+                                   .len = len, .mode = listed ? (int)gd_json_int_or(it, "mode", mode) : mode};
     }
+    if (e == GD_OK) e = na_atomic_write(dir, f, (size_t)n, changed, err, errlen);
+    for (int i = 0; i < n; i++) {
+        explicit_bzero((void *)f[i].data, f[i].len);
+        free((void *)f[i].data);
+    }
+    free(f);
     cJSON_Delete(sec);
     return e;
 }
@@ -218,7 +226,8 @@ gd_err na_pod_setup_volumes(na_agent *a, na_pod *p, char *err, size_t errlen)
                 snprintf(err, errlen, "secret volume %s: bad name", v->name);
                 return GD_ERR_INVALID;
             }
-            gd_err e = secret_dir(a, p, it, v->host, err, errlen);
+            bool changed;
+            gd_err e = secret_dir(a, p, it, v->host, &changed, err, errlen);
             if (e != GD_OK) return e;
         } else {
             continue;    /* configMap/projected: not needed by the programs we run */
@@ -226,6 +235,29 @@ gd_err na_pod_setup_volumes(na_agent *a, na_pod *p, char *err, size_t errlen)
         p->nvols++;
     }
     return project_service_account(a, p, err, errlen);
+}
+
+gd_err na_pod_refresh_volumes(na_agent *a, na_pod *p, char *err, size_t errlen)
+{
+    gd_err first = GD_OK;
+    const cJSON *it, *vols = gd_json_path(p->obj, "spec.volumes");
+    cJSON_ArrayForEach(it, vols) {
+        if (!gd_json_path(it, "secret")) continue;
+        const char *vname = gd_json_str_or(it, "name", "");
+        for (int i = 0; i < p->nvols; i++) {
+            if (strcmp(p->vols[i].name, vname) != 0) continue;
+            char why[512] = "";
+            bool changed = false;
+            /* a Secret that cannot be read keeps the files as they are (the kubelet's choice
+             * too: a deleted Secret does not empty a running pod's volume) */
+            gd_err e = secret_dir(a, p, it, p->vols[i].host, &changed, why, sizeof why);
+            if (e != GD_OK && first == GD_OK) { first = e; snprintf(err, errlen, "%s", why); }
+            if (changed)
+                gd_log(GD_LOG_INFO, "secret volume updated", "pod", p->name, "namespace", p->ns,
+                       "volume", vname, "secret", gd_json_str_or(it, "secret.secretName", ""), NULL);
+        }
+    }
+    return first;
 }
 
 gd_err na_pod_cm_lookup(void *ud, const char *ns, const char *name, const char *key, char **out,
