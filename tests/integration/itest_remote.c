@@ -35,64 +35,35 @@
 #include "gd_sub.h"
 #include "gd_time.h"
 #include "harness_manager.h"
+#include "remote_pair.h"
 
 #define NCLUSTERS 6
 
 static struct {
     k8s_client *c;
-    char dir[128], logdir[256], lease[64], ns[128];
-    char addr[2][16], ident[2][64], mgrlog[2][300], rundir[2][300];
-    int base, metrics[2];
-    pid_t mgr[2], w[2], bad;
+    char ns[128];
+    pid_t w[2], bad;
 } R;
+static remote_pair P;   /* the manager pair (remote_pair.h) */
 
-static void keygen(const char *name)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "bin/godis-manager keygen --out %s --name %s >/dev/null", R.dir, name);
-    assert_int_equal(system(cmd), 0);
-}
+static void keygen(const char *name) { assert_true(rp_keygen(&P, name)); }
 
 static void read_key(const char *name, char *out)
 {
     char path[300], why[300];
     gd_curve_keys k;
-    snprintf(path, sizeof path, "%s/%s.key", R.dir, name);
+    snprintf(path, sizeof path, "%s/%s.key", P.dir, name);
     assert_int_equal(gd_curve_load_key(path, true, &k, why, sizeof why), GD_OK);
     memcpy(out, k.public_z85, GD_CURVE_Z85_LEN + 1);
-}
-
-static void spawn_manager(int i)
-{
-    char base[16], wk[16], mt[32];
-    snprintf(base, sizeof base, "%d", R.base);
-    snprintf(mt, sizeof mt, "127.0.0.1:%d", R.metrics[i]);
-    snprintf(wk, sizeof wk, "0");
-    char key[300], allow[300];
-    snprintf(key, sizeof key, "%s/server.key", R.dir);
-    snprintf(allow, sizeof allow, "%s/allow", R.dir);
-    const char *argv[] = {"bin/godis-manager", "--kubeconfig", getenv("KUBECONFIG"),
-                          "--leader-elect", "--leader-elect-resource-name", R.lease,
-                          "--leader-elect-resource-namespace", "default",
-                          "--leader-elect-identity", R.ident[i],
-                          "--leader-elect-lease-duration", "4s",
-                          "--leader-elect-renew-deadline", "3s",
-                          "--leader-elect-retry-period", "1s",
-                          "--workers", wk, "--runtime-dir", R.rundir[i],
-                          "--health-probe-bind-address", "0", "--metrics-bind-address", mt,
-                          "--remote-port-base", base, "--remote-address", R.addr[i],
-                          "--curve-server-key", key, "--curve-allow", allow, NULL};
-    R.mgr[i] = e2e_spawn(argv, R.mgrlog[i]);
-    assert_true(R.mgr[i] > 0);
 }
 
 static pid_t spawn_worker(const char *keyname)
 {
     char lease[100], key[300], srv[300], log[300];
-    snprintf(lease, sizeof lease, "default/%s", R.lease);
-    snprintf(key, sizeof key, "%s/%s.key", R.dir, keyname);
-    snprintf(srv, sizeof srv, "%s/server.pub", R.dir);
-    snprintf(log, sizeof log, "%s/worker-%s.log", R.logdir, keyname);
+    snprintf(lease, sizeof lease, "default/%s", P.lease);
+    snprintf(key, sizeof key, "%s/%s.key", P.dir, keyname);
+    snprintf(srv, sizeof srv, "%s/server.pub", P.dir);
+    snprintf(log, sizeof log, "%s/worker-%s.log", P.logdir, keyname);
     const char *argv[] = {"bin/godis-worker", "--leader-lease", lease, "--curve-key", key,
                           "--curve-server-public", srv, "--worker-name", keyname,
                           "--kubeconfig", getenv("KUBECONFIG"), "--max-concurrent-reconciles",
@@ -108,34 +79,25 @@ static int setup(void **state)
     gd_log_init("itest", GD_LOG_WARN, 0, 2);
     memset(&R, 0, sizeof R);
     if (!(R.c = e2e_client()) || !e2e_install_crds(R.c)) return -1;
-    snprintf(R.dir, sizeof R.dir, "/tmp/itest-remote-%d", (int)getpid());
-    if (mkdir(R.dir, 0700) != 0) return -1;
-    e2e_log_dir(R.logdir, sizeof R.logdir, "remote");
-    snprintf(R.lease, sizeof R.lease, "godis-remote-%d", (int)getpid());
+    char lease[64];
+    snprintf(lease, sizeof lease, "godis-remote-%d", (int)getpid());
     /* below the ephemeral range (32768-60999), 20 ports per run: 17 endpoints, 2 metrics */
-    R.base = 20000 + (int)(getpid() % 600) * 20;
+    if (!rp_init(&P, "remote", "default", lease, "allow", 20000 + (int)(getpid() % 600) * 20)) return -1;
     keygen("server");
     keygen("remote-1");
     keygen("remote-2");
     keygen("intruder");
-    char k1[41], k2[41], allow[300], text[200];
+    char k1[41], k2[41], text[200];
     read_key("remote-1", k1);
     read_key("remote-2", k2);
-    snprintf(allow, sizeof allow, "%s/allow", R.dir);
     snprintf(text, sizeof text, "# remote workers\n%s remote-1\n%s remote-2\n", k1, k2);
-    write_file(allow, text);
-    for (int i = 0; i < 2; i++) {
-        snprintf(R.addr[i], sizeof R.addr[i], "127.0.0.%d", i + 1);
-        snprintf(R.ident[i], sizeof R.ident[i], "remote-mgr-%d-%d", (int)getpid(), i);
-        snprintf(R.mgrlog[i], sizeof R.mgrlog[i], "%s/manager-%d.log", R.logdir, i);
-        snprintf(R.rundir[i], sizeof R.rundir[i], "%s/run-%d", R.dir, i);
-        R.metrics[i] = R.base + 18 + i;
-        spawn_manager(i);
-    }
+    write_file(P.allow, text);
+    for (int i = 0; i < 2; i++)
+        if (!rp_spawn_manager(&P, i)) return -1;
     R.w[0] = spawn_worker("remote-1");
     R.w[1] = spawn_worker("remote-2");
     R.bad = spawn_worker("intruder");
-    fprintf(stderr, "remote: logs in %s, ports %d..%d\n", R.logdir, R.base, R.base + 19);
+    fprintf(stderr, "remote: logs in %s, ports %d..%d\n", P.logdir, P.base, P.base + 19);
     return 0;
 }
 
@@ -145,63 +107,24 @@ static int teardown(void **state)
 {
     (void)state;
     stop_histories();
-    pid_t all[] = {R.w[0], R.w[1], R.bad, R.mgr[0], R.mgr[1]};
+    pid_t all[] = {R.w[0], R.w[1], R.bad, P.mgr[0], P.mgr[1]};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (all[i] > 0) e2e_stop(all[i], 15000);
     if (R.ns[0]) e2e_ns_delete(R.c, R.ns);
     k8s_delete_opts o;
     k8s_delete_opts_default(&o);
-    k8s_delete(R.c, &K8S_RES_LEASES, "default", R.lease, &o, NULL);
+    k8s_delete(R.c, &K8S_RES_LEASES, "default", P.lease, &o, NULL);
     k8s_client_destroy(&R.c);
-    e2e_remove_dir(R.dir);
+    e2e_remove_dir(P.dir);
     return 0;
 }
 
-/* The replica holding the Lease (0 or 1), -1 while none. */
-static int leader(void)
-{
-    cJSON *l = NULL;
-    if (k8s_get(R.c, &K8S_RES_LEASES, "default", R.lease, &l, NULL) != GD_OK) return -1;
-    const char *h = gd_json_str_or(l, "spec.holderIdentity", "");
-    int who = !strcmp(h, R.ident[0]) ? 0 : !strcmp(h, R.ident[1]) ? 1 : -1;
-    cJSON_Delete(l);
-    return who;
-}
+static int leader(void) { return rp_leader(R.c, &P); }
 
-/* From one read of the leader's /metrics: how many remote slots (32..63) own shards, and
- * how many shards they own together; -1 when /metrics does not answer. */
-static int owning_slots(int ldr, int *total)
-{
-    static char body[1 << 20];
-    *total = 0;
-    if (http_get(R.metrics[ldr], "/metrics", body, sizeof body) != 200) return -1;
-    int n = 0;
-    const char *pfx = "godis_worker_shards_active{worker=\"";
-    for (char *p = strstr(body, pfx); p; p = strstr(p + 1, pfx)) {
-        int slot = 0;
-        double v = 0;
-        if (sscanf(p + strlen(pfx), "%d\"} %lf", &slot, &v) == 2 && slot >= 32 && v > 0) {
-            n++;
-            *total += (int)v;
-        }
-    }
-    return n;
-}
-
-/* Waits until exactly `slots` remote workers own every shard between them. */
+/* Exactly `slots` remote workers own every shard between them. */
 static bool remote_workers_own_all_n(int ldr, int slots, int timeout_ms)
 {
-    int64_t end = gd_mono_ms() + timeout_ms;
-    int n = -1, total = 0;
-    while (gd_mono_ms() < end) {
-        n = owning_slots(ldr, &total);
-        if (n == slots && total == GD_NSHARDS &&
-            metric(R.metrics[ldr], "godis_manager_shards_unassigned") == 0)
-            return true;
-        gd_sleep_ms(100);
-    }
-    fprintf(stderr, "remote: %d remote workers own %d shards (want %d own all)\n", n, total, slots);
-    return false;
+    return rp_own_all(&P, ldr, slots, -1, timeout_ms);
 }
 static bool remote_workers_own_all(int ldr, int timeout_ms)
 {
@@ -239,7 +162,7 @@ static void test_remote_workers_converge(void **state)
         assert_true(e2e_wait_consistent(R.c, R.ns, name, 60000));
     }
     /* no local worker exists: the remote ones did every reconcile */
-    assert_true(metric(R.metrics[ldr], "godis_manager_children_running{role=\"worker\"}") == 0);
+    assert_true(metric(P.metrics[ldr], "godis_manager_children_running{role=\"worker\"}") == 0);
 }
 
 typedef struct { int events; char want[160]; bool seen; } sub_count;
@@ -256,7 +179,7 @@ static gd_sub *subscribe(void *zctx, cJSON *anno, const char *keyname, sub_count
 {
     char path[300], why[300], srvpub[41];
     gd_curve_keys me;
-    snprintf(path, sizeof path, "%s/%s.key", R.dir, keyname);
+    snprintf(path, sizeof path, "%s/%s.key", P.dir, keyname);
     assert_int_equal(gd_curve_load_key(path, true, &me, why, sizeof why), GD_OK);
     read_key("server", srvpub);
     gd_sub_opts o;
@@ -283,13 +206,13 @@ static void test_remote_wrong_key_receives_nothing(void **state)
     int ldr = leader();
     assert_true(ldr >= 0);
     cJSON *l = NULL;
-    assert_int_equal(k8s_get(R.c, &K8S_RES_LEASES, "default", R.lease, &l, NULL), GD_OK);
+    assert_int_equal(k8s_get(R.c, &K8S_RES_LEASES, "default", P.lease, &l, NULL), GD_OK);
     cJSON *an = gd_json_path(l, "metadata.annotations");
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(an, GD_REMOTE_ANNOTATION);
     assert_true(cJSON_IsString(a));
     cJSON *anno = cJSON_Parse(a->valuestring);
     assert_non_null(anno);
-    assert_string_equal(gd_json_str_or(anno, "holder", ""), R.ident[ldr]);
+    assert_string_equal(gd_json_str_or(anno, "holder", ""), P.ident[ldr]);
 
     void *zctx = zmq_ctx_new();
     sub_count good = {0}, bad = {0};
@@ -319,9 +242,9 @@ static void test_remote_wrong_key_receives_nothing(void **state)
     read_key("intruder", key);
     snprintf(needle, sizeof needle, "client_public=%s", key);
     bool quoted = strpbrk(key, " \"=\\") != NULL;   /* logfmt quotes such values */
-    if (!quoted) assert_true(log_has(R.mgrlog[ldr], needle));
-    assert_true(log_has(R.mgrlog[ldr], "refused worker key"));
-    assert_false(log_has(R.mgrlog[ldr], "name=intruder"));
+    if (!quoted) assert_true(log_has(P.mgrlog[ldr], needle));
+    assert_true(log_has(P.mgrlog[ldr], "refused worker key"));
+    assert_false(log_has(P.mgrlog[ldr], "name=intruder"));
     assert_true(e2e_wait_converged(R.c, R.ns, "rc-late", 1, 120000));
 }
 
@@ -382,7 +305,7 @@ static void test_remote_sigstop_fenced(void **state)
     int64_t t_cont = e2e_wall_us() / 1000;
     assert_int_equal(kill(R.w[0], SIGCONT), 0);
     assert_true(remote_workers_own_all(ldr, 60000));
-    int64_t t_join = log_time(R.mgrlog[ldr], "remote worker joined", "name=remote-1", t_cont);
+    int64_t t_join = log_time(P.mgrlog[ldr], "remote worker joined", "name=remote-1", t_cont);
     assert_true(t_join > 0);
     /* the audit log: no write of remote-1 received from shortly after its SIGSTOP (a request
      * already on the wire may land) until it joined again */
@@ -404,7 +327,7 @@ static void test_remote_sigstop_fenced(void **state)
     }
     free(ev);
     char wlog[300];
-    snprintf(wlog, sizeof wlog, "%s/worker-remote-1.log", R.logdir);
+    snprintf(wlog, sizeof wlog, "%s/worker-remote-1.log", P.logdir);
     fprintf(stderr, "remote: remote-1 writes before SIGSTOP %d, while it had no lease %d, "
             "after it joined again %d; fenced attempts logged: %s\n", before, inside, after,
             log_has(wlog, "write refused: lease deadline passed") ? "yes" : "none");
@@ -467,11 +390,11 @@ static void test_remote_leader_handover(void **state)
     int old = leader();
     assert_true(old >= 0);
     pid_t kids[16];
-    int n = e2e_children(R.mgr[old], "godis-informer", kids, 16);
+    int n = e2e_children(P.mgr[old], "godis-informer", kids, 16);
     for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
-    kill(R.mgr[old], SIGKILL);
-    waitpid(R.mgr[old], NULL, 0);
-    R.mgr[old] = 0;
+    kill(P.mgr[old], SIGKILL);
+    waitpid(P.mgr[old], NULL, 0);
+    P.mgr[old] = 0;
     int64_t end = gd_mono_ms() + 30000;
     while (leader() != 1 - old && gd_mono_ms() < end) gd_sleep_ms(200);
     assert_int_equal(leader(), 1 - old);
@@ -479,8 +402,8 @@ static void test_remote_leader_handover(void **state)
     assert_int_equal(kill(R.w[0], 0), 0);           /* the same processes: no restart */
     assert_int_equal(kill(R.w[1], 0), 0);
     char log[300];
-    snprintf(log, sizeof log, "%s/worker-remote-1.log", R.logdir);
-    assert_true(log_has(log, R.ident[1 - old]));    /* it joined the new holder */
+    snprintf(log, sizeof log, "%s/worker-remote-1.log", P.logdir);
+    assert_true(log_has(log, P.ident[1 - old]));    /* it joined the new holder */
     assert_true(e2e_cluster_create(R.c, R.ns, "rc-after", 2));
     assert_true(e2e_wait_converged(R.c, R.ns, "rc-after", 2, 180000));
     assert_true(e2e_wait_consistent(R.c, R.ns, "rc-after", 60000));

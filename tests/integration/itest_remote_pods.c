@@ -11,13 +11,17 @@
  *   - 30 GodisClusters converge on those workers alone;
  *   - kill -9 of a worker pod's process while clusters scale: the dead worker's shards move
  *     within the bound, membership changes stay one at a time, everything converges, and
- *     the node agent restarts the container (restartCount 1, Ready again).
+ *     the node agent restarts the container (restartCount 1, Ready again);
+ *   - a worker key rotated through the allow-list and the Secret reaches every running pod's
+ *     volume within the node agent's sync period (as the kubelet's), and a worker started
+ *     afterwards joins with it (the manager re-read its allow-list).
  *
  * The manifests are applied as `kustomize edit set namespace` would: into a namespace of
  * this run (the ClusterRoleBinding named after it), so nothing is shared with other tests.
  * Every address is on 127.0.0.0/8; waits are on conditions with deadlines. */
 #include <ctype.h>
 #include <dirent.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -38,6 +42,7 @@
 #include "gd_time.h"
 #include "gd_yaml.h"
 #include "harness_manager.h"
+#include "remote_pair.h"
 
 #define NCLUSTERS 30
 #define OVERLAY "deploy/overlays/remote-workers/"
@@ -45,19 +50,12 @@
 
 static struct {
     k8s_client *c;
-    char dir[128], logdir[256], ns[128], crb[200];
-    char addr[2][16], ident[2][64], mgrlog[2][300], rundir[2][300];
-    int base, metrics[2];
-    pid_t mgr[2];
+    char ns[128], crb[200];
     bool made_role;
 } R;
+static remote_pair P;   /* the manager pair (remote_pair.h) */
 
-static void keygen(const char *name)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "bin/godis-manager keygen --out %s --name %s >/dev/null", R.dir, name);
-    assert_int_equal(system(cmd), 0);
-}
+static void keygen(const char *name) { assert_true(rp_keygen(&P, name)); }
 
 static char *slurp(const char *path)
 {
@@ -107,7 +105,7 @@ static bool create_secret(const char *name, const char *const *files)
     gd_json_set(s, "metadata.name", cJSON_CreateString(name));
     for (int i = 0; files[i]; i++) {
         char path[300];
-        snprintf(path, sizeof path, "%s/%s", R.dir, files[i]);
+        snprintf(path, sizeof path, "%s/%s", P.dir, files[i]);
         char *text = slurp(path);
         if (!text) { cJSON_Delete(s); return false; }
         cJSON_AddStringToObject(cJSON_GetObjectItem(s, "stringData"), files[i], text);
@@ -116,28 +114,6 @@ static bool create_secret(const char *name, const char *const *files)
     bool ok = create(s);
     cJSON_Delete(s);
     return ok;
-}
-
-static void spawn_manager(int i)
-{
-    char base[16], mt[32], key[300], allow[300];
-    snprintf(base, sizeof base, "%d", R.base);
-    snprintf(mt, sizeof mt, "127.0.0.1:%d", R.metrics[i]);
-    snprintf(key, sizeof key, "%s/server.key", R.dir);
-    snprintf(allow, sizeof allow, "%s/worker.pub", R.dir);
-    const char *argv[] = {"bin/godis-manager", "--kubeconfig", getenv("KUBECONFIG"),
-                          "--leader-elect", "--leader-elect-resource-name", "godis-operator-leader",
-                          "--leader-elect-resource-namespace", R.ns,
-                          "--leader-elect-identity", R.ident[i],
-                          "--leader-elect-lease-duration", "4s",
-                          "--leader-elect-renew-deadline", "3s",
-                          "--leader-elect-retry-period", "1s",
-                          "--workers", "0", "--runtime-dir", R.rundir[i],
-                          "--health-probe-bind-address", "0", "--metrics-bind-address", mt,
-                          "--remote-port-base", base, "--remote-address", R.addr[i],
-                          "--curve-server-key", key, "--curve-allow", allow, NULL};
-    R.mgr[i] = e2e_spawn(argv, R.mgrlog[i]);
-    assert_true(R.mgr[i] > 0);
 }
 
 /* The overlay's RBAC and Deployment (replicas 2) in this run's namespace, after the
@@ -173,23 +149,16 @@ static int setup(void **state)
     if (!(R.c = e2e_client()) || !e2e_install_crds(R.c)) return -1;
     if (!e2e_ns_create(R.c, "rpods", R.ns, sizeof R.ns)) return -1;
     snprintf(R.crb, sizeof R.crb, "godis-operator-worker-%s", R.ns);
-    snprintf(R.dir, sizeof R.dir, "/tmp/itest-rpods-%d", (int)getpid());
-    if (mkdir(R.dir, 0700) != 0) return -1;
-    e2e_log_dir(R.logdir, sizeof R.logdir, "remote-pods");
-    /* below the ephemeral range, 20 ports per run (itest_remote uses 20000-31999) */
-    R.base = 8000 + (int)(getpid() % 500) * 20;
+    /* below the ephemeral range, 20 ports per run (itest_remote uses 20000-31999); the
+     * Lease the Deployment's --leader-lease names, in this run's namespace */
+    if (!rp_init(&P, "remote-pods", R.ns, "godis-operator-leader", "worker.pub", 8000 + (int)(getpid() % 500) * 20))
+        return -1;
     keygen("server");
     keygen("worker");
-    for (int i = 0; i < 2; i++) {
-        snprintf(R.addr[i], sizeof R.addr[i], "127.0.0.%d", i + 1);
-        snprintf(R.ident[i], sizeof R.ident[i], "rpods-mgr-%d-%d", (int)getpid(), i);
-        snprintf(R.mgrlog[i], sizeof R.mgrlog[i], "%s/manager-%d.log", R.logdir, i);
-        snprintf(R.rundir[i], sizeof R.rundir[i], "%s/run-%d", R.dir, i);
-        R.metrics[i] = R.base + 18 + i;
-        spawn_manager(i);
-    }
+    for (int i = 0; i < 2; i++)
+        if (!rp_spawn_manager(&P, i)) return -1;
     if (!apply_overlay()) return -1;
-    fprintf(stderr, "rpods: namespace %s, logs in %s, ports %d..%d\n", R.ns, R.logdir, R.base, R.base + 19);
+    fprintf(stderr, "rpods: namespace %s, logs in %s, ports %d..%d\n", R.ns, P.logdir, P.base, P.base + 19);
     return 0;
 }
 
@@ -210,7 +179,7 @@ static void save_pod_logs(void)
     char cmd[1024];
     if (!state) return;
     snprintf(cmd, sizeof cmd, "for d in '%s'/pods/%s_godis-worker-*; do [ -f \"$d/worker.log\" ] && "
-             "cp \"$d/worker.log\" '%s'/\"${d##*/}.log\"; done; true", state, R.ns, R.logdir);
+             "cp \"$d/worker.log\" '%s'/\"${d##*/}.log\"; done; true", state, R.ns, P.logdir);
     if (system(cmd) != 0) fprintf(stderr, "rpods: could not copy the worker pods' logs\n");
 }
 
@@ -227,73 +196,21 @@ static int teardown(void **state)
         fprintf(stderr, "rpods: worker pods still there after 60 s\n");
     save_pod_logs();
     for (int i = 0; i < 2; i++)
-        if (R.mgr[i] > 0) e2e_stop(R.mgr[i], 15000);
+        if (P.mgr[i] > 0) e2e_stop(P.mgr[i], 15000);
     e2e_ns_delete(R.c, R.ns);
     k8s_delete_opts_default(&o);
     k8s_delete(R.c, &K8S_RES_CLUSTERROLEBINDINGS, NULL, R.crb, &o, NULL);
     if (R.made_role) k8s_delete(R.c, &K8S_RES_CLUSTERROLES, NULL, "godis-operator-manager", &o, NULL);
     k8s_client_destroy(&R.c);
-    e2e_remove_dir(R.dir);
+    e2e_remove_dir(P.dir);
     return 0;
 }
 
-/* The replica holding the Lease (0 or 1), -1 while none. */
-static int leader(void)
-{
-    cJSON *l = NULL;
-    if (k8s_get(R.c, &K8S_RES_LEASES, R.ns, "godis-operator-leader", &l, NULL) != GD_OK) return -1;
-    const char *h = gd_json_str_or(l, "spec.holderIdentity", "");
-    int who = !strcmp(h, R.ident[0]) ? 0 : !strcmp(h, R.ident[1]) ? 1 : -1;
-    cJSON_Delete(l);
-    return who;
-}
+static int wait_leader(void) { return rp_wait_leader(R.c, &P, 30000); }
 
-static int wait_leader(void)
-{
-    int64_t end = gd_mono_ms() + 30000;
-    int ldr;
-    while ((ldr = leader()) < 0 && gd_mono_ms() < end) gd_sleep_ms(200);
-    return ldr;
-}
-
-/* From one read of the leader's /metrics: remote slots (32..63) owning shards, and the
- * shards they own together; -1 when /metrics does not answer. */
-static int owning_slots(int ldr, int *total)
-{
-    static char body[1 << 20];
-    *total = 0;
-    if (http_get(R.metrics[ldr], "/metrics", body, sizeof body) != 200) return -1;
-    int n = 0;
-    const char *pfx = "godis_worker_shards_active{worker=\"";
-    for (char *p = strstr(body, pfx); p; p = strstr(p + 1, pfx)) {
-        int slot = 0;
-        double v = 0;
-        if (sscanf(p + strlen(pfx), "%d\"} %lf", &slot, &v) == 2 && slot >= 32 && v > 0) {
-            n++;
-            *total += (int)v;
-        }
-    }
-    return n;
-}
-
-/* Waits until exactly `slots` remote workers own every shard between them, with at least
- * `losses` remote workers declared gone so far. */
 static bool own_all(int ldr, int slots, double losses, int timeout_ms)
 {
-    int64_t end = gd_mono_ms() + timeout_ms;
-    int n = -1, total = 0;
-    double l = -1;
-    while (gd_mono_ms() < end) {
-        n = owning_slots(ldr, &total);
-        l = metric(R.metrics[ldr], "godis_manager_remote_worker_losses_total");
-        if (n == slots && total == GD_NSHARDS && l >= losses &&
-            metric(R.metrics[ldr], "godis_manager_shards_unassigned") == 0)
-            return true;
-        gd_sleep_ms(100);
-    }
-    fprintf(stderr, "rpods: %d remote workers own %d shards, %.0f lost (want %d own all, %.0f lost)\n",
-            n, total, l, slots, losses);
-    return false;
+    return rp_own_all(&P, ldr, slots, losses, timeout_ms);
 }
 
 typedef struct {
@@ -403,7 +320,7 @@ static void test_remote_pods_run_and_join(void **state)
         fprintf(stderr, "rpods: pod %s ip %s pid %d\n", pods[i].name, pods[i].ip, (int)pid);
     }
     /* the manager logs each join by the pod's name */
-    FILE *f = fopen(R.mgrlog[ldr], "r");
+    FILE *f = fopen(P.mgrlog[ldr], "r");
     char line[4096];
     int joined = 0;
     while (f && fgets(line, sizeof line, f))
@@ -433,7 +350,7 @@ static void test_remote_pods_converge_30(void **state)
     }
     fprintf(stderr, "rpods: %d GodisClusters converged in %lld ms on 3 worker pods\n", NCLUSTERS,
             (long long)(gd_mono_ms() - t0));
-    assert_true(metric(R.metrics[ldr], "godis_manager_children_running{role=\"worker\"}") == 0);
+    assert_true(metric(P.metrics[ldr], "godis_manager_children_running{role=\"worker\"}") == 0);
 }
 
 /* kill -9 one worker pod's process while three clusters scale out (2->4, 3->5: every step
@@ -446,7 +363,7 @@ static void test_remote_pods_kill9_mid_scaling(void **state)
     assert_true(ldr >= 0);
     pod_t pods[8];
     assert_true(wait_ready_pods(3, pods, 30000));
-    double lost = metric(R.metrics[ldr], "godis_manager_remote_worker_losses_total");
+    double lost = metric(P.metrics[ldr], "godis_manager_remote_worker_losses_total");
     const char *names[3] = {"rp-1", "rp-2", "rp-5"};
     const int want[3] = {4, 5, 5};
     for (int i = 0; i < 3; i++) assert_true(e2e_history_start(&H[i], R.c, R.ns, names[i]));
@@ -487,12 +404,102 @@ static void test_remote_pods_kill9_mid_scaling(void **state)
     assert_true(again > 0 && again != victim);
 }
 
+/* The file `name` of pod's Secret volume `vol` as the node agent lays it out (its state
+ * directory: <state>/pods/<ns>_<pod>_<uid>/volumes/<vol>/), into out; false when absent. */
+static bool pod_volume_file(const char *pod, const char *vol, const char *name, char *out, size_t cap)
+{
+    const char *state = getenv("NODE_AGENT_STATE_DIR");
+    char pattern[4096];
+    glob_t g;
+    out[0] = '\0';
+    if (!state) return false;
+    snprintf(pattern, sizeof pattern, "%s/pods/%s_%s_*/volumes/%s/%s", state, R.ns, pod, vol, name);
+    if (glob(pattern, 0, NULL, &g) != 0) return false;
+    char *text = g.gl_pathc == 1 ? slurp(g.gl_pathv[0]) : NULL;
+    globfree(&g);
+    if (text) snprintf(out, cap, "%s", text);
+    free(text);
+    return text != NULL;
+}
+
+/* A worker key rotated the documented way (deploy/README.md): the new public key added to
+ * the allow-list, the Secret given the new private key. The node agent, like the kubelet,
+ * brings the new key into every running pod's volume within its sync period (default 1 min,
+ * jittered up to 1.5) without restarting anything; a worker process that starts afterwards
+ * (kill -9, restarted by the node agent) uses it and is let in only because the manager
+ * re-read its allow-list. */
+static void test_remote_pods_worker_key_rotated(void **state)
+{
+    (void)state;
+    int ldr = wait_leader();
+    assert_true(ldr >= 0);
+    pod_t pods[8], now[8];
+    assert_true(wait_ready_pods(3, pods, 60000));
+    keygen("worker2");
+    char path[300], *oldpub, *newpub, *newkey;
+    snprintf(path, sizeof path, "%s/worker.pub", P.dir);
+    assert_non_null(oldpub = slurp(path));
+    snprintf(path, sizeof path, "%s/worker2.pub", P.dir);
+    assert_non_null(newpub = slurp(path));
+    snprintf(path, sizeof path, "%s/worker2.key", P.dir);
+    assert_non_null(newkey = slurp(path));
+    /* 1. the allow-list the managers read (--curve-allow) gets the new key beside the old */
+    char allow[300], tmp[310];
+    snprintf(allow, sizeof allow, "%s/worker.pub", P.dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", allow);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fprintf(f, "%s%s%s", oldpub, oldpub[strlen(oldpub) - 1] == '\n' ? "" : "\n", newpub);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(rename(tmp, allow), 0);
+    /* 2. the Secret gets the new private key */
+    cJSON *patch = cJSON_CreateObject(), *sd = cJSON_AddObjectToObject(patch, "stringData");
+    cJSON_AddStringToObject(sd, "worker.key", newkey);
+    char *body = cJSON_PrintUnformatted(patch);
+    assert_int_equal(k8s_patch(R.c, &K8S_RES_SECRETS, R.ns, "godis-curve-worker", K8S_PATCH_MERGE, body,
+                               NULL, NULL, NULL), GD_OK);
+    cJSON_free(body);
+    cJSON_Delete(patch);
+    int64_t t0 = gd_mono_ms(), end = t0 + 150000;
+    int fresh = 0;
+    while (fresh < 3 && gd_mono_ms() < end) {
+        fresh = 0;
+        for (int i = 0; i < 3; i++) {
+            char got[4096];
+            fresh += pod_volume_file(pods[i].name, "curve-worker", "worker.key", got, sizeof got) &&
+                     !strcmp(got, newkey);
+        }
+        if (fresh < 3) gd_sleep_ms(500);
+    }
+    fprintf(stderr, "rpods: the rotated key reached %d of 3 pods' volumes in %lld ms\n", fresh,
+            (long long)(gd_mono_ms() - t0));
+    assert_int_equal(fresh, 3);
+    assert_int_equal(worker_pods(now, 8), 3);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if (!strcmp(now[i].name, pods[j].name)) assert_int_equal(now[i].restarts, pods[j].restarts);
+    /* 3. a worker that starts now runs with the new key, and the manager lets it in */
+    double lost = metric(P.metrics[ldr], "godis_manager_remote_worker_losses_total");
+    char needle[200];
+    snprintf(needle, sizeof needle, "--worker-name=%s", pods[0].name);
+    pid_t victim = find_process("godis-worker", needle);
+    assert_true(victim > 0);
+    assert_int_equal(kill(victim, SIGKILL), 0);
+    assert_true(own_all(ldr, 3, lost + 1, 60000));
+    pid_t again = find_process("godis-worker", needle);
+    assert_true(again > 0 && again != victim);
+    free(oldpub);
+    free(newpub);
+    free(newkey);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remote_pods_run_and_join),
         cmocka_unit_test(test_remote_pods_converge_30),
         cmocka_unit_test(test_remote_pods_kill9_mid_scaling),
+        cmocka_unit_test(test_remote_pods_worker_key_rotated),
     };
     if (getenv("RPODS_FILTER")) cmocka_set_test_filter(getenv("RPODS_FILTER"));   /* debugging */
     return cmocka_run_group_tests_name("remote-pods", tests, setup, teardown);
