@@ -79,6 +79,9 @@ void       inf_store_destroy(inf_store **s);
 /* Compress bodies once the store holds train_at objects (default 256; 0: never). Set it
  * before the first object; the dictionary is trained once and never retrained. */
 void       inf_store_set_packing(inf_store *s, size_t train_at);
+/* Watch updates (inf_store_upsert) are packed only once `window` later updates went by
+ * without the object changing again (default 512; 0: at once). Relists pack at once. */
+void       inf_store_set_young(inf_store *s, size_t window);
 size_t     inf_store_count(const inf_store *s);
 /* The cached entry: key, rv and shard; its body may be packed (raw_len != 0). */
 const inf_obj *inf_store_get(const inf_store *s, const char *key);

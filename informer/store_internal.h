@@ -14,6 +14,9 @@ enum {
     PACK_DICT_BYTES = 8 << 10,      /* 16 KiB measured no better on ConfigMaps and Pods */
     PACK_LEVEL = 1,                 /* level 3 saves 6 % more for twice the CPU */
     PACK_MIN_BYTES = 64,            /* smaller bodies are kept as they are */
+    /* Watch updates stay uncompressed until this many later updates went by (store.c,
+     * "young objects"): an object changed again within the window is never packed. */
+    PACK_YOUNG_DEFAULT = 512,
 };
 #define PACK_MAX_BYTES ((size_t)UINT32_MAX)   /* raw_len is 32 bits */
 
@@ -37,9 +40,19 @@ typedef struct {
     size_t zcap;
 } store_pack;
 
+/* The young objects: a ring of references to the last `cap` objects upserted while a
+ * dictionary exists, oldest first. Replaced or deleted ones stay referenced until their turn
+ * (then just let go): bounded by cap objects. */
+typedef struct {
+    inf_obj **ring;
+    size_t cap;            /* the window (0: pack at once); the ring is allocated lazily */
+    size_t head, len;
+} store_young;
+
 struct inf_store {
     obj_table t;
     store_pack pk;
+    store_young young;
     uint32_t generation;   /* bumped per replace; objects seen in the list carry it */
 };
 

@@ -19,6 +19,7 @@
  * than cJSON's limit, an object without metadata.name. A line the general path then
  * rejects is garbage there, as before. */
 #include "informer.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,12 +63,28 @@ static inline int hexval(char c)
     return -1;
 }
 
+/* Whether 8 bytes hold no '"', no '\\' and no control character: string bytes that need no
+ * look (the bulk of a body is string content; a byte at a time cost 9 instructions each). */
+static inline bool plain8(const char *p)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t v, q, b;
+    memcpy(&v, p, 8);
+    q = v ^ (ones * '"');
+    b = v ^ (ones * '\\');
+    return !((((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v)) & high);
+}
+
 /* p at the opening quote; returns the byte after the closing one, or NULL. *escaped says
  * whether the string held a backslash. */
 static const char *string(const char *p, const char *e, bool *escaped)
 {
     p++;
     while (p < e) {
+        while (e - p >= 8 && plain8(p))
+            p += 8;
+        if (p >= e)
+            return NULL;
         unsigned char c = (unsigned char)*p;
         if (c == '"')
             return p + 1;

@@ -77,6 +77,7 @@ static void assert_loads_as(inf_store *s, int i, int rv)
 static void test_round_trip(void **state)
 {
     inf_store *s = inf_store_new();
+    inf_store_set_young(s, 0);                   /* every update packed at once */
     fill(s, 0, PACK_TRAIN_AT - 1, 1);
     inf_store_mem_stats m;
     inf_store_mem(s, &m);
@@ -209,6 +210,7 @@ static void test_what_stays_raw(void **state)
 {
     inf_store *s = inf_store_new();
     inf_store_set_packing(s, 2);      /* too few samples to train: the samples as they are */
+    inf_store_set_young(s, 0);
     fill(s, 0, 8, 1);
     assert_non_null(s->pk.cdict);
     assert_string_equal(s->pk.dict_how, "raw samples");
@@ -231,6 +233,50 @@ static void test_what_stays_raw(void **state)
     assert_int_equal(e->raw_len, 0);
     assert_memory_equal(e->body, rnd, sizeof rnd);
     inf_store_destroy(&s);
+}
+
+static bool packed(inf_store *s, int i)
+{
+    char key[32];
+    snprintf(key, sizeof key, "team-a/cm-%d", i);
+    return inf_store_get(s, key)->raw_len != 0;
+}
+
+/* Young objects: watch updates stay JSON until `window` later updates went by; the one that
+ * is still cached then is packed, replaced or deleted versions are only let go. */
+static void test_young_window(void **state)
+{
+    inf_store *s = inf_store_new();
+    inf_store_set_young(s, 8);
+    fill(s, 0, PACK_TRAIN_AT, 1);                /* the dictionary packs these at once */
+    assert_true(packed(s, 0) && packed(s, 7));
+    fill(s, 0, 8, 2);                            /* 8 updates: the window is full */
+    for (int i = 0; i < 8; i++) {
+        assert_false(packed(s, i));
+        assert_true(is_cm_json(inf_store_get(s, "team-a/cm-0")));
+    }
+    fill(s, 0, 1, 3);                            /* cm-0 again: its old version leaves */
+    assert_false(packed(s, 0));
+    assert_false(packed(s, 1));
+    fill(s, 8, 9, 2);                            /* pushes cm-1 (rv 2, still cached) out */
+    assert_true(packed(s, 1));
+    assert_false(packed(s, 0));
+    assert_loads_as(s, 1, 2);
+    assert_loads_as(s, 0, 3);
+    inf_store_delete(s, "team-a/cm-2", NULL, NULL);   /* young and deleted */
+    fill(s, 9, 11, 2);                           /* its turn passes harmlessly; cm-3 packs */
+    assert_null(inf_store_get(s, "team-a/cm-2"));
+    assert_true(packed(s, 3));
+    assert_loads_as(s, 3, 2);
+    /* a relist packs at once, young objects included */
+    inf_obj *items[2] = {cm(4, 2, 1), cm(5, 7, 1)};
+    inf_store_replace(s, items, 2, NULL, NULL);
+    assert_true(packed(s, 4) && packed(s, 5));
+    assert_loads_as(s, 5, 7);
+    assert_int_equal(inf_store_count(s), 2);
+    fill(s, 20, 40, 1);                          /* the ring's stale entries drain */
+    assert_true(packed(s, 20) && !packed(s, 39));
+    inf_store_destroy(&s);                       /* ring references freed (ASan, valgrind) */
 }
 
 static void test_corrupt_and_missized(void **state)
@@ -304,6 +350,7 @@ static void test_copies_trim(void **state)
 {
     enum { N = 4000 };                          /* > TRIM_AFTER_BYTES of JSON */
     inf_store *s = inf_store_new();
+    inf_store_set_young(s, 0);                  /* all packed: foreach hands out copies */
     fill(s, 0, N, 1);
     holder h = {.held = calloc(N, sizeof *h.held)};
     assert_int_equal(inf_store_loose_live(), 0);
@@ -398,7 +445,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_callbacks_get_json),
         cmocka_unit_test(test_trained_once),    cmocka_unit_test(test_what_stays_raw),
         cmocka_unit_test(test_corrupt_and_missized), cmocka_unit_test(test_index_random),
-        cmocka_unit_test(test_copies_trim),
+        cmocka_unit_test(test_copies_trim),     cmocka_unit_test(test_young_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

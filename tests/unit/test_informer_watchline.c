@@ -141,11 +141,42 @@ static void test_deep_nesting_left(void **state)
     free(line);
 }
 
+/* Strings are scanned 8 bytes at a time: a quote, backslash or control character at every
+ * offset of a long value is still seen. */
+static void test_long_strings(void **state)
+{
+    (void)state;
+    for (int at = 0; at < 24; at++) {
+        char v[64], line[256];
+        memset(v, 'a', 40);
+        v[40] = '\0';
+        memcpy(v + at, "\\\"", 2);                   /* an escaped quote: kept */
+        snprintf(line, sizeof line, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":"
+                 "\"n\"},\"s\":\"%s\",\"t\":\"%s\"}}", v, v + at);
+        same("ConfigMap", line, GD_EV_ADDED);
+        memset(v, 'a', 40);
+        v[at] = '\x01';                              /* a raw control character: left */
+        snprintf(line, sizeof line, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":"
+                 "\"n\"},\"s\":\"%s\"}}", v);
+        left(line);
+        v[at] = '"';                                  /* a quote ends the string early: invalid */
+        snprintf(line, sizeof line, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":"
+                 "\"n\"},\"s\":\"%s\"}}", v);
+        left(line);
+        v[at] = (char)0xc3;                           /* UTF-8 bytes are plain */
+        v[at + 1] = (char)0xa9;
+        snprintf(line, sizeof line, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":"
+                 "\"n\"},\"s\":\"%s\"}}", v);
+        same("ConfigMap", line, GD_EV_ADDED);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_as_general_path), cmocka_unit_test(test_same_shapes),
         cmocka_unit_test(test_left_to_general_path), cmocka_unit_test(test_deep_nesting_left),
+        cmocka_unit_test(test_long_strings),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     inf_watch_line_release();

@@ -11,13 +11,15 @@
 # tools/bench/fixtures/configmap-watch.jsonl: 200 ADDED events of 512-byte ConfigMaps generated in
 # the shape kube-apiserver 1.20 writes (selfLink, managedFields). GO_BIN: a prebuilt client-go
 # baseline (else tools/bench/build-clientgo.sh builds it). BENCH_REPEAT (default 1) repeats
-# each measure, ours and client-go's back to back, and reports the median.
+# each measure, ours and client-go's back to back, and reports the median. INFORMER_BIN: the
+# informer to measure (default bin/godis-informer; an older build for before/after figures).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BENCH_OUT=${BENCH_OUT:-$ROOT/bench/results/latest.jsonl}
 EVENTS=${BENCH_EVENTS:-200000}
 REPEAT=${BENCH_REPEAT:-1}
 EVFILE=${BENCH_EVENTS_FILE:-$ROOT/tools/bench/fixtures/configmap-watch.jsonl}
+INFORMER=${INFORMER_BIN:-$ROOT/bin/godis-informer}
 W=$(mktemp -d /tmp/bench-replay-XXXXXX)
 log() { printf '[replay] %s\n' "$*" >&2; }
 cleanup() {
@@ -80,7 +82,7 @@ rss_per_1k() {
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 eps=() cpu=() geps=() gcpu=()
 for _ in $(seq "$REPEAT"); do
-  o=$(events --informer "$ROOT/bin/godis-informer")
+  o=$(events --informer "$INFORMER")
   eps+=("$(val informer_events_per_s "$o")"); cpu+=("$(val informer_cpu_us_per_event "$o")")
   log "ours:      $(tr '\n' ' ' <<<"$o")"
   if [ -n "$GO_BIN" ]; then
@@ -93,7 +95,7 @@ replay empty --count 0 --list-count 0 >/dev/null
 replay full --count 0 --list-count 20000 --obj-bytes 1024 >/dev/null
 rss=() grss=()
 for _ in $(seq "$REPEAT"); do
-  rss+=("$(rss_per_1k --informer "$ROOT/bin/godis-informer")"); log "ours rss/1k: ${rss[-1]}"
+  rss+=("$(rss_per_1k --informer "$INFORMER")"); log "ours rss/1k: ${rss[-1]}"
   if [ -n "$GO_BIN" ]; then grss+=("$(rss_per_1k --clientgo "$GO_BIN")"); log "client-go rss/1k: ${grss[-1]}"; fi
 done
 m() { [ $# -gt 0 ] && printf '%s\n' "$@" | median; }
