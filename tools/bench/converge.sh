@@ -51,13 +51,16 @@
 # uses (WaitForFirstConsumer 21.5-32.6 s, Immediate 32.1 s, same devcluster, same hour).
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
-#   the figure names stay the same, the line says count and replicas.
+#   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
+#   api_requests_per_cluster_300x3; 100 x 3 keeps the names above), and the line says count
+#   and replicas too.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 OUT=$ROOT/bench/results/latest.jsonl
 COUNT=${CONVERGE_COUNT:-100}
 REPLICAS=${CONVERGE_REPLICAS:-3}
+TAG=${COUNT}x${REPLICAS}   # in the figures' names: converge_300x3_s, api_requests_per_cluster_30x7, ...
 WORKERS=${CONVERGE_WORKERS:-2}
 MCR=${CONVERGE_MCR:-32}
 API_QPS=${CONVERGE_API_QPS:-200}      # per worker; the worker's default is 50 (burst 100)
@@ -375,16 +378,18 @@ settings=$(jq -c --argjson w "$WORKERS" --argjson m "$MCR" --argjson n "$COUNT" 
   '{count: $n, replicas: $r, workers: $w, max_concurrent_reconciles: $m, worker_kube_api_qps: $q, load_avg_start_end: $l,
     create_s, first_s, p50_s, p90_s, pods_ready_all_s}' <<<"$res")
 jq -c --argjson v "$all" --argjson s "$settings" \
-  '{name: "converge_100x3_s", value: $v, unit: "s"} + $s +
+  --arg name "converge_${TAG}_s" '{name: $name, value: $v, unit: "s"} + $s +
    {note: "first create until all Running with readyReplicas and members complete; goal 20 s"}' -n | tee -a "$OUT"
 jq -c --argjson v "$(awk -v r="$reqs" -v n="$COUNT" 'BEGIN{printf "%.1f", r/n}')" --argjson s "$settings" \
   --argjson total "$reqs" --argjson writes "$(( w1 - w0 ))" \
-  '{name: "api_requests_per_cluster", value: $v, unit: "requests"} + $s +
+  --arg name "api_requests_per_cluster$([ "$TAG" = 100x3 ] || echo "_$TAG")" \
+  '{name: $name, value: $v, unit: "requests"} + $s +
    {operator_requests: $total, all_clients_writes: $writes,
     note: "counted by the API server (APF flow of the operator identity, watches excluded) over the run"}' -n | tee -a "$OUT"
 if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
   jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" \
-    '{name: "converge_floor_100x3_s", value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f +
+    --arg name "converge_floor_${TAG}_s" \
+    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f +
      {note: "no operator: the same ConfigMaps, Services, PVCs and ReplicaSets created at t=0 from 16 threads, until every pod is Ready; what the control plane alone needs"}' -n | tee -a "$OUT"
 fi
 exit "$rc"
