@@ -146,7 +146,7 @@ cleanup() {
   fi
   mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json \
     "$W"/*.log "$W"/apiserver.goroutines \
-    "$W"/audit_mix "$W"/floor_audit_mix "$W"/phases "$KEEP"/ 2>/dev/null || true
+    "$W"/audit_mix "$W"/floor_audit_mix "$W"/phases "$W"/floor_phases "$KEEP"/ 2>/dev/null || true
   tools/devcluster down >/dev/null 2>&1 || true
   rm -rf "$W"
 }
@@ -212,7 +212,7 @@ writes_total() {
 }
 # phases — where the time went, from the objects' own timestamps (1 s resolution): when the
 # first, the median and the last object of each kind was created, pods scheduled and Ready,
-# in seconds since the first GodisCluster was created.
+# in seconds since the first GodisCluster (the floor: the first ConfigMap) was created.
 phases() {
   local k
   { for k in apis/kumkeehyun.github.com/v1/namespaces/$NS/godisclusters \
@@ -231,7 +231,7 @@ phases() {
     select(.spec.claimRef.namespace == $ns) | {c: .metadata.creationTimestamp}]}'
   } | jq -rs '
     def t: if . == null then null else fromdateiso8601 end;
-    (map(select(.k == "godisclusters")) | .[0].items | map(.c | t) | min) as $t0 |
+    ([.[] | select(.k == "godisclusters" or .k == "configmaps") | .items[] | .c | t] | min) as $t0 |
     def row($name; $xs): ($xs | map(select(. != null) - $t0) | sort) as $v |
       if ($v | length) == 0 then "\($name): none" else
       "\($name): n=\($v | length) first=\($v[0])s median=\($v[(($v | length) - 1) / 2 | floor])s last=\($v[-1])s" end;
@@ -365,6 +365,7 @@ if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   floor=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$NS-floor" \
     --count "$COUNT" --timeout "$TIMEOUT") || log "converge_floor.py failed: ${floor:-no result}"
   log "floor result: ${floor:-none}"
+  NS="$NS-floor" phases >"$W/floor_phases" 2>/dev/null && sed 's/^/floor /' "$W/floor_phases" >&2 || true
   cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/floor-audit.log" 2>/dev/null || true
   python3 tools/bench/audit_mix.py --audit "$W/floor-audit.log" --user admin --namespace "$NS-floor" \
     --clusters "$COUNT" --timeline 1 >"$W/floor_audit_mix" 2>&1 || true
