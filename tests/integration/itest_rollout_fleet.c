@@ -556,6 +556,23 @@ static bool quiescent(void)
     return ok;
 }
 
+/* Every member's ReplicaSet pinned to its data's node: the Godis controller's last write
+ * for a new member, which can land just after the cluster's status says converged (the
+ * two controllers race). A restart before it would see the new manager make it. */
+static bool members_pinned(const char *cluster, int members)
+{
+    bool ok = true;
+    for (int id = 1; ok && id <= members; id++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s-%d", cluster, id);
+        cJSON *rs = NULL;
+        ok = k8s_get(c, &K8S_RES_REPLICASETS, ns, name, &rs, NULL) == GD_OK &&
+             gd_json_path(rs, "spec.template.spec.affinity.nodeAffinity") != NULL;
+        cJSON_Delete(rs);
+    }
+    return ok;
+}
+
 static void restart_manager(const char *yaml, const char *flag, const char *value)
 {
     assert_true(WIFEXITED(e2e_stop(manager, 15000)));
@@ -613,6 +630,13 @@ static void test_fleet_restart_with_changed_defaults(void **state)
     settled(PINNED, 2, &w);
     char pinned_rev[32];
     snprintf(pinned_rev, sizeof pinned_rev, "%s", w.old_rev);
+
+    for (int i = 0; i < NFLEET; i++) {
+        WAIT_UNTIL(members_pinned(fleet[i], 2), 30000);
+        assert_true(members_pinned(fleet[i], 2));
+    }
+    WAIT_UNTIL(members_pinned(PINNED, 2), 30000);
+    assert_true(members_pinned(PINNED, 2));
 
     /* Defaults changed that do not reach the template: nothing rolls, nothing is written. */
     int64_t since = e2e_wall_us();
