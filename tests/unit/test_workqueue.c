@@ -590,6 +590,30 @@ static void test_hold_wakeups(void **state)
     wq_destroy(&q);
 }
 
+/* A long held batch does not keep a getter asleep to its end: it is woken once 32 keys are
+ * queued, before the release. */
+static void test_hold_wakeups_bounded(void **state)
+{
+    wq *q = new_queue(0);
+    hold_ctx h = {.q = q};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, blocked_getter, &h), 0);
+    WAIT_UNTIL(atomic_load(&h.tid) && thread_sleeping(atomic_load(&h.tid)), 5000);
+    assert_true(thread_sleeping(atomic_load(&h.tid)));
+    wq_hold_wakeups();
+    for (int i = 0; i < 32; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(wq_add(q, key), GD_OK);
+    }
+    WAIT_UNTIL(atomic_load(&h.got) == 1, 5000);    /* still holding */
+    assert_int_equal(atomic_load(&h.got), 1);
+    wq_release_wakeups();
+    pthread_join(th, NULL);
+    assert_int_equal(wq_len(q), 31);
+    wq_destroy(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +634,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extract, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_metrics, setup_clock, teardown_clock),
         cmocka_unit_test(test_hold_wakeups),
+        cmocka_unit_test(test_hold_wakeups_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -216,11 +216,11 @@ bench_emit pipeline_tcp_curve_latency_p99_ms "$(json_field "$tlat" latency_p99_m
 fi
 
 # Tail latency (issue 23 item 2): p99 and p99.9 at 5 000 and 20 000 events/s, ours and
-# client-go's alternately, BENCH_WORKER_TAIL_REPEAT times (default 2), reported as medians:
+# client-go's alternately, BENCH_WORKER_TAIL_REPEAT times (default 3), reported as medians:
 #   pipeline_{5k,20k}_latency_{p50,p99,p999}_ms   (baseline: client-go's, same run)
 # 8 s of events at each rate (after the 2 s warm-up, which drops its samples).
 if part rates; then
-TAIL_REPEAT=${BENCH_WORKER_TAIL_REPEAT:-2}
+TAIL_REPEAT=${BENCH_WORKER_TAIL_REPEAT:-3}
 for r in 5000 20000; do
   ev=$((r * 10))
   o50=(); o99=(); o999=(); b50=(); b99=(); b999=()

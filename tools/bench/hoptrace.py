@@ -56,17 +56,23 @@ def main():
         v = sorted((e[end] - e[0]) / 1e6 for e in evs if end in e and 0 in e)
         if v:
             print(f"{'sent -> ' + HOPS[end]:<28}{pct(v,50):9.3f}{pct(v,99):9.3f}{v[-1]:9.3f}{len(v):8}")
-    # the tail: events slower than p99 sent -> mapped
-    tot = [(e[8] - e[0], e) for e in evs if 8 in e and 0 in e]
-    tot.sort(key=lambda x: x[0])
-    if tot:
+    # the tail: events slower than the p99, to the mapping and to the reconcile start
+    for end in (8, 10):
+        tot = [(e[end] - e[0], e) for e in evs if end in e and 0 in e]
+        tot.sort(key=lambda x: x[0])
+        if not tot:
+            continue
         cut = tot[(len(tot) - 1) * 99 // 100][0]
         slow = [e for t, e in tot if t >= cut]
-        print(f"tail (sent -> mapped >= {cut/1e6:.3f} ms, {len(slow)} events): mean ms per hop")
+        # stalls or strays: a stall (a thread or process not scheduled) makes every event in
+        # its window slow, so the tail's events bunch into few 10 ms windows of send time
+        windows = len({e[0] // 10_000_000 for e in slow})
+        print(f"tail (sent -> {HOPS[end]} >= {cut/1e6:.3f} ms, {len(slow)} events in "
+              f"{windows} 10-ms windows of send time): mean ms per hop")
         sums = {}
         for e in slow:
             prev = None
-            for h in range(9):
+            for h in range(end + 1):
                 if h in e:
                     if prev is not None:
                         sums[(prev, h)] = sums.get((prev, h), 0) + (e[h] - e[prev]) / 1e6

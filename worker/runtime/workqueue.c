@@ -219,6 +219,11 @@ static void heap_remove(wq *q, entry *e)
 /* ---- deferred wake-ups (wq_hold_wakeups) ---- */
 
 #define MAX_HELD 16
+/* Held keys per queue after which its getters are woken anyway. A subscriber's batch is up
+ * to 1000 messages (several ms); holding every wake-up to its end made the first keys of a
+ * batch wait for the last ones: at 20 000 events/s the enqueue -> reconcile-start p99 was
+ * 7-45 ms with the batch held whole, 1-2 ms woken every 32 keys (hop traces, same load). */
+#define HOLD_MAX_KEYS 32
 static __thread int hold_depth;
 static __thread wq *held[MAX_HELD];
 static __thread int held_adds[MAX_HELD];   /* keys queued meanwhile: getters to wake */
@@ -231,7 +236,10 @@ static void wake_getter(wq *q)
     if (hold_depth > 0) {
         for (int i = 0; i < nheld; i++)
             if (held[i] == q) {
-                held_adds[i]++;
+                if (++held_adds[i] >= HOLD_MAX_KEYS) {
+                    pthread_cond_broadcast(&q->cond);
+                    held_adds[i] = 0;
+                }
                 return;
             }
         if (nheld < MAX_HELD) {

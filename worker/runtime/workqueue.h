@@ -78,8 +78,9 @@ const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown);
 void wq_done(wq *q, const char *key);
 
 /* Batching for a producer thread: between hold and release, the getters of the queues this
- * thread adds to are woken once, at the release, instead of once per key (each wake-up is a
- * context switch, ~10 µs on a VM). Keys are queued at once; only the wake-up waits. Nests.
+ * thread adds to are woken once, at the release (or after every 32 keys of a long batch),
+ * instead of once per key (each wake-up is a context switch, ~10 µs on a VM). Keys are
+ * queued at once; only the wake-up waits. Nests.
  * The queues must outlive the release. */
 void wq_hold_wakeups(void);
 void wq_release_wakeups(void);
