@@ -12,8 +12,9 @@
  *  - a ConfigMap deleted while a scale-in waits for its forget is rebuilt with the victim
  *    still listed, and the forget is sent (never skipped);
  *  - a manager killed mid-removal: in 2 -> 1 between the forget and the stop, the next one
- *    stops the member first; in 3 -> 2 between the stop and the forget, the next one
- *    forgets the down member, which never runs after its forget;
+ *    stops the member first; in 5 -> 4 (each member alone on a node: two extra nodes of a
+ *    node agent of the test's own) between the stop and the forget, the next one forgets
+ *    the down member, which never runs after its forget;
  *  - a 1 -> 2 scale-out with the leading manager killed right after the new member's Godis
  *    appeared (before its meet), or its workers killed right after the meet was applied
  *    (before its +OK was recorded): the new member exists before it is admitted, so the
@@ -31,6 +32,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include "e2e_lib.h"
+#include "e2e_nodes.h"
 #include "e2e_operator.h"
 #include "e2e_procs.h"
 #include "e2e_standin.h"
@@ -41,6 +43,8 @@
 static k8s_client *c;
 static e2e_operator op;
 static const int T = 120000;                 /* per wait */
+static e2e_extra_nodes extra;                /* a test's own nodes, stopped by its teardown */
+static char extra_ns[64];                    /* the namespace whose pods run there */
 
 #define NS_START(ns) char ns[64]; assert_true(e2e_ns_create(c, "ms", ns, sizeof ns))
 
@@ -58,17 +62,24 @@ static void ns_done(const char *ns)
     assert_true(e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, ns, T));
 }
 
-/* Creates cluster name with n members, waits until it has converged, and fills ips[i] with
- * the pod IP of member i+1. */
-static void cluster_up(const char *ns, const char *name, int n, char ips[][64])
+/* Creates cluster name with n members (and spec, an object's members in JSON, or NULL),
+ * waits until it has converged, and fills ips[i] with the pod IP of member i+1. */
+static void cluster_up_spec(const char *ns, const char *name, int n, const char *spec, char ips[][64])
 {
-    assert_true(e2e_cluster_create(c, ns, name, n));
+    char json[256];
+    snprintf(json, sizeof json, "{\"replicas\":%d%s%s}", n, spec ? "," : "", spec ? spec : "");
+    assert_true(e2e_cluster_create_spec(c, ns, name, json));
     converge(ns, name, n);
     for (int i = 0; i < n; i++) {
         char g[128];
         snprintf(g, sizeof g, "%s-%d", name, i + 1);
         assert_true(e2e_member_ip(c, ns, g, ips[i], 64));
     }
+}
+
+static void cluster_up(const char *ns, const char *name, int n, char ips[][64])
+{
+    cluster_up_spec(ns, name, n, NULL, ips);
 }
 
 typedef struct {
@@ -364,16 +375,41 @@ static bool forgotten_by(char ips[][64], int n, int64_t id, int timeout_ms)
  *  - 2 -> 1, forget first (the victim votes for its own removal): it is still running,
  *    forgotten, until the manager that takes over stops it — before that one writes
  *    anything else about this cluster. It runs until the Lease changes hands.
- *  - 5 -> 4, stop first (1 to 4 commit its forget alone, with a vote to spare): it was
- *    stopped before its forget, so the next manager only records the forget (its first
- *    write about the cluster) and never needs to stop it: it never ran forgotten.
+ *  - 5 -> 4, stop first (1 to 4 commit its forget alone with a node's worth of votes to
+ *    spare: each member alone on its node, antiAffinity required on five nodes — the
+ *    devcluster's three have two of the four on one node, and forget first): it was stopped
+ *    before its forget, so the next manager only records the forget (its first write about
+ *    the cluster) and never needs to stop it: it never ran forgotten.
  * (3 -> 2 and 4 -> 3 forget first, as 2 -> 1: a stop first would leave no failure to spare.) */
 static void manager_killed_mid_removal(const char *name, int n)
 {
     NS_START(ns);
     char ips[5][64];
     bool stop_first = n >= 5;
-    cluster_up(ns, name, n, ips);
+    if (stop_first) {
+        snprintf(extra_ns, sizeof extra_ns, "%s", ns);
+        int have = e2e_schedulable_nodes(c);
+        assert_true(have > 0);
+        char dir[256];
+        e2e_log_dir(dir, sizeof dir, "membership-nodes");
+        if (have < n) assert_true(e2e_extra_nodes_start(c, &extra, "ms-extra-node", n - have, dir, T));
+        cluster_up_spec(ns, name, n, "\"antiAffinity\":\"required\"", ips);
+        /* one member a node: what makes this removal stop first */
+        char sel[96];
+        snprintf(sel, sizeof sel, "cluster-name=%s", name);
+        k8s_list_opts lo = {.label_selector = sel};
+        cJSON *pods = NULL;
+        assert_int_equal(k8s_list(c, &K8S_RES_PODS, ns, &lo, &pods, NULL), GD_OK);
+        const cJSON *p, *q;
+        cJSON_ArrayForEach(p, gd_json_path(pods, "items"))
+            cJSON_ArrayForEach(q, gd_json_path(pods, "items"))
+                if (p != q && !strcmp(gd_json_str_or(p, "spec.nodeName", "?"), gd_json_str_or(q, "spec.nodeName", "!")))
+                    fail_msg("%s and %s share node %s", gd_meta_name(p), gd_meta_name(q),
+                             gd_json_str_or(p, "spec.nodeName", ""));
+        cJSON_Delete(pods);
+    } else {
+        cluster_up(ns, name, n, ips);
+    }
     int leader = e2e_operator_leader(&op, c);
     assert_true(leader >= 0);
     const char *campaign[] = {"campaign"};
@@ -626,6 +662,27 @@ static void test_cluster_and_namespace_deletion_finish(void **state)
     ns_done(ns);
 }
 
+/* After every test, pass or fail: the managers a test killed run again, and a test's own
+ * nodes go — after the namespace whose pods ran there (their Godis finalizers need the
+ * manager) — so each test after it finds the operator and the devcluster as they were. */
+static int restore(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++)
+        if (op.pid[i] <= 0) {
+            fprintf(stderr, "teardown: manager %d was left killed; started again\n", i);
+            e2e_operator_spawn(&op, i);
+        }
+    if (extra_ns[0]) {
+        e2e_ns_delete(c, extra_ns);
+        if (!e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, extra_ns, T))
+            fprintf(stderr, "teardown: namespace %s not gone\n", extra_ns);
+        extra_ns[0] = '\0';
+    }
+    e2e_extra_nodes_stop(c, &extra);
+    return 0;
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -641,17 +698,17 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scale_in_5_to_2),
-        cmocka_unit_test(test_removed_leader_never_restarts),
-        cmocka_unit_test(test_two_to_one_removing_the_leader),
-        cmocka_unit_test(test_hand_deleted_godis_forgotten_before_it_goes),
-        cmocka_unit_test(test_configmap_missing_mid_scale_in),
-        cmocka_unit_test(test_manager_killed_between_forget_and_stop),
-        cmocka_unit_test(test_manager_killed_between_stop_and_forget),
-        cmocka_unit_test(test_scale_out_manager_killed_after_godis),
-        cmocka_unit_test(test_scale_out_workers_killed_after_meet),
-        cmocka_unit_test(test_retain_keeps_pvcs),
-        cmocka_unit_test(test_cluster_and_namespace_deletion_finish),
+        cmocka_unit_test_teardown(test_scale_in_5_to_2, restore),
+        cmocka_unit_test_teardown(test_removed_leader_never_restarts, restore),
+        cmocka_unit_test_teardown(test_two_to_one_removing_the_leader, restore),
+        cmocka_unit_test_teardown(test_hand_deleted_godis_forgotten_before_it_goes, restore),
+        cmocka_unit_test_teardown(test_configmap_missing_mid_scale_in, restore),
+        cmocka_unit_test_teardown(test_manager_killed_between_forget_and_stop, restore),
+        cmocka_unit_test_teardown(test_manager_killed_between_stop_and_forget, restore),
+        cmocka_unit_test_teardown(test_scale_out_manager_killed_after_godis, restore),
+        cmocka_unit_test_teardown(test_scale_out_workers_killed_after_meet, restore),
+        cmocka_unit_test_teardown(test_retain_keeps_pvcs, restore),
+        cmocka_unit_test_teardown(test_cluster_and_namespace_deletion_finish, restore),
     };
     return cmocka_run_group_tests_name("membership", tests, setup, teardown);
 }

@@ -180,6 +180,28 @@ static void test_stop_first_where_the_others_commit(void **state)
     w.ready_in[1] = 5;
     sync_view(&w);
     assert_false(godis_plan_stop_first(&w.v, 5));
+    /* a node's worth to spare: 7 members two to a node (the last alone) may stop 7 first
+     * (6 others, 2 on one node, 4 left: a majority of 7); 6 -> 5 may not (5 others, 2 on one
+     * node, 3 left of 6) and forgets first */
+    static const char *nodes[] = {"", "n1", "n1", "n2", "n2", "n3", "n3", "n4"};
+    for (int n = 7; n >= 6; n--) {
+        world_new(&w, n);
+        run_until_converged(&w);
+        w.v.desired = n - 1;
+        assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+        sync_view(&w);
+        for (int i = 0; i < w.v.nobserved; i++) w.v.observed[i].node = nodes[w.v.observed[i].id];
+        assert_int_equal(godis_plan_stop_first(&w.v, n), n == 7);
+    }
+    /* one member to a node: the one vote to spare is a node's worth */
+    world_new(&w, 5);
+    run_until_converged(&w);
+    w.v.desired = 4;
+    assert_int_equal(apply(&w), GP_RECORD_SCALE_IN);
+    sync_view(&w);
+    static const char *own[] = {"", "a", "b", "c", "d", "e"};
+    for (int i = 0; i < w.v.nobserved; i++) w.v.observed[i].node = own[w.v.observed[i].id];
+    assert_true(godis_plan_stop_first(&w.v, 5));
 }
 
 static void test_crash_resumes_recorded_step(void **state)

@@ -55,6 +55,7 @@ typedef struct {
     bool no_node;          /* to move, but no other node could take its replacement (godis_place.h) */
     bool unschedulable;    /* its pod is Pending: PodScheduled=False, reason Unschedulable */
     const char *blocked_why; /* for no_node / unschedulable: "cannot be ...: <why>" */
+    const char *node;      /* the node its running pod is on; NULL: not known */
 } godis_member;
 
 typedef struct {

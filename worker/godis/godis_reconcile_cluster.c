@@ -96,6 +96,7 @@ static void observe_runtime(cluster_ctx *c, int idx, const char *godis_name)
         m->reschedule |= gd_meta_annotation(pod, "godis.kumkeehyun.github.com/reschedule") != NULL;
         snprintf(c->pod_ip[idx], sizeof c->pod_ip[idx], "%s", gd_json_str_or(pod, "status.podIP", ""));
         snprintf(c->pod_node[idx], sizeof c->pod_node[idx], "%s", gd_json_str_or(pod, "spec.nodeName", ""));
+        m->node = c->pod_node[idx][0] ? c->pod_node[idx] : NULL;
         if (godis_pod_unschedulable(pod, c->blocked_why[idx], sizeof c->blocked_why[idx])) {
             m->unschedulable = true;
             m->blocked_why = c->blocked_why[idx];
