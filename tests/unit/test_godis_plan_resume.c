@@ -202,6 +202,13 @@ static void test_stop_first_where_the_others_commit(void **state)
     static const char *own[] = {"", "a", "b", "c", "d", "e"};
     for (int i = 0; i < w.v.nobserved; i++) w.v.observed[i].node = own[w.v.observed[i].id];
     assert_true(godis_plan_stop_first(&w.v, 5));
+    /* a survivor that did not answer the probe (Ready, its node just died) no longer counts,
+     * and the forget that then goes first is not sent to it */
+    for (int i = 0; i < w.v.nobserved; i++) w.v.observed[i].silent = w.v.observed[i].id == 1;
+    assert_false(godis_plan_stop_first(&w.v, 5));
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_FORGET);
+    assert_int_equal(s.via_id, 2);
 }
 
 static void test_crash_resumes_recorded_step(void **state)

@@ -92,13 +92,19 @@ static bool cm_matches(const godis_view *v)
     return true;
 }
 
-/* A Ready member other than `not_id` to send meet/forget to; the lowest id for determinism. */
+/* Ready and not known to be dead: it answered, or was not asked (member.silent). */
+static bool member_live(const godis_view *v, int64_t id)
+{
+    return member_ready(v, id) && !observed(v, id)->silent;
+}
+
+/* A live member other than `not_id` to send meet/forget to; the lowest id for determinism. */
 static int64_t pick_via(const godis_view *v, int64_t not_id)
 {
     int64_t best = 0;
     for (int i = 0; i < v->nmembers; i++) {
         int64_t id = v->members[i];
-        if (id != not_id && member_ready(v, id) && (best == 0 || id < best)) best = id;
+        if (id != not_id && member_live(v, id) && (best == 0 || id < best)) best = id;
     }
     return best;
 }
@@ -236,20 +242,22 @@ static godis_step plan_retire(const godis_view *v, int64_t id, const char *reaso
  * 6 -> 5 with two members on one node) a stop first spends the cluster's only tolerated
  * failure (c06 4 -> 3 lost a node agent 6 s after member 8 was stopped: 2 of 4 voters up,
  * no write for 25 s); there the forget goes first (every member up, a failure to spare),
- * and the stop right after it. */
+ * and the stop right after it. A pod stays Ready for the node grace period after its node
+ * died, so before the stop the executor asks the survivors counted here whether they answer
+ * (godis_probe_survivors); one that does not is silent and no longer counts. */
 bool godis_plan_stop_first(const godis_view *v, int64_t victim)
 {
     int others = 0, worst = 1;
     for (int i = 0; i < v->nmembers; i++) {
         int64_t id = v->members[i];
-        if (id == victim || !member_ready(v, id)) continue;
+        if (id == victim || !member_live(v, id)) continue;
         others++;
         const godis_member *m = observed(v, id);
         if (!m->node) continue;
         int same = 0;
         for (int j = 0; j < v->nmembers; j++) {
             const godis_member *o = v->members[j] == victim ? NULL : observed(v, v->members[j]);
-            same += o && member_ready(v, o->id) && o->node && !strcmp(o->node, m->node);
+            same += o && member_live(v, o->id) && o->node && !strcmp(o->node, m->node);
         }
         if (same > worst) worst = same;
     }
@@ -265,9 +273,12 @@ static godis_step plan_forget(const godis_view *v, int64_t id)
         return step(GP_ENSURE_CONFIGMAP, id, "ScalingIn", "ConfigMap rebuilt from status.members before the forget");
     const godis_member *m = observed(v, id);
     if (m && godis_plan_stop_first(v, id)) {
-        if (m->running)
-            return step(GP_STOP_MEMBER, id, "StoppingMember",
-                        "the others commit its forget without it: stopped first, so it never runs forgotten");
+        if (m->running) {
+            godis_step s = step(GP_STOP_MEMBER, id, "StoppingMember",
+                                "the others commit its forget without it: stopped first, so it never runs forgotten");
+            s.stop_first = true;
+            return s;
+        }
         if (m->pod_exists)
             return step(GP_WAIT, id, "StoppingMember", "waiting until its pods are gone, then the forget");
     }

@@ -11,8 +11,9 @@
  *
  * Removing a member, in every case (scale-in, a Godis deleted by hand, a lost member), goes
  * in one of two orders, chosen by whether the others can commit its forget without it:
- *  - they can (the Ready members besides it are a majority of today's membership, which
- *    still counts it: 3 -> 2 and up with everyone Ready): the member is stopped FIRST — its
+ *  - they can, with a node's worth of votes to spare (godis_plan_stop_first: 5 -> 4 and up
+ *    with everyone Ready, one member a node), and the survivors counted answer right now
+ *    (godis_probe_survivors): the member is stopped FIRST — its
  *    ReplicaSet to 0 replicas, marked retired (nothing scales it up again), its pods deleted
  *    — and the forget is sent only once its pods are gone. A forgotten member then never
  *    runs: no campaign disturbs the survivors, a removed leader cannot exit 0 and be
@@ -56,6 +57,10 @@ typedef struct {
     bool unschedulable;    /* its pod is Pending: PodScheduled=False, reason Unschedulable */
     const char *blocked_why; /* for no_node / unschedulable: "cannot be ...: <why>" */
     const char *node;      /* the node its running pod is on; NULL: not known */
+    bool silent;           /* Ready, but did not answer a liveness probe just now (the
+                              survivors a stop first counts on are asked first: a pod stays
+                              Ready for the node grace period after its node died): not
+                              counted for a stop first, not sent a forget */
 } godis_member;
 
 typedef struct {
@@ -120,6 +125,10 @@ typedef struct {
     int64_t via_id;        /* GP_MEET / GP_FORGET: the member to send the command to */
     const char *reason;    /* short CamelCase reason for Events/conditions */
     const char *why;       /* human sentence for logs/conditions */
+    bool stop_first;       /* GP_STOP_MEMBER before the forget (godis_plan_stop_first):
+                              the executor first confirms the survivors answer
+                              (godis_probe_survivors) and plans again with those that do not
+                              marked silent */
     bool warn;             /* GP_WAIT that needs the user (the member cannot be moved or
                               scheduled): condition message "member <id> <why>", and a
                               Warning Event when it appears or changes */

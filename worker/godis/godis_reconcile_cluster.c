@@ -467,6 +467,23 @@ static godis_result do_stop(cluster_ctx *c, const godis_step *s)
     return gw_result(err);
 }
 
+static godis_result execute(cluster_ctx *c, const godis_step *s);
+
+/* A stop first counts on the survivors' votes for the forget that follows, and their pods
+ * stay Ready for the node grace period after their node died: the survivors are asked now
+ * (bounded: godis_probe_survivors), and the step is planned again without those that did
+ * not answer — still the stop, or the forget first (sent to a member that answered). */
+static godis_result stop_first_checked(cluster_ctx *c, const godis_step *s)
+{
+    if (!godis_probe_survivors(c->e, c->ns, c->name, &c->v, (const char (*)[64])c->pod_ip, s->id))
+        return do_stop(c, s);
+    godis_step again = godis_plan_next(&c->v);
+    gd_log(GD_LOG_WARN, "stop first reconsidered: survivors did not answer", "cluster", c->name,
+           "namespace", c->ns, "step", godis_step_name(again.kind), "why", again.why, NULL);
+    if (again.kind == GP_STOP_MEMBER && again.stop_first) return do_stop(c, &again);
+    return execute(c, &again);
+}
+
 /* A stray (a Godis of ours that status.members does not list) is judged from the cache,
  * where the GodisCluster may lag its Godis objects: a worker that just took the shard
  * over, an informer relisting one kind. A member just added — meet done, its Godis created,
@@ -556,7 +573,8 @@ static godis_result execute(cluster_ctx *c, const godis_step *s)
     case GP_DELETE_GODIS:
         if (s->id != c->v.scale_in_id && !stray_confirmed(c, s->id))
             return (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = STRAY_RECHECK_MS};
-        return s->kind == GP_STOP_MEMBER ? do_stop(c, s) : do_delete_godis(c, s->id);
+        if (s->kind == GP_STOP_MEMBER) return s->stop_first ? stop_first_checked(c, s) : do_stop(c, s);
+        return do_delete_godis(c, s->id);
     case GP_NOTHING:          return settle(c, s);
     case GP_RECORD_INIT:
         if (strcmp(s->reason, "FreshBootstrap") == 0) {

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "godis_children.h"
+#include "godis_client.h"
 #include "godis_write.h"
 #include "gd_json.h"
 #include "gd_log.h"
+#include "gd_time.h"
 
 /* metadata.<name> of obj as an object (or array), made so when absent or of another type. */
 static cJSON *meta_member(cJSON *obj, const char *name, bool array)
@@ -37,6 +39,49 @@ static bool node_ready(godis_env *e, const char *node_name)
             ready = strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
     cJSON_Delete(node);
     return ready;
+}
+
+/* One `hello` to each address of the member (pod IP, then Service name: where the
+ * operator's forget would go), each bounded by GODIS_PROBE_EACH_MS and what is left of the
+ * budget; true at the first that answers. */
+static bool member_answers(godis_env *e, const char *ns, const char *godis, const char *ip,
+                           int64_t deadline)
+{
+    char hosts[2][GODIS_HOST_MAX];
+    int n = godis_member_hosts(ip, godis, ns, e->cluster_domain, hosts);
+    for (int i = 0; i < n; i++) {
+        int64_t left = deadline - gd_mono_ms();
+        if (left <= 0) return false;
+        int ms = left < GODIS_PROBE_EACH_MS ? (int)left : GODIS_PROBE_EACH_MS;
+        godis_opts o = {.connect_timeout_ms = ms, .reply_timeout_ms = ms};
+        godis_client *gc = godis_client_new(hosts[i], e->godis_port, &o);
+        bool ok = gc && godis_hello(gc, NULL) == GD_OK;
+        godis_client_destroy(&gc);
+        if (ok) return true;
+    }
+    return false;
+}
+
+int godis_probe_survivors(godis_env *e, const char *ns, const char *cluster, godis_view *v,
+                          const char (*pod_ip)[64], int64_t victim)
+{
+    int64_t deadline = gd_mono_ms() + GODIS_PROBE_BUDGET_MS;
+    int silent = 0;
+    for (int i = 0; i < v->nobserved; i++) {
+        godis_member *m = &v->observed[i];
+        bool member = false;
+        for (int j = 0; j < v->nmembers; j++) member |= v->members[j] == m->id;
+        if (!member || m->id == victim || !m->godis_exists || !m->ready) continue;
+        char godis[300], id[24];
+        snprintf(godis, sizeof godis, "%s-%lld", cluster, (long long)m->id);
+        if (member_answers(e, ns, godis, pod_ip[i], deadline)) continue;
+        m->silent = true;
+        silent++;
+        snprintf(id, sizeof id, "%lld", (long long)m->id);
+        gd_log(GD_LOG_WARN, "member Ready but not answering: not counted for a stop first",
+               "cluster", cluster, "namespace", ns, "id", id, NULL);
+    }
+    return silent;
 }
 
 static gd_err scale_to_zero(godis_env *e, const char *ns, const char *godis)

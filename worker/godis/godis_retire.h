@@ -7,6 +7,7 @@
 #define GODIS_RETIRE_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "godis_plan.h"
 #include "godis_reconcile.h"
 
 /* Stops member `godis` (a Godis name) of namespace ns: its ReplicaSet to 0 replicas,
@@ -15,6 +16,17 @@
  * ReplicaSet first: a pod deleted while its ReplicaSet still wants one is recreated, with
  * the same id and volume — a forgotten member back as a voter. */
 gd_err godis_stop_member(godis_env *e, const char *ns, const char *godis);
+
+/* Before a stop first (godis_plan_stop_first): asks each Ready member besides `victim`
+ * whether it answers now (`hello` on its pod IP, else its Service name), each within
+ * GODIS_PROBE_EACH_MS and all within GODIS_PROBE_BUDGET_MS, and marks each that did not
+ * (or was not reached within the budget) silent in v; returns how many. A pod turns NotReady
+ * only when its node's grace period ends (~40 s) — a stop first counting on a member of a
+ * node that just died would leave the forget without a quorum. pod_ip: by observed index. */
+#define GODIS_PROBE_EACH_MS 300
+#define GODIS_PROBE_BUDGET_MS 1500
+int godis_probe_survivors(godis_env *e, const char *ns, const char *cluster, godis_view *v,
+                          const char (*pod_ip)[64], int64_t victim);
 
 /* The forgets that got +OK, remembered by this worker process as (GodisCluster uid, id).
  * The durable record of a confirmed forget is the ConfigMap rewrite, but the API server may
