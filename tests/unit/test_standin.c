@@ -383,6 +383,20 @@ static void test_fault_refuse_and_delay(void **state)
     godis_client_destroy(&c);
     c = si_client(&p, 2000);
     assert_int_equal(godis_hello(c, &hi), GD_OK);
+    /* at run time: membership replies only held back, everything else answered at once */
+    const char *nodelay[] = {"standin", "fault", "delay-ms", "0"};
+    const char *memb[] = {"standin", "fault", "delay-membership-ms", "400"};
+    godis_reply *r = NULL;
+    assert_int_equal(godis_command(c, &r, 4, nodelay), GD_OK);
+    godis_reply_destroy(&r);
+    assert_int_equal(godis_command(c, &r, 4, memb), GD_OK);
+    assert_int_equal(r->type, GODIS_REPLY_STATUS);
+    godis_reply_destroy(&r);
+    godis_client_destroy(&c);
+    c = si_client(&p, 100);
+    assert_int_equal(godis_hello(c, &hi), GD_OK);
+    const char *forget[] = {"cluster", "forget", "7"};
+    assert_int_equal(godis_command(c, &r, 3, forget), GD_ERR_TIMEOUT);
     godis_client_destroy(&c);
     si_stop(&p);
     si_rm_tmp(&p);

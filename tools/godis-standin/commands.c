@@ -326,8 +326,11 @@ static void cmd_fault(standin *s, godis_reply **a, size_t n, sbuf *out)
         s->fault_refuse = !strcmp(a[3]->str, "on");
     } else if (n == 4 && !strcmp(a[2]->str, "delay-ms") && atoi(a[3]->str) >= 0) {
         s->fault_delay_ms = atoi(a[3]->str);
+    } else if (n == 4 && !strcmp(a[2]->str, "delay-membership-ms") && atoi(a[3]->str) >= 0) {
+        s->fault_delay_membership_ms = atoi(a[3]->str);
     } else {
-        sb_fmt(out, "-ERR usage: standin fault refuse on|off | standin fault delay-ms N\r\n");
+        sb_fmt(out, "-ERR usage: standin fault refuse on|off | standin fault delay-ms N | "
+                    "standin fault delay-membership-ms N\r\n");
         return;
     }
     GD_INFO("fault set", "fault", a[2]->str, "value", a[3]->str);
@@ -446,12 +449,16 @@ void *standin_conn_thread(void *arg)
         if (req) {
             int forgotten = 0;
             out.len = 0;
+            int membership = req->type == GODIS_REPLY_ARRAY && req->n >= 2 &&
+                             req->elems[0]->str && !strcmp(req->elems[0]->str, "cluster");
             handle(s, req, peer_port, &out, &forgotten);
             godis_reply_destroy(&req);
             memmove(buf, buf + used, len - used);
             len -= used;
-            if (s->fault_delay_ms > 0 && !peer_port)   /* faults are the client port's */
-                sleep_ms(s->fault_delay_ms);
+            int delay = s->fault_delay_ms > 0 ? s->fault_delay_ms
+                        : membership ? s->fault_delay_membership_ms : 0;
+            if (delay > 0 && !peer_port)   /* faults are the client port's */
+                sleep_ms(delay);
             int wrc = send_all(fd, out.p, out.len);
             if (forgotten) {
                 GD_INFO("I've been removed from the cluster! Shutting down.");

@@ -24,7 +24,8 @@
  * Extensions, not in godis (tests use them): `standin members` (the membership as
  * "id@url"), `standin stats` and `standin events` (what this member saw of elections and
  * membership, with wall-clock times), `standin campaign` (start an election now, as a leader
- * transfer would), `standin fault refuse|delay-ms V`; on the peer port `standin sync`
+ * transfer would), `standin fault refuse|delay-ms|delay-membership-ms V`; on the peer port
+ * `standin sync`
  * (membership replication, replicate.c), `standin kvsync` (data replication,
  * replicate_kv.c), `standin vote`, `standin heartbeat` and `standin leading`
  * (a follower forwarding a proposal asks its leader). */
@@ -57,6 +58,8 @@ typedef struct {
     int join;
     char waldir[1024], snapdir[1024], port_file[1024];
     volatile int fault_delay_ms;
+    volatile int fault_delay_membership_ms; /* `cluster meet|forget` replies only: a test holds
+                                               a +OK back while the member answers the rest */
     volatile int fault_refuse;
     double fault_propose_cancel;
     /* state, under mu */
