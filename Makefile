@@ -150,6 +150,7 @@ test_workqueue_priority_LINK := worker/runtime/workqueue worker/runtime/workqueu
 test_shards_LINK := manager/shards
 test_supervisor_LINK := manager/supervisor
 test_manager_control_LINK := manager/control manager/shards
+test_curve_LINK := tools/node-agent/agent_atomic tools/node-agent/agent_util tools/node-agent/agent_proc
 test_curve_remote_LINK := manager/control manager/shards worker/runtime/control
 test_manager_promtext_LINK := manager/promtext manager/statsclient
 test_leaderelection_LINK := manager/leaderelection manager/leaselock

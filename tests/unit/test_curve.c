@@ -2,7 +2,7 @@
  * (common/proto/gd_curve*.c, docs/PROTOCOL.md §3.2) over real libzmq sockets on
  * 127.0.0.1: an allowed client receives, a client with an unknown key receives nothing and is
  * counted as refused, the allow-list is re-read when the file changes (a bad update keeps the
- * previous list), and one socket serves plain ipc:// and CURVE tcp:// side by side.
+ * previous list; a Secret volume's ..data swap counts as a change), and one socket serves plain ipc:// and CURVE tcp:// side by side.
  *
  * Waits are on socket-monitor events (handshake succeeded / failed auth) or on messages,
  * each with a deadline: no fixed sleeps. */
@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <zmq.h>
 #include "curve_fixture.h"
+#include "../../tools/node-agent/agent.h"   /* na_atomic_write: a Secret volume's layout */
 #include "gd_curve.h"
 #include "gd_time.h"
 
@@ -310,6 +311,44 @@ static void test_allow_reload(void **state)
     assert_true(st.refused >= 1);
 }
 
+/* The allow-list as the manager reads it in a pod: a file of a Secret volume, which the
+ * kubelet (and the node agent here, na_atomic_write) updates by swapping DIR/..data to a new
+ * version while DIR/allow stays a link into it. The path's file changes identity, so the
+ * handler re-reads it: b, refused before, is let in after the swap. */
+static void test_allow_reload_secret_volume(void **state)
+{
+    fx *f = *state;
+    char vol[128], path[160], text[200], err[256];
+    bool changed = false;
+    snprintf(vol, sizeof vol, "%s/volume", f->dir);
+    snprintf(path, sizeof path, "%s/allow", vol);
+    snprintf(text, sizeof text, "%s worker-a\n", f->a.public_z85);
+    na_payload_file pf = {.path = "allow", .data = text, .len = strlen(text), .mode = 0444};
+    assert_int_equal(na_atomic_write(vol, &pf, 1, &changed, err, sizeof err), GD_OK);
+    f->zap = gd_curve_zap_new(f->zctx, path);
+    assert_non_null(f->zap);
+    void *router = sock(f, ZMQ_ROUTER);
+    char tcp[128];
+    assert_int_equal(gd_curve_bind(router, "tcp://127.0.0.1:*", &f->server), GD_OK);
+    last_endpoint(router, tcp, sizeof tcp);
+    void *b1 = sock(f, ZMQ_DEALER), *m1 = monitor(f, b1, "b1");
+    assert_int_equal(gd_curve_connect(b1, tcp, &f->b, f->server.public_z85), GD_OK);
+    assert_int_equal(wait_event(m1, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+
+    snprintf(text, sizeof text, "%s worker-a\n%s worker-b\n", f->a.public_z85, f->b.public_z85);
+    pf.len = strlen(text);
+    assert_int_equal(na_atomic_write(vol, &pf, 1, &changed, err, sizeof err), GD_OK);
+    assert_true(changed);
+    void *b2 = sock(f, ZMQ_DEALER), *m2 = monitor(f, b2, "b2");
+    assert_int_equal(gd_curve_connect(b2, tcp, &f->b, f->server.public_z85), GD_OK);
+    assert_int_equal(wait_event(m2, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    gd_curve_zap_stats st;
+    gd_curve_zap_get_stats(f->zap, &st);
+    assert_int_equal(st.keys, 2);
+}
+
 /* A client that pins the wrong server key never completes the handshake. */
 static void test_wrong_server_key(void **state)
 {
@@ -335,6 +374,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_plain_tcp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_key_receives_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow_reload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow_reload_secret_volume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_server_key, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
