@@ -291,11 +291,26 @@ static void handle_pub(gd_sub *s, frames *f)
         return;
     }
     s->last[idx] = t;
-    cJSON *body = gd_json_parse(zmq_msg_data(&f->m[7]), zmq_msg_size(&f->m[7]));
     gd_ev ev = gd_ev_parse(type);
     gd_sub_rec prev;
     bool had = (ev == GD_EV_ADDED || ev == GD_EV_MODIFIED || ev == GD_EV_DELETED) && *key &&
                s->store.get(s->store.ud, key, &prev);
+    if (had && g > prev.gseq && ev == GD_EV_MODIFIED && *rv && !strcmp(prev.rv, rv) &&
+        prev.shard == shard && s->store.restamp) {
+        /* A resync republishes what the replica holds (same resourceVersion, same object):
+         * parsing and storing it again cost the most per message, and a resync of 20 000
+         * objects sat ahead of a real change on the SUB (issue 23: 80-140 ms). */
+        gd_sub_rec rec = prev;
+        rec.gseq = g;
+        const cJSON *cur = s->store.restamp(s->store.ud, key, &rec);
+        if (cur) {
+            s->st.applied++;
+            gd_hop_rv(rv, GD_HOP_SUB_APPLIED);
+            gd_sub_notify(s, GD_EV_MODIFIED, key, shard, cur, cur, false);
+            return;
+        }
+    }
+    cJSON *body = gd_json_parse(zmq_msg_data(&f->m[7]), zmq_msg_size(&f->m[7]));
     if (had && g <= prev.gseq) {     /* older than the replica's state (gd_sub_rec.gseq) */
         s->st.stale++;
     } else if (!strcmp(type, "HEARTBEAT") || ev == GD_EV_SYNCED) {

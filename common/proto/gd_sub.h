@@ -76,6 +76,10 @@ typedef struct {
      * revoked shard is not a deletion); GD_SHARD_BROADCAST may be among them */
     void   (*drop)(void *ud, const int *shards, int n);
     cJSON *(*copy)(void *ud, const char *key);     /* deep copy, NULL when absent */
+    /* Optional (may be NULL): key's record becomes rec (a republish of the same shard and
+     * resourceVersion, only the sequence is new) and its object is returned, borrowed as
+     * above; NULL when absent. Lets a resync skip parsing and storing an object it has. */
+    const cJSON *(*restamp)(void *ud, const char *key, const gd_sub_rec *rec);
     size_t (*count)(void *ud);
 } gd_sub_store;
 

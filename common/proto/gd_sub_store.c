@@ -115,6 +115,17 @@ static cJSON *ms_copy(void *ud, const char *key)
     return copy;
 }
 
+static const cJSON *ms_restamp(void *ud, const char *key, const gd_sub_rec *rec)
+{
+    map_store *m = ud;
+    pthread_rwlock_wrlock(&m->lock);
+    entry *e = gd_map_get(m->map, key);
+    if (e)
+        e->rec = *rec;
+    pthread_rwlock_unlock(&m->lock);
+    return e ? e->obj : NULL;
+}
+
 static size_t ms_count(void *ud)
 {
     map_store *m = ud;
@@ -134,7 +145,7 @@ gd_err gd_sub_map_store_new(gd_sub_store *out)
     pthread_rwlock_init(&m->lock, NULL);
     *out = (gd_sub_store){.ud = m, .get = ms_get, .put = ms_put, .take = ms_take,
                           .each = ms_each, .drop = ms_drop, .copy = ms_copy,
-                          .count = ms_count};
+                          .restamp = ms_restamp, .count = ms_count};
     return GD_OK;
 }
 

@@ -44,6 +44,7 @@ typedef struct {
 
 typedef struct {
     int added, modified, deleted, synced, resync_events;
+    int republished;        /* MODIFIED handing the replica's own object as old and new */
 } counts;
 
 static void on_event(void *ud, gd_ev ev, const char *key, int shard, const cJSON *old,
@@ -52,7 +53,12 @@ static void on_event(void *ud, gd_ev ev, const char *key, int shard, const cJSON
     counts *c = ud;
     switch (ev) {
     case GD_EV_ADDED: c->added++; assert_null(old); assert_non_null(new_obj); break;
-    case GD_EV_MODIFIED: c->modified++; assert_non_null(old); assert_non_null(new_obj); break;
+    case GD_EV_MODIFIED:
+        c->modified++;
+        assert_non_null(old);
+        assert_non_null(new_obj);
+        c->republished += old == new_obj;
+        break;
     case GD_EV_DELETED: c->deleted++; assert_non_null(old); assert_null(new_obj); break;
     case GD_EV_SYNCED: c->synced++; break;
     }
@@ -491,8 +497,35 @@ static void test_resync(void **state)
         gd_sub_poll(s, 20);
     /* every object re-announced as MODIFIED (same rv) several times; nothing else changed */
     assert_true(c.modified - before >= 20);
+    assert_true(c.republished >= 20);   /* restamped, not parsed and stored again */
     assert_int_equal(c.deleted, 0);
     converge(f, s, NULL, 0);
+    drop_sub(f, &s);
+}
+
+/* The same in the worker's cache: a republish only moves the key's sequence on (the cached
+ * object and its indexes stay), and a real change after it is parsed and stored. */
+static void test_resync_restamps_cache(void **state)
+{
+    fx *f = *state;      /* --resync-period 100ms */
+    counts c = {0};
+    gd_sub *s = new_cache_sub(f, &c, 0);
+    initial_list(f, 10);
+    assert_int_equal(gd_sub_set_all(s), GD_OK);
+    converge(f, s, NULL, 0);
+    const char *key = "ns/o0";
+    cache_stamp st0, st1;
+    assert_true(cache_get_stamp(f->cache, "ConfigMap", key, &st0));
+    int before = c.republished;
+    int64_t until = gd_mono_ms() + 450;
+    while (gd_mono_ms() < until)
+        gd_sub_poll(s, 20);
+    assert_true(c.republished - before >= 20);
+    assert_true(cache_get_stamp(f->cache, "ConfigMap", key, &st1));
+    assert_true(st1.seq > st0.seq);
+    assert_string_equal(st1.rv, st0.rv);
+    churn(f, 30);
+    converge(f, s, NULL, 0);            /* the cache equals the informer's, objects included */
     drop_sub(f, &s);
 }
 
@@ -533,6 +566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_move_into_added_shard_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync, setup_resync, teardown),
+        cmocka_unit_test_setup_teardown(test_resync_restamps_cache, setup_resync, teardown),
         cmocka_unit_test(test_bad_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -385,6 +385,16 @@ bool cache_get_rv(cache *c, const char *kind, const char *key, char *rv, size_t 
     return it != NULL;
 }
 
+const cJSON *cache_restamp(cache *c, const char *kind, const char *key, uint64_t seq)
+{
+    pthread_rwlock_wrlock(&c->lock);
+    item *it = find(c, kind, key);
+    if (it)
+        it->seq = seq;
+    pthread_rwlock_unlock(&c->lock);
+    return it ? it->obj : NULL;
+}
+
 bool cache_get_stamp(cache *c, const char *kind, const char *key, cache_stamp *st)
 {
     pthread_rwlock_rdlock(&c->lock);

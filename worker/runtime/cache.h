@@ -65,6 +65,10 @@ gd_err cache_put_stamped(cache *c, const char *kind, const char *key, const cach
  * false when absent. */
 bool   cache_take(cache *c, const char *kind, const char *key, cJSON **old_out,
                   cache_stamp *st);
+/* A feed's republish of the state the cache holds (same resourceVersion): only the stamp's
+ * seq changes. Returns the cached object, borrowed: valid on the feed's thread (the only
+ * writer of its kind) until it replaces or removes the key; NULL when absent. */
+const cJSON *cache_restamp(cache *c, const char *kind, const char *key, uint64_t seq);
 /* key's stamp; false when absent. cache_apply leaves seq 0 and rv "". */
 bool   cache_get_stamp(cache *c, const char *kind, const char *key, cache_stamp *st);
 /* fn for every object of kind with its stamp, under the read lock (in no particular order);

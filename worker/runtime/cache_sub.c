@@ -28,6 +28,12 @@ static gd_err cs_put(void *ud, const char *key, const gd_sub_rec *rec, cJSON **o
     return cache_put_stamped(cs->cache, cs->kind, key, &st, obj, old);
 }
 
+static const cJSON *cs_restamp(void *ud, const char *key, const gd_sub_rec *rec)
+{
+    cache_sub *cs = ud;
+    return cache_restamp(cs->cache, cs->kind, key, rec->gseq);
+}
+
 static bool cs_take(void *ud, const char *key, cJSON **old, gd_sub_rec *rec)
 {
     cache_sub *cs = ud;
@@ -84,6 +90,6 @@ void cache_sub_store(cache_sub *cs, cache *c, const char *kind, gd_sub_store *ou
     cs->cache = c;
     snprintf(cs->kind, sizeof cs->kind, "%s", kind);
     *out = (gd_sub_store){.ud = cs, .get = cs_get, .put = cs_put, .take = cs_take,
-                          .each = cs_each, .drop = cs_drop, .copy = cs_copy,
+                          .each = cs_each, .drop = cs_drop, .copy = cs_copy, .restamp = cs_restamp,
                           .count = cs_count};
 }
