@@ -25,7 +25,8 @@
 #   scale_worker_snapshot_load_cpu_s     that worker's CPU for it
 # Every line also carries "load1", the 1-minute load average when it was measured (the
 # machine is shared: CPU seconds are the load-proof figures, wall times are not).
-# BENCH_SCALE_CLUSTERS / BENCH_SCALE_MEMBERS change K and M. Appends to BENCH_OUT; every
+# BENCH_SCALE_CLUSTERS / BENCH_SCALE_MEMBERS change K and M; INFORMER_BIN runs another
+# informer build (before/after figures). Appends to BENCH_OUT; every
 # process it starts is stopped by pid on exit.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -96,6 +97,7 @@ fleet() {
   t0=$(date +%s%N)
   bin/godis-manager --kubeconfig "$RUN/replay.kc" --leader-elect=false --informer-kinds "$KINDS" \
     --workers 1 --worker-bin "$ROOT/bin/tests/godis-worker" \
+    --informer-bin "${INFORMER_BIN:-$ROOT/bin/godis-informer}" \
     --worker-arg "--reconciler bench --reconciler-arg out=$RUN/bench.json,expect=0" \
     --runtime-dir "$RUN/rt" --metrics-bind-address "127.0.0.1:$((PORT + 19))" \
     --health-probe-bind-address 0 --log-level warn >>"$RUN/manager.log" 2>&1 &
