@@ -62,6 +62,15 @@ inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop
 int      inf_obj_from_watch_line(const char *kind, const char *line, size_t n, gd_ev *ev,
                                  inf_obj **out);
 void     inf_watch_line_release(void);   /* frees the calling thread's buffer */
+/* The same for a list page's response body: every item as add_page + inf_obj_from_json make
+ * it (type meta added when missing: kind from the list's kind minus "List", else res_kind;
+ * the list's apiVersion), the list's resourceVersion and continue token into rv and cont.
+ * Returns 1 with *items (malloc'd, *nitems references), or 0 with nothing made when the page
+ * is left to the general path (invalid JSON, an item it is unsure about or without a name,
+ * a continue token too long for cont). */
+int      inf_list_page_scan(const char *kind, const char *res_kind, const char *body,
+                            size_t n, inf_obj ***items, size_t *nitems, char *rv, size_t rvcap,
+                            char *cont, size_t contcap);
 /* Frees the calling thread's serialisation buffer (call before a thread that used
  * inf_obj_from_json exits). */
 void     inf_obj_scratch_release(void);

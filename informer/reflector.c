@@ -192,7 +192,11 @@ static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
                             .limit = limit, .continue_token = cont[0] ? cont : NULL,
                             .stop = c->stop};
         cJSON *page = NULL;
-        gd_err e = k8s_list(c->client, &c->res, c->ns, &lo, &page, st);
+        char *raw = NULL;
+        size_t rawlen = 0;
+        /* the fast path (watchline.c) reads the body itself; drop paths need the tree */
+        gd_err e = c->ndrop ? k8s_list(c->client, &c->res, c->ns, &lo, &page, st)
+                            : k8s_list_raw(c->client, &c->res, c->ns, &lo, &raw, &rawlen, st);
         if (e == GD_ERR_GONE && cont[0]) {
             GD_WARN("list continue token expired; falling back to a full list", "kind",
                     c->kind);
@@ -204,22 +208,50 @@ static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
             continue;
         }
         if (e != GD_OK) {
+            free(raw);
             cJSON_Delete(page);
             objvec_free(&all);
             return e;
         }
         pages++;
-        if (!list_rv[0])
-            snprintf(list_rv, sizeof list_rv, "%s",
-                     gd_json_str_or(page, "metadata.resourceVersion", ""));
-        e = add_page(r, page, &all);
-        const char *next = gd_json_str_or(page, "metadata.continue", "");
-        if (strlen(next) >= sizeof cont) {
-            e = GD_ERR_TOO_LARGE;
+        inf_obj **items = NULL;
+        size_t nitems = 0;
+        char prv[64];
+        if (raw && inf_list_page_scan(c->kind, c->res.kind, raw, rawlen, &items, &nitems, prv,
+                                      sizeof prv, cont, sizeof cont)) {
+            free(raw);
+            if (!list_rv[0])
+                snprintf(list_rv, sizeof list_rv, "%s", prv);
+            for (size_t i = 0; i < nitems; i++) {
+                if (e == GD_OK && objvec_add(&all, items[i]) != GD_OK)
+                    e = GD_ERR_NOMEM;
+                if (e != GD_OK)
+                    inf_obj_unref(items[i]);
+            }
+            free(items);
         } else {
-            snprintf(cont, sizeof cont, "%s", next);
+            if (raw && !(page = cJSON_ParseWithLength(raw, rawlen))) {
+                free(raw);
+                objvec_free(&all);
+                memset(st, 0, sizeof *st);
+                st->err = GD_ERR_PARSE;
+                snprintf(st->message, sizeof st->message,
+                         "list: response body (%zu bytes) is not valid JSON", rawlen);
+                return GD_ERR_PARSE;
+            }
+            free(raw);
+            if (!list_rv[0])
+                snprintf(list_rv, sizeof list_rv, "%s",
+                         gd_json_str_or(page, "metadata.resourceVersion", ""));
+            e = add_page(r, page, &all);
+            const char *next = gd_json_str_or(page, "metadata.continue", "");
+            if (strlen(next) >= sizeof cont) {
+                e = GD_ERR_TOO_LARGE;
+            } else {
+                snprintf(cont, sizeof cont, "%s", next);
+            }
+            cJSON_Delete(page);
         }
-        cJSON_Delete(page);
         if (e != GD_OK) {
             objvec_free(&all);
             return e;

@@ -44,6 +44,8 @@ typedef int (*member_fn)(void *ud, const member *m);
 static member_fn child_of(member_fn fn, void *ud, const member *m);
 
 static const char *value(const char *p, const char *e, int depth, member_fn fn, void *ud);
+static int on_items(void *ud, const member *m);
+static const char *items(const char *p, const char *e, int depth, void *ud);
 
 static inline const char *ws(const char *p, const char *e)
 {
@@ -223,7 +225,7 @@ static const char *value(const char *p, const char *e, int depth, member_fn fn, 
     bool esc = false;
     switch (*p) {
     case '{': return object(p, e, depth + 1, fn, ud);
-    case '[': return array(p, e, depth + 1);
+    case '[': return fn == on_items ? items(p, e, depth + 1, ud) : array(p, e, depth + 1);
     case '"': return string(p, e, &esc);
     case 't': return literal(p, e, "true");
     case 'f': return literal(p, e, "false");
@@ -243,7 +245,18 @@ typedef struct {
     const char *obj, *obj_end;
     const char *meta, *meta_end;
     const char *cut, *cut_end;         /* the managedFields member and one comma */
+    bool has_kind, has_api;            /* the object has "kind" / "apiVersion" (lists) */
 } scan;
+
+/* A list page being scanned (inf_list_page_scan). */
+typedef struct {
+    scan s;                            /* the item being scanned (first: visitors cast) */
+    scan *v;                           /* every item's spans */
+    size_t n, cap;
+    const char *kind, *kind_end, *api, *api_end;       /* the page's, string contents */
+    const char *rv, *rv_end, *cont, *cont_end;         /* its metadata's */
+    bool meta_seen, items_seen;
+} page;
 
 static int on_meta(void *ud, const member *m)
 {
@@ -263,6 +276,8 @@ static int on_meta(void *ud, const member *m)
 static int on_obj(void *ud, const member *m)
 {
     scan *s = ud;
+    s->has_kind = s->has_kind || key_is(m, "kind");
+    s->has_api = s->has_api || key_is(m, "apiVersion");
     if (s->meta || !key_is(m, "metadata"))
         return 0;
     if (*m->vstart != '{')
@@ -291,11 +306,21 @@ static int on_top(void *ud, const member *m)
 
 /* The first "object" of the event and the first "metadata" of that object are looked into
  * (cJSON's lookups find the first of duplicate keys too). */
+static int on_page_top(void *ud, const member *m);
+static int on_page_meta(void *ud, const member *m);
+
 static member_fn child_of(member_fn fn, void *ud, const member *m)
 {
     const scan *s = ud;
     if (fn == on_top && !s->obj && key_is(m, "object"))
         return on_obj;
+    if (fn == on_page_top) {
+        const page *pg = ud;
+        if (!pg->meta_seen && key_is(m, "metadata"))
+            return on_page_meta;
+        if (!pg->items_seen && key_is(m, "items"))
+            return on_items;
+    }
     if (fn == on_obj && !s->meta && key_is(m, "metadata"))
         return on_meta;
     return NULL;
@@ -317,6 +342,55 @@ void inf_watch_line_release(void)
     buf_cap = 0;
 }
 
+/* The object s->obj with s->cut cut out and `tail` (members, each with its leading comma)
+ * put before its closing brace, as an inf_obj whose key, rv and shard come from its
+ * metadata (parsed alone, under a {"metadata":..} wrapper, for the usual helpers). NULL
+ * when it has no name or memory is short. */
+static inf_obj *make_obj(const char *kind, const scan *s, const char *tail)
+{
+    size_t olen = (size_t)(s->obj_end - s->obj), cut = s->cut ? (size_t)(s->cut_end - s->cut) : 0;
+    size_t tl = strlen(tail), blen = olen - cut + tl;
+    if (blen + 1 > buf_cap) {
+        size_t nc = buf_cap ? buf_cap : 64 * 1024;
+        while (nc < blen + 1)
+            nc *= 2;
+        char *nb = realloc(buf, nc);
+        if (!nb)
+            return NULL;
+        buf = nb;
+        buf_cap = nc;
+    }
+    size_t n = 0;
+    if (cut) {
+        n = (size_t)(s->cut - s->obj);
+        memcpy(buf, s->obj, n);
+        memcpy(buf + n, s->cut_end, (size_t)(s->obj_end - s->cut_end));
+        n += (size_t)(s->obj_end - s->cut_end);
+    } else {
+        memcpy(buf, s->obj, olen);
+        n = olen;
+    }
+    if (tl) {                                  /* before the closing brace */
+        memcpy(buf + n - 1, tail, tl);
+        buf[n - 1 + tl] = '}';
+    }
+    buf[blen] = '\0';
+    size_t mo = (size_t)(s->meta - s->obj), ml = (size_t)(s->meta_end - s->meta) - cut;
+    cJSON *meta = cJSON_ParseWithLength(buf + mo, ml);
+    cJSON *w = meta ? cJSON_CreateObject() : NULL;
+    if (!w) {
+        cJSON_Delete(meta);
+        return NULL;
+    }
+    cJSON_AddItemToObject(w, "metadata", meta);
+    char key[512];
+    inf_obj *o = NULL;
+    if (gd_meta_key(w, key, sizeof key) >= 0)
+        o = inf_obj_new(key, gd_meta_rv(w), gd_shard_of_object(kind, w), buf, blen);
+    cJSON_Delete(w);
+    return o;
+}
+
 int inf_obj_from_watch_line(const char *kind, const char *line, size_t n, gd_ev *ev,
                             inf_obj **out)
 {
@@ -334,38 +408,158 @@ int inf_obj_from_watch_line(const char *kind, const char *line, size_t n, gd_ev 
         *ev = GD_EV_DELETED;
     else
         return 0;
-    size_t olen = (size_t)(s.obj_end - s.obj), cut = s.cut ? (size_t)(s.cut_end - s.cut) : 0;
-    size_t blen = olen - cut;
-    if (blen + 1 > buf_cap) {
-        size_t nc = buf_cap ? buf_cap : 64 * 1024;
-        while (nc < blen + 1)
-            nc *= 2;
-        char *nb = realloc(buf, nc);
-        if (!nb)
-            return 0;
-        buf = nb;
-        buf_cap = nc;
-    }
-    if (cut) {
-        size_t head = (size_t)(s.cut - s.obj);
-        memcpy(buf, s.obj, head);
-        memcpy(buf + head, s.cut_end, (size_t)(s.obj_end - s.cut_end));
-    } else {
-        memcpy(buf, s.obj, olen);
-    }
-    buf[blen] = '\0';
-    /* the metadata without managedFields, parsed alone under a {"metadata":..} wrapper */
-    size_t mo = (size_t)(s.meta - s.obj), ml = (size_t)(s.meta_end - s.meta) - cut;
-    cJSON *meta = cJSON_ParseWithLength(buf + mo, ml);
-    cJSON *w = meta ? cJSON_CreateObject() : NULL;
-    if (!w) {
-        cJSON_Delete(meta);
-        return 0;
-    }
-    cJSON_AddItemToObject(w, "metadata", meta);
-    char key[512];
-    if (gd_meta_key(w, key, sizeof key) >= 0)
-        *out = inf_obj_new(key, gd_meta_rv(w), gd_shard_of_object(kind, w), buf, blen);
-    cJSON_Delete(w);
+    *out = make_obj(kind, &s, "");
     return *out ? 1 : 0;
+}
+
+/* ------------------------------------------------------------ list pages */
+
+
+static int on_page_meta(void *ud, const member *m)
+{
+    page *pg = ud;
+    bool rv = !pg->rv && key_is(m, "resourceVersion"), ct = !pg->cont && key_is(m, "continue");
+    /* copied as they are: a string with an escape is cJSON's to decode */
+    if ((rv || ct) && (*m->vstart != '"' ||
+                       memchr(m->vstart, '\\', (size_t)(m->vend - m->vstart))))
+        return 1;
+    if (rv) {
+        pg->rv = m->vstart + 1;
+        pg->rv_end = m->vend - 1;
+    } else if (ct) {
+        pg->cont = m->vstart + 1;
+        pg->cont_end = m->vend - 1;
+    }
+    return 0;
+}
+
+static int on_page_top(void *ud, const member *m)
+{
+    page *pg = ud;
+    bool k = !pg->kind && key_is(m, "kind"), a = !pg->api && key_is(m, "apiVersion");
+    if ((k || a) && *m->vstart != '"')
+        return 1;
+    if (k) {
+        pg->kind = m->vstart + 1;
+        pg->kind_end = m->vend - 1;
+    } else if (a) {
+        pg->api = m->vstart + 1;
+        pg->api_end = m->vend - 1;
+    } else if (key_is(m, "metadata")) {
+        pg->meta_seen = true;
+    } else if (key_is(m, "items")) {
+        pg->items_seen = true;
+    }
+    return 0;
+}
+
+/* Only marks "items" for value(): an "items" that is an object is not for us. */
+static int on_items(void *ud, const member *m)
+{
+    (void)ud;
+    (void)m;
+    return 1;
+}
+
+/* The items array: every item an object with a metadata object, its spans kept. */
+static const char *items(const char *p, const char *e, int depth, void *ud)
+{
+    page *pg = ud;
+    if (depth > MAX_DEPTH)
+        return NULL;
+    p = ws(p + 1, e);
+    if (p < e && *p == ']')
+        return p + 1;
+    while (p < e && *p == '{') {
+        pg->s = (scan){0};
+        const char *end = object(p, e, depth + 1, on_obj, ud);
+        if (!end || !pg->s.meta)
+            return NULL;
+        pg->s.obj = p;
+        pg->s.obj_end = end;
+        if (pg->n == pg->cap) {
+            size_t nc = pg->cap ? pg->cap * 2 : 512;
+            scan *nv = realloc(pg->v, nc * sizeof *nv);
+            if (!nv)
+                return NULL;
+            pg->v = nv;
+            pg->cap = nc;
+        }
+        pg->v[pg->n++] = pg->s;
+        p = ws(end, e);
+        if (p < e && *p == ']')
+            return p + 1;
+        if (p >= e || *p != ',')
+            return NULL;
+        p = ws(p + 1, e);
+    }
+    return NULL;
+}
+
+/* A name that can go between quotes as it is. */
+static bool plain_name(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '"' || p[i] == '\\' || (unsigned char)p[i] < 0x20)
+            return false;
+    return true;
+}
+
+static void copy_span(char *out, size_t cap, const char *p, const char *end)
+{
+    size_t n = p ? (size_t)(end - p) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, p ? p : "", n);
+    out[n] = '\0';
+}
+
+int inf_list_page_scan(const char *kind, const char *res_kind, const char *body, size_t n,
+                       inf_obj ***out, size_t *nout, char *rv, size_t rvcap, char *cont,
+                       size_t contcap)
+{
+    *out = NULL;
+    *nout = 0;
+    page pg = {0};
+    const char *e = body + n, *p = ws(body, e);
+    int ok = 0;
+    if (p >= e || *p != '{' || ws(object(p, e, 0, on_page_top, &pg), e) != e)
+        goto done;
+    if (pg.cont && (size_t)(pg.cont_end - pg.cont) >= contcap)
+        goto done;                             /* the general path reports it */
+    /* add_page's type meta: the item kind is the list's minus "List", else the resource's */
+    char ik[128] = "", tail[320] = "";
+    size_t lk = pg.kind ? (size_t)(pg.kind_end - pg.kind) : 0;
+    if (lk > 4 && lk < sizeof ik && memcmp(pg.kind_end - 4, "List", 4) == 0)
+        snprintf(ik, sizeof ik, "%.*s", (int)(lk - 4), pg.kind);
+    else
+        snprintf(ik, sizeof ik, "%s", res_kind ? res_kind : "");
+    size_t la = pg.api ? (size_t)(pg.api_end - pg.api) : 0;
+    if (!plain_name(ik, strlen(ik)) || la > 200 || (la && !plain_name(pg.api, la)))
+        goto done;
+    inf_obj **v = pg.n ? calloc(pg.n, sizeof *v) : NULL;
+    if (pg.n && !v)
+        goto done;
+    for (size_t i = 0; i < pg.n; i++) {
+        const scan *it = &pg.v[i];
+        int t = 0;
+        if (!it->has_kind && *ik)
+            t += snprintf(tail + t, sizeof tail - (size_t)t, ",\"kind\":\"%s\"", ik);
+        if (!it->has_api && la)
+            snprintf(tail + t, sizeof tail - (size_t)t, ",\"apiVersion\":\"%.*s\"", (int)la, pg.api);
+        if (!(v[i] = make_obj(kind, it, tail))) {      /* no name: the general path drops it */
+            for (size_t j = 0; j < i; j++)
+                inf_obj_unref(v[j]);
+            free(v);
+            goto done;
+        }
+    }
+    copy_span(rv, rvcap, pg.rv, pg.rv_end);
+    copy_span(cont, contcap, pg.cont, pg.cont_end);
+    *out = v;
+    *nout = pg.n;
+    ok = 1;
+done:
+    free(pg.v);
+    return ok;
 }

@@ -139,21 +139,52 @@ gd_err k8s_get(k8s_client *c, const k8s_resource *r, const char *ns, const char 
     return k8s_request(c, "GET", path, NULL, NULL, out, st);
 }
 
+static gd_err list_path(char *path, const k8s_resource *r, const char *ns,
+                        const k8s_list_opts *o, k8s_status *st)
+{
+    if (k8s_path(path, PATH_CAP, r, ns, NULL, NULL) < 0)
+        return fail(st, GD_ERR_ARG, "list: bad resource or namespace");
+    qbuf q = {path, strlen(path), PATH_CAP, true};
+    q_list_opts(&q, o);
+    if (o && o->timeout_seconds > 0)
+        q_add_long(&q, "timeoutSeconds", o->timeout_seconds);
+    if (!q.ok)
+        return fail(st, GD_ERR_ARG, "list: query does not fit");
+    return GD_OK;
+}
+
 gd_err k8s_list(k8s_client *c, const k8s_resource *r, const char *ns,
                 const k8s_list_opts *o, cJSON **out, k8s_status *st)
 {
     if (out)
         *out = NULL;
     char path[PATH_CAP];
-    if (k8s_path(path, sizeof path, r, ns, NULL, NULL) < 0)
-        return fail(st, GD_ERR_ARG, "list: bad resource or namespace");
-    qbuf q = {path, strlen(path), sizeof path, true};
-    q_list_opts(&q, o);
-    if (o && o->timeout_seconds > 0)
-        q_add_long(&q, "timeoutSeconds", o->timeout_seconds);
-    if (!q.ok)
-        return fail(st, GD_ERR_ARG, "list: query does not fit");
+    gd_err e = list_path(path, r, ns, o, st);
+    if (e != GD_OK)
+        return e;
     return request_stoppable(c, "GET", path, NULL, NULL, o ? o->stop : NULL, out, st);
+}
+
+gd_err k8s_list_raw(k8s_client *c, const k8s_resource *r, const char *ns,
+                    const k8s_list_opts *o, char **body, size_t *len, k8s_status *st)
+{
+    *body = NULL;
+    *len = 0;
+    char path[PATH_CAP];
+    gd_err e = list_path(path, r, ns, o, st);
+    if (e != GD_OK)
+        return e;
+    k8s_http_req rq = {.method = "GET", .path = path, .stop = o ? o->stop : NULL};
+    k8s_http_resp rs;
+    if ((e = k8s_http_do(c, &rq, &rs, st)) != GD_OK)
+        return e;
+    if (rs.len == 0) {
+        free(rs.body);
+        return GD_OK;
+    }
+    *body = rs.body;                   /* NUL-terminated by k8s_http_do */
+    *len = rs.len;
+    return GD_OK;
 }
 
 gd_err k8s_create(k8s_client *c, const k8s_resource *r, const char *ns, const cJSON *obj,

@@ -117,6 +117,10 @@ gd_err k8s_get(k8s_client *c, const k8s_resource *r, const char *ns, const char 
 /* One page; *out is the List object (items, metadata.resourceVersion, metadata.continue). */
 gd_err k8s_list(k8s_client *c, const k8s_resource *r, const char *ns,
                 const k8s_list_opts *o, cJSON **out, k8s_status *st);
+/* k8s_list's request, with the response body as it came (malloc'd, *len bytes, NUL after
+ * them; NULL when empty) for a caller that decodes it itself (the informer's list path). */
+gd_err k8s_list_raw(k8s_client *c, const k8s_resource *r, const char *ns,
+                    const k8s_list_opts *o, char **body, size_t *len, k8s_status *st);
 gd_err k8s_create(k8s_client *c, const k8s_resource *r, const char *ns, const cJSON *obj,
                   cJSON **out, k8s_status *st);
 /* PUT with the object's metadata.resourceVersion (optimistic concurrency → Conflict). */

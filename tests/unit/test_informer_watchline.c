@@ -171,12 +171,97 @@ static void test_long_strings(void **state)
     }
 }
 
+/* ---- list pages: the same objects as reflector.c's add_page (type meta added when missing,
+ * then inf_obj_from_json), the same resourceVersion and continue token */
+static void page_same(const char *res_kind, const char *body, size_t want_n, const char *want_rv,
+                      const char *want_cont)
+{
+    inf_obj **v = NULL;
+    size_t n = 99;
+    char rv[64], cont[64];
+    assert_int_equal(inf_list_page_scan("ConfigMap", res_kind, body, strlen(body), &v, &n, rv,
+                                        sizeof rv, cont, sizeof cont), 1);
+    assert_int_equal(n, want_n);
+    assert_string_equal(rv, want_rv);
+    assert_string_equal(cont, want_cont);
+    cJSON *page = cJSON_Parse(body), *item;
+    const char *api = gd_json_str_or(page, "apiVersion", ""), *lk = gd_json_str_or(page, "kind", "");
+    char kind[128];
+    size_t kl = strlen(lk);
+    if (kl > 4 && kl < sizeof kind && strcmp(lk + kl - 4, "List") == 0)
+        snprintf(kind, sizeof kind, "%.*s", (int)(kl - 4), lk);
+    else
+        snprintf(kind, sizeof kind, "%s", res_kind);
+    size_t i = 0;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(page, "items")) {
+        if (!cJSON_GetObjectItemCaseSensitive(item, "kind") && *kind)
+            cJSON_AddStringToObject(item, "kind", kind);
+        if (!cJSON_GetObjectItemCaseSensitive(item, "apiVersion") && *api)
+            cJSON_AddStringToObject(item, "apiVersion", api);
+        inf_obj *s = inf_obj_from_json("ConfigMap", item, NULL, 0, NULL);
+        assert_non_null(s);
+        assert_true(i < n);
+        assert_string_equal(v[i]->key, s->key);
+        assert_string_equal(v[i]->rv, s->rv);
+        assert_int_equal(v[i]->shard, s->shard);
+        assert_int_equal(strlen(v[i]->body), v[i]->body_len);
+        cJSON *fj = cJSON_Parse(v[i]->body), *sj = cJSON_Parse(s->body);
+        assert_non_null(fj);
+        if (!cJSON_Compare(fj, sj, 1))
+            fail_msg("bodies differ:\n fast %s\n slow %s", v[i]->body, s->body);
+        cJSON_Delete(fj);
+        cJSON_Delete(sj);
+        inf_obj_unref(s);
+        inf_obj_unref(v[i]);
+        i++;
+    }
+    assert_int_equal(i, n);
+    cJSON_Delete(page);
+    free(v);
+}
+
+static void page_left(const char *body)
+{
+    inf_obj **v = (inf_obj **)1;
+    size_t n = 99;
+    char rv[64], cont[8];
+    if (inf_list_page_scan("ConfigMap", "ConfigMap", body, strlen(body), &v, &n, rv, sizeof rv,
+                           cont, sizeof cont) != 0)
+        fail_msg("taken: %s", body);
+    assert_null(v);
+    assert_int_equal(n, 0);
+}
+
+static void test_list_pages(void **state)
+{
+    (void)state;
+    page_same("ConfigMap", "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":"
+              "{\"resourceVersion\":\"77\",\"continue\":\"abc\"},\"items\":[{\"metadata\":"
+              "{\"name\":\"a\",\"namespace\":\"n\"," MF ",\"resourceVersion\":\"5\"},\"data\":"
+              "{\"k\":\"v\"}},{\"kind\":\"X\",\"metadata\":{\"name\":\"b\"}},{\"apiVersion\":"
+              "\"v2\",\"metadata\":{" MF ",\"name\":\"c\"} }]}", 3, "77", "abc");
+    /* no List suffix: the resource's kind; no apiVersion: none added; no metadata */
+    page_same("Pod", "{\"kind\":\"List\",\"items\":[{\"metadata\":{\"name\":\"p\"}}]}", 1, "", "");
+    page_same("Pod", "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[]}",
+              0, "", "");
+    page_same("Pod", "{\"items\":null,\"metadata\":{\"resourceVersion\":\"9\"}}", 0, "9", "");
+    page_left("{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"namespace\":\"n\"}}]}");
+    page_left("{\"kind\":\"PodList\",\"items\":[7]}");
+    /* an object as items: cJSON would iterate its members */
+    page_left("{\"kind\":\"PodList\",\"items\":{\"x\":{\"metadata\":{\"name\":\"a\"}}}}");
+    page_left("{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]");
+    page_left("{\"kind\":\"Pod\\\"List\",\"items\":[]}");
+    page_left("{\"metadata\":{\"continue\":\"a-token-longer-than-eight\"},\"items\":[]}");
+    page_left("{\"metadata\":{\"continue\":\"a\\u0062\"},\"items\":[]}");
+    page_left("");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_as_general_path), cmocka_unit_test(test_same_shapes),
         cmocka_unit_test(test_left_to_general_path), cmocka_unit_test(test_deep_nesting_left),
-        cmocka_unit_test(test_long_strings),
+        cmocka_unit_test(test_long_strings),         cmocka_unit_test(test_list_pages),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     inf_watch_line_release();

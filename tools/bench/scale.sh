@@ -109,7 +109,7 @@ fleet() {
   fi
   LOAD_S=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN {printf "%.2f", (b - a) / 1e9}')
   OBJECTS=$want
-  INF_PIDS=$(pgrep -P "$MGR" -f godis-informer | tr '\n' ' ')
+  INF_PIDS=$(pgrep -P "$MGR" -f -- '--kind ' | tr '\n' ' ')     # INFORMER_BIN may be any name
   WORKER=$(pgrep -P "$MGR" -f godis-worker | head -1)
   [ "$(wc -w <<<"$INF_PIDS")" = 8 ] && [ -n "$WORKER" ] ||
     { echo "scale: expected 8 informers and a worker under the manager" >&2; return 1; }
