@@ -108,6 +108,13 @@ static void test_counts_batched_then_coalesced(void **state)
     assert_string_equal(condition("Degraded", "status"), "False");
     /* nothing changed since: nothing written */
     assert_int_equal(reconcile(f, &r), 0);
+    /* all Ready but no write through a member yet (nothing listens): a progress-only
+     * change left for later must not push the probe's next try out to the write's turn */
+    cJSON_DeleteItemFromObject(gd_json_path(cached, "status"), "updateRevision");
+    assert_int_equal(reconcile(f, &r), 0);
+    assert_int_equal(r.kind, GODIS_REQUEUE_AFTER);
+    assert_true(r.after_ms <= 1000);
+    assert_string_equal(condition("Ready", "status"), "False");
     /* and once the interval has passed (a worker that never wrote it: the memo forgotten),
      * a progress-only change is written */
     nready = 2;

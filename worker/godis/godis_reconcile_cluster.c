@@ -553,7 +553,9 @@ static godis_result settle(cluster_ctx *c, const godis_step *s)
     v->writable = gd_meta_condition_true(c->cluster, "Ready") ||
                   (probe && call_member(c, via, "write probe", NULL, probe_fn, NULL) == GD_OK);
     godis_result r = godis_status_step(c->e, c->cluster, v, s, &c->written);
-    if (r.kind == GODIS_DONE && probe && !v->writable)
+    /* (also sooner than a status write left for later: the probe is what Ready waits on) */
+    if (probe && !v->writable && r.err == GD_OK &&
+        (r.kind == GODIS_DONE || (r.kind == GODIS_REQUEUE_AFTER && r.after_ms > PROBE_RECHECK_MS)))
         r = (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = PROBE_RECHECK_MS};
     if (r.kind == GODIS_DONE && v->bootstrap_fresh)
         r = drop_bootstrap_annotation(c, c->written ? c->written : c->cluster);
