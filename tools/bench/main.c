@@ -277,7 +277,11 @@ static int cmd_events(int argc, char **argv)
         return 0;
     }
     target t;
-    const char *args[] = {"--kubeconfig", kc, "--heartbeat", "200ms", NULL};
+    /* a PUB queue deep enough for the whole run: on a loaded machine the subscriber can fall
+     * 100 000 messages (the default mark) behind an informer that publishes faster than it
+     * reads, and a dropped message would end the run */
+    const char *args[] = {"--kubeconfig", kc, "--heartbeat", "200ms", "--pub-hwm", "10000000",
+                          NULL};
     start_target(&t, bin, args);
     wait_synced(&t, 30000);
     double c0 = cpu_us(t.pid);
