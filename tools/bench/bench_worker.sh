@@ -22,7 +22,7 @@
 #                                      objects, priority queue on / off (issue 23 item 5);
 #                                      baseline: client-go's, same run
 # Every line carries load1. BENCH_WORKER_PARTS picks sections (default "pipeline rates
-# resync"). The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
+# resync"); BENCH_WORKER_BIN runs another worker binary (an A/B of a change, built aside). The replay source is bin/pipeline-replay (tools/pipeline-replay: a list, then one watch whose
 # events carry bench.godis/sent-ns, paced or as fast as read; it holds the watch stream 1 s
 # so both pipelines have loaded the list first). Self-contained: run it
 # directly, or from a driver that sets BENCH_OUT/BENCH_TMP.
@@ -129,7 +129,7 @@ run() {
     trace="$GD_HOPTRACE/rate-$rate-$(date +%s%N)"; mkdir -p "$trace"
   fi
   replay_start --objects "$objects" --events "$events" --rate "$rate" --start-delay-ms "${RUN_DELAY_MS:-1000}"
-  GD_HOPTRACE=$trace bin/tests/godis-worker --informer-endpoints "$eps" ${wkeys[@]+"${wkeys[@]}"} \
+  GD_HOPTRACE=$trace "${BENCH_WORKER_BIN:-bin/tests/godis-worker}" --informer-endpoints "$eps" ${wkeys[@]+"${wkeys[@]}"} \
     --reconciler bench --max-concurrent-reconciles 2 --log-level error ${RUN_WORKER_ARGS:-} \
     --reconciler-arg "out=$out,warmup_ms=${RUN_WARMUP_MS:-2000},expect=$events,objects=$objects${RUN_RARG:-}" &
   WORKER_PID=$!
