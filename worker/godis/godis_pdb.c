@@ -59,22 +59,35 @@ static void remember(const char *uid)
     pthread_mutex_unlock(&g_mu);
 }
 
-/* API discovery for one group version, asked once per process. */
+/* API discovery for one group version, asked once per process: by one reconcile, the
+ * others waiting for its answer (a 100-cluster burst had 30 reconciles ask at once). */
+static pthread_mutex_t g_probe_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static const k8s_resource *pdb_resource(k8s_client *c)
 {
     pthread_mutex_lock(&g_mu);
     int v1 = g_v1;
     pthread_mutex_unlock(&g_mu);
     if (v1 < 0) {
-        k8s_status st = {0};
-        gd_err e = k8s_request(c, "GET", "/apis/policy/v1", NULL, NULL, NULL, &st);
-        if (e != GD_OK && e != GD_ERR_NOT_FOUND) return NULL;    /* ask again next time */
-        v1 = e == GD_OK;
+        pthread_mutex_lock(&g_probe_mu);
         pthread_mutex_lock(&g_mu);
-        g_v1 = v1;
+        v1 = g_v1;                              /* answered while we waited? */
         pthread_mutex_unlock(&g_mu);
-        gd_log(GD_LOG_INFO, "PodDisruptionBudgets as", "apiVersion",
-               v1 ? "policy/v1" : "policy/v1beta1", NULL);
+        if (v1 < 0) {
+            k8s_status st = {0};
+            gd_err e = k8s_request(c, "GET", "/apis/policy/v1", NULL, NULL, NULL, &st);
+            if (e != GD_OK && e != GD_ERR_NOT_FOUND) {
+                pthread_mutex_unlock(&g_probe_mu);
+                return NULL;                    /* ask again next time */
+            }
+            v1 = e == GD_OK;
+            pthread_mutex_lock(&g_mu);
+            g_v1 = v1;
+            pthread_mutex_unlock(&g_mu);
+            gd_log(GD_LOG_INFO, "PodDisruptionBudgets as", "apiVersion",
+                   v1 ? "policy/v1" : "policy/v1beta1", NULL);
+        }
+        pthread_mutex_unlock(&g_probe_mu);
     }
     return v1 ? &PDB_V1 : &PDB_V1BETA1;
 }
