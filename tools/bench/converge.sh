@@ -50,6 +50,16 @@
 # at once (11.5 s for the same pods without PVCs), whichever binding mode the StorageClass
 # uses (WaitForFirstConsumer 21.5-32.6 s, Immediate 32.1 s, same devcluster, same hour).
 #
+# The operator's requests by verb and resource come from the audit log (gets and lists
+# logged too, and the bodies of status writes: DEVCLUSTER_AUDIT_READS=1; build/bench-converge/
+# audit_mix, with the write timeline beside the floor's in floor_audit_mix). 2026-11-27, 100 x 3:
+# 41.4 per cluster (GodisCluster status 12.9, Godis status 6, creates 14, ReplicaSet pin 3,
+# Events 4.9) -> 24.3 (status 3.2, Godis status 3, creates 14, pin 3, Event 1, leases 0.1);
+# converge 25.7 s against a floor of 19.9 s (load 9 -> 6): the creates end at 3 s in both,
+# the extra ~5 s is the scheduling tail (PVs bound, pods scheduled) while the API server also
+# serves the ~900 status and pin writes (and kube-controller-manager's ReplicaSet syncs the
+# pins cause).
+#
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
 #   api_requests_per_cluster_300x3; 100 x 3 keeps the names above), and the line says count
