@@ -111,6 +111,11 @@ static void test_configmap_rebuilt_then_forget_not_skipped(void **state)
 {
     client_fixture *f = *state;
     no_configmap = true;
+    cJSON *live = fake_get(NULL, "GodisCluster", "ns", "c");   /* the API server agrees */
+    char *body = cJSON_PrintUnformatted(live);
+    client_push(f->h, 200, NULL, body);
+    free(body);
+    cJSON_Delete(live);
     godis_result r = reconcile(f);
     no_configmap = false;
     assert_int_equal(r.kind, GODIS_ERROR);                  /* the forget, on the closed port */
