@@ -265,9 +265,14 @@ int e2e_member_pod_uids(k8s_client *c, const char *ns, const char *godis, char u
 
 int e2e_operator_writes(int64_t since_us, audit_event **out)
 {
+    return e2e_writes_by(since_us, "godis-operator", out);
+}
+
+int e2e_writes_by(int64_t since_us, const char *ua_part, audit_event **out)
+{
     const char *path = getenv("DEVCLUSTER_AUDIT_LOG");
     audit_event *all = NULL;
-    int n = path && *path ? audit_events(path, "godis-operator", &all, NULL) : -1;
+    int n = path && *path ? audit_events(path, ua_part, &all, NULL) : -1;
     int k = 0;
     for (int i = 0; i < n; i++)
         if (all[i].recv_us >= since_us) all[k++] = all[i];

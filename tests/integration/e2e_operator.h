@@ -74,6 +74,8 @@ int e2e_member_pod_uids(k8s_client *c, const char *ns, const char *godis, char u
 
 /* The operator's writes (its User-Agent) received at or after since_us, from the audit log. */
 int e2e_operator_writes(int64_t since_us, audit_event **out);
+/* The same for any writer whose User-Agent contains ua_part ("" every writer). */
+int e2e_writes_by(int64_t since_us, const char *ua_part, audit_event **out);
 /* The first of evs[0..n) with this verb ("" any), resource and name prefix; NULL if none. */
 const audit_event *e2e_first_write(const audit_event *evs, int n, const char *verb,
                                    const char *resource, const char *name_prefix);
