@@ -11,12 +11,20 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 1
 export DEVCLUSTER_DIR=$ROOT/build/chaos/devcluster
 out=$ROOT/build/chaos/run
-down() { tools/devcluster down >>"$ROOT/build/chaos/devcluster-down.log" 2>&1 || true; }
+# The control plane's logs (the API server's audit log: who deleted what; the
+# controller-manager's) are kept beside the campaign's, compressed: the devcluster's own
+# directory goes at its teardown, and a violation is explained only from them.
+keep_logs() {
+  [ -d "$DEVCLUSTER_DIR/logs" ] && [ -d "$out" ] || return 0
+  mkdir -p "$out/controlplane" &&
+    for f in "$DEVCLUSTER_DIR"/logs/*.log; do gzip -c "$f" >"$out/controlplane/$(basename "$f").gz"; done
+}
+down() { keep_logs; tools/devcluster down >>"$ROOT/build/chaos/devcluster-down.log" 2>&1 || true; }
 trap down EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 mkdir -p "$ROOT/build/chaos"
-down
+tools/devcluster down >>"$ROOT/build/chaos/devcluster-down.log" 2>&1 || true
 rm -rf "$out"
 echo "[chaos] starting a devcluster without node agents in $DEVCLUSTER_DIR" >&2
 tools/devcluster up --nodes 0 >"$ROOT/build/chaos/devcluster-up.log" 2>&1 ||
