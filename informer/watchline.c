@@ -197,6 +197,21 @@ static const char *object(const char *p, const char *e, int depth, member_fn fn,
     return NULL;
 }
 
+/* p just after an array's element: the next element's first byte (*more set), or the
+ * byte after the closing ']' (*more cleared); NULL when neither ',' nor ']' follows.
+ * array() and items() step through their arrays alike, with this. */
+static const char *array_next(const char *p, const char *e, bool *more)
+{
+    p = ws(p, e);
+    *more = false;
+    if (p < e && *p == ']')
+        return p + 1;
+    if (p >= e || *p != ',')
+        return NULL;
+    *more = true;
+    return ws(p + 1, e);
+}
+
 static const char *array(const char *p, const char *e, int depth)
 {
     if (depth > MAX_DEPTH)
@@ -205,14 +220,11 @@ static const char *array(const char *p, const char *e, int depth)
     if (p < e && *p == ']')
         return p + 1;
     while (p < e) {
+        bool more;
         if (!(p = value(p, e, depth, NULL, NULL)))
             return NULL;
-        p = ws(p, e);
-        if (p < e && *p == ']')
-            return p + 1;
-        if (p >= e || *p != ',')
-            return NULL;
-        p = ws(p + 1, e);
+        if (!(p = array_next(p, e, &more)) || !more)
+            return p;
     }
     return NULL;
 }
@@ -486,12 +498,9 @@ static const char *items(const char *p, const char *e, int depth, void *ud)
             pg->cap = nc;
         }
         pg->v[pg->n++] = pg->s;
-        p = ws(end, e);
-        if (p < e && *p == ']')
-            return p + 1;
-        if (p >= e || *p != ',')
-            return NULL;
-        p = ws(p + 1, e);
+        bool more;
+        if (!(p = array_next(end, e, &more)) || !more)
+            return p;
     }
     return NULL;
 }
