@@ -221,29 +221,39 @@ gd_err wh_pem_validity(const char *pem, int64_t *not_before_s, int64_t *not_afte
     return GD_OK;
 }
 
+static X509 *first_cert(const char *pem)
+{
+    BIO *b = pem ? BIO_new_mem_buf(pem, -1) : NULL;
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    return x;
+}
+
 char *wh_ca_bundle_merge(const char *existing, const char *own_ca, int64_t now_s, int max)
+{
+    return wh_ca_bundle_merge_drop(existing, own_ca, NULL, now_s, max);
+}
+
+char *wh_ca_bundle_merge_drop(const char *existing, const char *own_ca, const char *drop_ca,
+                              int64_t now_s, int max)
 {
     BIO *out = BIO_new(BIO_s_mem());
     if (!out) return NULL;
     int n = 0;
     if (own_ca) { BIO_puts(out, own_ca); n++; }
     BIO *in = existing ? BIO_new_mem_buf(existing, -1) : NULL;
-    X509 *own = NULL;
-    if (own_ca) {
-        BIO *ob = BIO_new_mem_buf(own_ca, -1);
-        own = ob ? PEM_read_bio_X509(ob, NULL, NULL, NULL) : NULL;
-        BIO_free(ob);
-    }
+    X509 *own = first_cert(own_ca), *drop = first_cert(drop_ca);
     X509 *x;
     while (in && n < max && (x = PEM_read_bio_X509(in, NULL, NULL, NULL))) {
         bool expired = asn1_time_s(X509_get0_notAfter(x)) <= now_s;
-        if (!expired && !(own && X509_cmp(x, own) == 0)) {
+        if (!expired && !(own && X509_cmp(x, own) == 0) && !(drop && X509_cmp(x, drop) == 0)) {
             PEM_write_bio_X509(out, x);
             n++;
         }
         X509_free(x);
     }
     X509_free(own);
+    X509_free(drop);
     BIO_free(in);
     char *s = bio_string(out);
     BIO_free(out);
@@ -252,9 +262,7 @@ char *wh_ca_bundle_merge(const char *existing, const char *own_ca, int64_t now_s
 
 bool wh_bundle_contains(const char *bundle, const char *ca_pem)
 {
-    BIO *cb = ca_pem ? BIO_new_mem_buf(ca_pem, -1) : NULL;
-    X509 *want = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
-    BIO_free(cb);
+    X509 *want = first_cert(ca_pem);
     BIO *in = want && bundle ? BIO_new_mem_buf(bundle, -1) : NULL;
     bool found = false;
     X509 *x;
@@ -265,4 +273,65 @@ bool wh_bundle_contains(const char *bundle, const char *ca_pem)
     BIO_free(in);
     X509_free(want);
     return found;
+}
+
+/* Every certificate of a PEM text pushed onto a new stack (skip: leave out the first). */
+static STACK_OF(X509) *cert_stack(const char *pem, bool skip_first)
+{
+    STACK_OF(X509) *sk = sk_X509_new_null();
+    BIO *b = pem && sk ? BIO_new_mem_buf(pem, -1) : NULL;
+    X509 *x;
+    for (int i = 0; b && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)); i++)
+        if ((i == 0 && skip_first) || !sk_X509_push(sk, x)) X509_free(x);
+    BIO_free(b);
+    return sk;
+}
+
+/* The certificate of sk whose key signed x, NULL when none did. */
+static X509 *signer_of(X509 *x, STACK_OF(X509) *sk)
+{
+    for (int i = 0; sk && i < sk_X509_num(sk); i++) {
+        X509 *c = sk_X509_value(sk, i);
+        EVP_PKEY *k = X509_get0_pubkey(c);
+        if (c != x && k && X509_check_issued(c, x) == X509_V_OK && X509_verify(x, k) == 1) return c;
+    }
+    return NULL;
+}
+
+/* Signatures only, as "signed by" means: not X509_verify_cert, whose checks of validity
+ * times, CA flags and purposes are stricter than some CAs people make by hand, and a
+ * directory refused here would never be served. */
+bool wh_cert_chains_to(const char *cert_pem, const char *ca_pem)
+{
+    X509 *cur = first_cert(cert_pem);
+    STACK_OF(X509) *cas = cert_stack(ca_pem, false), *mid = cert_stack(cert_pem, true);
+    X509 *leaf = cur;
+    bool ok = false;
+    for (int depth = 0; cur && !ok && depth < 8; depth++) {
+        ok = signer_of(cur, cas) != NULL;
+        if (!ok) cur = signer_of(cur, mid);   /* an intermediate tls.crt carries */
+    }
+    sk_X509_pop_free(cas, X509_free);
+    sk_X509_pop_free(mid, X509_free);
+    X509_free(leaf);
+    return ok;
+}
+
+gd_err wh_certs_check(const wh_certs *c, char *why, size_t whylen)
+{
+    X509 *leaf = first_cert(c->cert_pem);
+    BIO *b = c->key_pem ? BIO_new_mem_buf(c->key_pem, -1) : NULL;
+    EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    gd_err e = GD_OK;
+    if (!leaf || !key || X509_check_private_key(leaf, key) != 1) {
+        snprintf(why, whylen, "tls.key is not the key of tls.crt");
+        e = GD_ERR_CONFIG;
+    } else if (c->ca_pem && !wh_cert_chains_to(c->cert_pem, c->ca_pem)) {
+        snprintf(why, whylen, "tls.crt is not signed by ca.crt");
+        e = GD_ERR_CONFIG;
+    }
+    EVP_PKEY_free(key);
+    X509_free(leaf);
+    return e;
 }

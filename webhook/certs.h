@@ -36,7 +36,18 @@ gd_err wh_pem_validity(const char *pem, int64_t *not_before_s, int64_t *not_afte
 /* The caBundle to register: own_ca first, then every certificate of existing (PEM, may be
  * NULL) that is not expired at now_s and not own_ca itself, at most max in all. malloc'd. */
 char  *wh_ca_bundle_merge(const char *existing, const char *own_ca, int64_t now_s, int max);
+/* The same, leaving out the (first) certificate of drop_ca too (a retired CA; NULL: none):
+ * own_ca itself is never left out. */
+char  *wh_ca_bundle_merge_drop(const char *existing, const char *own_ca, const char *drop_ca,
+                               int64_t now_s, int max);
 /* Whether the PEM bundle holds the (first) certificate of ca_pem. */
 bool   wh_bundle_contains(const char *bundle, const char *ca_pem);
+/* Whether the first certificate of cert_pem (the rest of it as intermediates) chains to a
+ * certificate of ca_pem; validity times are not checked. */
+bool   wh_cert_chains_to(const char *cert_pem, const char *ca_pem);
+/* A pair read from a directory is whole: tls.key is tls.crt's key, and tls.crt chains to
+ * ca.crt when there is one. A directory caught half-rewritten (a new tls.crt beside the old
+ * tls.key or the old ca.crt) fails with why, and is read again later. */
+gd_err wh_certs_check(const wh_certs *c, char *why, size_t whylen);
 
 #endif

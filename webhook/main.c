@@ -43,7 +43,13 @@ static const char ABOUT[] =
     "pod is allowed at once. Normally started by godis-manager --webhook-bind-address.";
 static const char FOOTER[] =
     "Certificates: with --cert-dir, tls.crt/tls.key (and ca.crt, registered as the caBundle "
-    "when present) as a cert-manager Secret holds them, re-read when they change; without it, "
+    "when present) as a cert-manager Secret holds them, re-read when they change. A new leaf "
+    "the registered CA signs is served at once; one from a new ca.crt is served only once the "
+    "stored caBundle holds the new CA beside the old one and a settle time (at most 30 s) has "
+    "passed, and the old CA leaves the bundle when its certificate expires or 10 minutes after "
+    "the switch. Without ca.crt (the caBundle injected by someone else, e.g. cert-manager's "
+    "cainjector) or with --no-register, a new pair is served at once: a CA change then leaves "
+    "a window in which the API server does not trust the webhook. Without --cert-dir, "
     "a CA and serving certificate are generated with OpenSSL and renewed at two thirds of "
     "--cert-validity: the new CA joins the caBundle first, the new certificate is served once "
     "the stored bundle holds it (and a settle time has passed), the old CA is kept until it "
@@ -145,7 +151,8 @@ typedef struct {
     wh_server_opts so;
     wh_server *srv;
     wh_certs certs;
-    wh_rotation rot;          /* a self-managed renewal under way */
+    wh_rotation rot;          /* a renewal (self-managed) or a CA change (--cert-dir) under way */
+    char *drop_ca;            /* a retired CA the next registration leaves out */
     bool registered;          /* the current CA is in the configuration */
     int64_t next_register_ms, register_backoff_ms;
 } webhook;
@@ -161,6 +168,7 @@ static void try_register(webhook *w, int64_t now)
 {
     if (w->f->no_register || now < w->next_register_ms) return;
     wh_reg_opts ro = reg_opts(w->f);
+    ro.drop_ca = w->drop_ca;
     char why[700];
     bool changed = false;
     if (wh_register(w->client, &ro, w->certs.ca_pem, &changed, why, sizeof why) != GD_OK) {
@@ -172,6 +180,9 @@ static void try_register(webhook *w, int64_t now)
     if (changed || !w->registered)
         GD_INFO("webhook configuration registered", "name", w->f->config_name,
                 "client", w->f->url ? w->f->url : w->f->service, "changed", changed ? "true" : "false");
+    if (w->drop_ca) GD_INFO("webhook configuration registered without the retired CA");
+    free(w->drop_ca);
+    w->drop_ca = NULL;
     w->registered = true;
     w->register_backoff_ms = 0;
     w->next_register_ms = now + w->f->register_every_ms;
@@ -193,8 +204,9 @@ static bool switch_certs(webhook *w, wh_certs *fresh)
     return true;
 }
 
-/* Self-managed renewal in the order of rotation.h: the new CA into the caBundle (beside
- * the old), read back, a settle time, only then the new certificate served. */
+/* Renewal (self-managed) and CA changes (--cert-dir) in the order of rotation.h: the new
+ * CA into the caBundle (beside the old), read back, a settle time, only then the new
+ * certificate served. */
 static gd_err rot_generate(void *ud, wh_certs *out)
 {
     webhook *w = ud;
@@ -229,38 +241,45 @@ static bool rot_serve(void *ud, wh_certs *fresh)
     if (!switch_certs(w, fresh)) return false;
     char na[32];
     snprintf(na, sizeof na, "%lld", (long long)w->certs.not_after_s);
-    GD_INFO("webhook certificate renewed", "not_after_unix", na);
-    /* the new CA is already in the bundle; the periodic registration now merges it */
+    if (w->f->cert_dir) {
+        GD_INFO("webhook certificates reloaded", "dir", w->f->cert_dir, "not_after_unix", na);
+        w->next_register_ms = 0;      /* a ca.crt that is new to the bundle (or first there) */
+    } else {
+        GD_INFO("webhook certificate renewed", "not_after_unix", na);
+        /* the new CA is already in the bundle; the periodic registration now merges it */
+    }
     return true;
 }
 
-static void renew(webhook *w, int64_t now)
+/* --cert-dir: the directory's pair, whole (a half-written update is read again later). */
+static gd_err rot_load(void *ud, wh_certs *out)
 {
-    if (w->f->cert_dir) return;
-    int64_t wall = (int64_t)time(NULL);
-    wh_rotation_ops ops = {.generate = rot_generate, .publish = rot_publish,
-                           .read_bundle = rot_read_bundle, .serve = rot_serve, .ud = w};
-    wh_rotation_step(&w->rot, &w->certs, wall, w->f->no_register, &ops);
-    /* step 6: the old CA has expired, a registration now drops it from the bundle */
-    if (wh_rotation_old_ca_expired(&w->rot, wall)) w->next_register_ms = now;
+    webhook *w = ud;
+    char why[300];
+    gd_err e = wh_certs_load_dir(w->f->cert_dir, out, why, sizeof why);
+    if (e == GD_OK && (e = wh_certs_check(out, why, sizeof why)) != GD_OK) wh_certs_free(out);
+    if (e != GD_OK)
+        GD_WARN("cannot reload the certificates (keeping the ones served)", "dir", w->f->cert_dir,
+                "error", why);
+    return e;
 }
 
-static void reload_dir(webhook *w, int64_t *stamp)
+/* stamp: the cert dir's change stamp (--cert-dir only). */
+static void renew(webhook *w, int64_t now, int64_t stamp)
 {
-    int64_t s = dir_stamp(w->f->cert_dir);
-    if (s == *stamp) return;
-    wh_certs fresh;
-    char why[300];
-    if (wh_certs_load_dir(w->f->cert_dir, &fresh, why, sizeof why) != GD_OK) {
-        GD_WARN("cannot reload the certificates (keeping the ones served)", "error", why);
-        return;                       /* a half-written update: tried again next pass */
-    }
-    *stamp = s;
-    if (switch_certs(w, &fresh)) {
-        GD_INFO("webhook certificates reloaded", "dir", w->f->cert_dir);
-        w->next_register_ms = 0;
-    } else {
-        wh_certs_free(&fresh);
+    int64_t wall = (int64_t)time(NULL);
+    wh_rotation_ops ops = {.generate = w->f->cert_dir ? NULL : rot_generate, .publish = rot_publish,
+                           .read_bundle = rot_read_bundle, .serve = rot_serve, .load = rot_load,
+                           .ud = w};
+    if (w->f->cert_dir)
+        wh_rotation_dir_step(&w->rot, &w->certs, stamp, wall, w->f->no_register, &ops);
+    else
+        wh_rotation_step(&w->rot, &w->certs, wall, w->f->no_register, &ops);
+    /* step 6: the old CA's time is up, a registration now drops it from the bundle */
+    if (wh_rotation_old_ca_expired(&w->rot, wall)) {
+        free(w->drop_ca);
+        w->drop_ca = wh_rotation_take_retired_ca(&w->rot);
+        w->next_register_ms = now;
     }
 }
 
@@ -309,6 +328,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "godis-webhook: --client-ca: cannot read %s\n", f.client_ca);
         return GD_EXIT_FATAL_CONFIG;
     }
+    /* the stamp before the read: a change in between is read again, never missed */
+    int64_t stamp = f.cert_dir ? dir_stamp(f.cert_dir) : 0, next_dir_check = 0;
     if (get_certs(&f, &w.certs, err, sizeof err) != GD_OK) {
         fprintf(stderr, "godis-webhook: %s\n", err);
         return GD_EXIT_FATAL_CONFIG;
@@ -325,15 +346,15 @@ int main(int argc, char **argv)
     snprintf(port, sizeof port, "%d", wh_server_port(w.srv));
     GD_INFO("webhook serving", "address", f.host, "port", port, "path", "/eviction",
             "certificates", f.cert_dir ? f.cert_dir : "self-managed");
-    int64_t stamp = f.cert_dir ? dir_stamp(f.cert_dir) : 0, next_dir_check = 0;
+    w.rot.dir_stamp = stamp;          /* the pair read at start is the one served */
     while (!g_stop) {
         int64_t now = gd_mono_ms();
-        try_register(&w, now);
-        renew(&w, now);
         if (f.cert_dir && now >= next_dir_check) {
-            reload_dir(&w, &stamp);
+            stamp = dir_stamp(f.cert_dir);
             next_dir_check = now + 2000;
         }
+        try_register(&w, now);
+        renew(&w, now, stamp);
         struct timespec ts = {0, 200 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -341,6 +362,7 @@ int main(int argc, char **argv)
     wh_server_stop(&w.srv);
     wh_certs_free(&w.certs);
     wh_rotation_free(&w.rot);
+    free(w.drop_ca);
     wh_limiter_destroy(&h.lim);
     k8s_client_destroy(&w.client);
     k8s_client_destroy(&h.client);

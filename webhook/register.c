@@ -77,10 +77,11 @@ static char *entry_bundle_pem(const cJSON *entry)
 }
 
 /* The caBundle to write: own_ca merged into what the configuration has, base64. */
-static char *merged_bundle(const cJSON *existing_entry, const char *own_ca)
+static char *merged_bundle(const cJSON *existing_entry, const char *own_ca, const char *drop_ca)
 {
     char *prev = entry_bundle_pem(existing_entry);
-    char *bundle = wh_ca_bundle_merge(prev, own_ca, (int64_t)time(NULL), WH_CA_BUNDLE_MAX);
+    char *bundle = wh_ca_bundle_merge_drop(prev, own_ca, drop_ca, (int64_t)time(NULL),
+                                           WH_CA_BUNDLE_MAX);
     free(prev);
     char *out = bundle ? b64(bundle) : NULL;
     free(bundle);
@@ -120,7 +121,7 @@ static gd_err attempt(k8s_client *c, const wh_reg_opts *o, const char *own_ca, b
     if (e != GD_OK && e != GD_ERR_NOT_FOUND) return e;
     const cJSON *old = cur ? our_entry(cur) : NULL;
     char *ca = NULL;
-    if (own_ca) ca = merged_bundle(old, own_ca);
+    if (own_ca) ca = merged_bundle(old, own_ca, o->drop_ca);
     else if (old) {
         const char *keep = gd_json_str_or(old, "clientConfig.caBundle", NULL);
         ca = keep ? strdup(keep) : NULL;

@@ -20,6 +20,7 @@ typedef struct {
     int svc_port;
     const char *failure_policy;   /* "Ignore" or "Fail" */
     int timeout_s;                /* 1..30 */
+    const char *drop_ca;          /* a retired CA the merge leaves out (rotation.h), or NULL */
 } wh_reg_opts;
 
 extern const k8s_resource WH_RES_VWC;
@@ -29,8 +30,8 @@ extern const k8s_resource WH_RES_VWC;
 cJSON *wh_webhook_entry(const wh_reg_opts *o, const char *ca_b64);
 /* Creates the configuration, or updates it (optimistic concurrency, retried on conflict)
  * so its webhooks are exactly our entry with caBundle = own_ca merged into the bundle it
- * already has (wh_ca_bundle_merge). own_ca NULL: the caBundle it has is kept as it is.
- * *changed tells whether anything was written. */
+ * already has (wh_ca_bundle_merge_drop, without o->drop_ca). own_ca NULL: the caBundle it
+ * has is kept as it is. *changed tells whether anything was written. */
 gd_err wh_register(k8s_client *c, const wh_reg_opts *o, const char *own_ca, bool *changed,
                    char *why, size_t whylen);
 /* Our entry's caBundle as the API server stores it now (PEM, malloc'd): the read-back of a

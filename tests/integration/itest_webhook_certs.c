@@ -6,9 +6,12 @@
  *    certificate is served only after that, and the API server's calls keep reaching it,
  *    right after the switch too (an eviction of a missing pod gets the webhook's 404);
  *  - --cert-dir (what a cert-manager Secret mounts: tls.crt, tls.key, ca.crt, made here with
- *    the openssl command): its ca.crt is registered; replaced by a new pair from a new CA,
- *    the files are re-read within seconds, the new CA is merged into the caBundle and the API
- *    server's calls keep being answered;
+ *    the openssl command), failurePolicy Fail, a client making evictions through the API
+ *    server all the time: its ca.crt is registered; a new leaf from the same CA is served
+ *    within seconds; a new pair from a new CA is served only after the caBundle holds both
+ *    CAs and the settle time has passed; not one call fails TLS across either change (the
+ *    switch used to come first and the new CA after: the API server rejected calls until
+ *    it had loaded the new caBundle);
  *  - --client-ca: the API server presents its client certificate (the devcluster's
  *    AdmissionConfiguration) and gets through; clients without it are refused. */
 #include <stdarg.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -29,6 +33,7 @@
 #include "gd_json.h"
 #include "gd_log.h"
 #include "k8s_config.h"
+#include "../support/test_wait.h"
 
 static k8s_client *c;
 static char ns[128], logdir[256], tmp[128];
@@ -45,10 +50,14 @@ static int setup(void **state)
 }
 
 static void delete_config(const char *name);
+static void evictor_stop(void);
+static pid_t certdir_pid;      /* the --cert-dir webhook, stopped by teardown after a failure */
 
 static int teardown(void **state)
 {
     (void)state;
+    evictor_stop();
+    if (certdir_pid > 0) e2e_stop(certdir_pid, 10000);
     /* also when a test failed before its own cleanup: a configuration left behind would
      * send later evictions to a webhook that is gone */
     char name[64];
@@ -114,7 +123,7 @@ static bool wait_bundle(const char *name, int want, int ms)
 
 /* The API server called the webhook, TLS verified with the registered caBundle: an eviction
  * of a pod that does not exist gets the webhook's own 404 message. */
-static bool api_server_reaches_webhook(void)
+static bool reaches_webhook(k8s_client *c)
 {
     char path[300], body[300];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/nosuch/eviction", ns);
@@ -127,9 +136,62 @@ static bool api_server_reaches_webhook(void)
     return e == GD_ERR_NOT_FOUND && strstr(st.message, "admission webhook");
 }
 
+static bool api_server_reaches_webhook(void) { return reaches_webhook(c); }
+
+/* A client that makes evictions through the API server until told to stop, counting
+ * those that did not reach the webhook (with failurePolicy Fail: rejected). */
+typedef struct {
+    pthread_t th;
+    bool running;
+    k8s_client *client;
+    _Atomic int stop, calls, failed;
+} evictor;
+
+static evictor ev;             /* static: teardown stops it when a test failed midway */
+
+static void *evict_loop(void *arg)
+{
+    (void)arg;
+    while (!ev.stop) {
+        bool ok = reaches_webhook(ev.client);
+        ev.failed += !ok;
+        ev.calls++;
+        usleep(20000);                /* pacing (about 40 calls a second), not a wait */
+    }
+    return NULL;
+}
+
+static bool evictor_start(void)
+{
+    ev.stop = ev.calls = ev.failed = 0;
+    ev.client = e2e_client();
+    ev.running = ev.client && pthread_create(&ev.th, NULL, evict_loop, NULL) == 0;
+    return ev.running;
+}
+
+static void evictor_stop(void)
+{
+    ev.stop = 1;
+    if (ev.running) pthread_join(ev.th, NULL);
+    ev.running = false;
+    k8s_client_destroy(&ev.client);
+}
+
+/* Lines of the log that contain what. */
+static int log_count(const char *log, const char *what)
+{
+    FILE *f = fopen(log, "r");
+    char line[4096];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, what) != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
 static char last_url[128];     /* the URL of the webhook started last */
 
-static pid_t start_webhook(const char *name, const char *extra1, const char *extra2, char *log, size_t cap)
+static pid_t start_webhook4(const char *name, const char *extra1, const char *extra2,
+                            const char *extra3, const char *extra4, char *log, size_t cap)
 {
     int port = e2e_free_port();
     char bind[64], *url = last_url;
@@ -137,8 +199,13 @@ static pid_t start_webhook(const char *name, const char *extra1, const char *ext
     snprintf(last_url, sizeof last_url, "https://127.0.0.1:%d/eviction", port);
     snprintf(log, cap, "%s/%s.log", logdir, name);
     const char *argv[] = {"bin/godis-webhook", "--kubeconfig", getenv("KUBECONFIG"), "--bind-address", bind,
-                          "--url", url, "--configuration-name", name, extra1, extra2, NULL};
+                          "--url", url, "--configuration-name", name, extra1, extra2, extra3, extra4, NULL};
     return e2e_spawn(argv, log);
+}
+
+static pid_t start_webhook(const char *name, const char *extra1, const char *extra2, char *log, size_t cap)
+{
+    return start_webhook4(name, extra1, extra2, NULL, NULL, log, cap);
 }
 
 static void test_self_managed_renewal(void **state)
@@ -168,51 +235,70 @@ static void test_self_managed_renewal(void **state)
     delete_config(name);
 }
 
-/* A CA and a serving certificate for 127.0.0.1 in dir, made with the openssl command as
- * cert-manager would make them (ca.crt, tls.crt, tls.key), written by rename. */
-static void make_cert_dir(const char *dir)
+/* A serving certificate for 127.0.0.1 in dir, made with the openssl command as cert-manager
+ * would make them (ca.crt, tls.crt, tls.key), written by rename one file after the other
+ * (so the webhook may see a half-written directory); new_ca: from a new CA, else from the
+ * CA there (cert-manager's usual renewal). */
+static void make_cert_dir(const char *dir, bool new_ca)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "set -e; cd %s; "
-             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=itest-ca "
-             "-keyout ca.key -out ca.new 2>/dev/null; "
+             "set -e; cd %s; %s; "
              "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 "
              "-keyout key.new -out req.csr 2>/dev/null; "
              "printf 'subjectAltName=IP:127.0.0.1\\n' >ext; "
              "openssl x509 -req -in req.csr -CA ca.new -CAkey ca.key -CAcreateserial -days 1 -extfile ext "
              "-out crt.new 2>/dev/null; "
-             "mv key.new tls.key; mv crt.new tls.crt; mv ca.new ca.crt", dir);
+             "mv key.new tls.key; mv crt.new tls.crt; mv ca.new ca.crt", dir,
+             new_ca ? "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
+                      "-subj /CN=itest-ca -keyout ca.key -out ca.new 2>/dev/null"
+                    : "cp ca.crt ca.new");
     assert_int_equal(system(cmd), 0);
 }
 
-static void test_cert_dir_reload(void **state)
+static void test_cert_dir_changes_never_fail_tls(void **state)
 {
     (void)state;
     char name[64], log[512], dir[200];
     snprintf(name, sizeof name, "itest-certdir-%d", (int)getpid());
     snprintf(dir, sizeof dir, "%s/certs", tmp);
     mkdir(dir, 0700);
-    make_cert_dir(dir);
-    pid_t p = start_webhook(name, "--cert-dir", dir, log, sizeof log);
+    make_cert_dir(dir, true);
+    /* Fail, not Ignore: a call that fails TLS is then a rejected eviction, never an
+     * unchecked one that looks like success */
+    pid_t p = certdir_pid = start_webhook4(name, "--cert-dir", dir, "--failure-policy", "Fail", log,
+                                           sizeof log);
     assert_true(p > 0);
     assert_true(wait_bundle(name, 1, 30000));
+    WAIT_UNTIL(api_server_reaches_webhook(), 10000);   /* the API server loaded it */
     assert_true(api_server_reaches_webhook());
-    /* cert-manager renews: a new pair from a new CA (a CA rotation, the hard case) */
-    sleep(1);                               /* a new mtime second for the change check */
-    make_cert_dir(dir);
-    assert_true(wait_bundle(name, 2, 30000));
-    int64_t end = e2e_now_ms() + 20000;
-    bool ok = false;
-    while (!ok && e2e_now_ms() < end) {
-        ok = api_server_reaches_webhook();
-        if (!ok) usleep(300000);
-    }
-    assert_true(ok);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "grep -q 'webhook certificates reloaded' %s", log);
-    assert_int_equal(system(cmd), 0);
-    e2e_stop(p, 10000);
+    assert_true(evictor_start());
+    /* a new leaf from the same CA: served at once (no settle), nothing to publish */
+    make_cert_dir(dir, false);
+    WAIT_UNTIL(log_count(log, "webhook certificates reloaded") == 1, 20000);
+    assert_int_equal(log_count(log, "webhook certificates reloaded"), 1);
+    assert_int_equal(log_count(log, "new webhook CA registered"), 0);
+    assert_int_equal(bundle_certs(name), 1);
+    /* a new CA: both CAs stored first, the old certificate served meanwhile */
+    make_cert_dir(dir, true);
+    WAIT_UNTIL(log_count(log, "new webhook CA registered") == 1, 30000);
+    assert_int_equal(log_count(log, "new webhook CA registered"), 1);
+    assert_int_equal(log_count(log, "webhook certificates reloaded"), 1);
+    assert_int_equal(bundle_certs(name), 2);
+    WAIT_UNTIL(log_count(log, "webhook certificates reloaded") == 2, 60000);
+    assert_int_equal(log_count(log, "webhook certificates reloaded"), 2);
+    /* the API server's calls right after the switch, on new connections, too */
+    int calls_at_switch = ev.calls;
+    WAIT_UNTIL(ev.calls >= calls_at_switch + 50, 30000);
+    evictor_stop();
+    fprintf(stderr, "webhook-certs: %d evictions through the API server, %d failed\n",
+            (int)ev.calls, (int)ev.failed);
+    assert_true(ev.calls >= calls_at_switch + 50);
+    assert_int_equal(ev.failed, 0);
+    assert_int_equal(bundle_certs(name), 2);            /* the old CA goes after 10 minutes */
+    int st = e2e_stop(p, 10000);
+    certdir_pid = 0;
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     delete_config(name);
 }
 
@@ -290,7 +376,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_self_managed_renewal),
-        cmocka_unit_test(test_cert_dir_reload),
+        cmocka_unit_test(test_cert_dir_changes_never_fail_tls),
         cmocka_unit_test(test_client_ca_admits_the_api_server_only),
     };
     return cmocka_run_group_tests_name("itest_webhook_certs", tests, setup, teardown);
