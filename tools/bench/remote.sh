@@ -25,6 +25,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+. "$ROOT/tools/bench/lib.sh"
 BENCH_OUT=${BENCH_OUT:-$ROOT/bench/results/latest.jsonl}
 RUN=${BENCH_TMP:-$ROOT/build/bench}/remote
 OBJECTS=${BENCH_REMOTE_OBJECTS:-20000}
@@ -87,12 +88,8 @@ mean_rss() {
   RSS=
   replay_start "$objects" || { echo "remote: the replay source did not start" >&2; return 1; }
   rm -rf "$RUN/rt"
-  "$ROOT/bin/godis-manager" --kubeconfig "$RUN/replay.kc" --leader-elect=false --informer-kinds ConfigMap \
-    --workers "$n" --worker-bin "$ROOT/bin/tests/godis-worker" \
-    --worker-arg "--reconciler bench --reconciler-arg out=$RUN/bench.json,expect=0" \
-    --runtime-dir "$RUN/rt" --metrics-bind-address "127.0.0.1:$((PORT + 19))" \
-    --health-probe-bind-address 0 --log-level warn >>"$RUN/rss-manager.log" 2>&1 &
-  mgr=$!; PIDS+=($mgr)
+  bench_replay_manager "$RUN/rss-manager.log" ConfigMap "$n"
+  mgr=$BENCH_MGR
   if until_true 120 cached_all "$objects"; then
     sleep 2                                      # the snapshot's transient buffers settle
     for p in $(pgrep -P "$mgr" -f godis-worker); do

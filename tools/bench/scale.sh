@@ -31,6 +31,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+. "$ROOT/tools/bench/lib.sh"
 BENCH_OUT=${BENCH_OUT:-$ROOT/bench/results/latest.jsonl}
 RUN=${BENCH_TMP:-$ROOT/build/bench}/scale
 K=${BENCH_SCALE_CLUSTERS:-10000}
@@ -95,13 +96,8 @@ fleet() {
   local want=$(( $1 * (2 + 5 * M) + 10 )) t0
   replay_start "$1" || { echo "scale: the replay source did not start" >&2; return 1; }
   t0=$(date +%s%N)
-  bin/godis-manager --kubeconfig "$RUN/replay.kc" --leader-elect=false --informer-kinds "$KINDS" \
-    --workers 1 --worker-bin "$ROOT/bin/tests/godis-worker" \
-    --informer-bin "${INFORMER_BIN:-$ROOT/bin/godis-informer}" \
-    --worker-arg "--reconciler bench --reconciler-arg out=$RUN/bench.json,expect=0" \
-    --runtime-dir "$RUN/rt" --metrics-bind-address "127.0.0.1:$((PORT + 19))" \
-    --health-probe-bind-address 0 --log-level warn >>"$RUN/manager.log" 2>&1 &
-  MGR=$!; PIDS+=($MGR)
+  bench_replay_manager "$RUN/manager.log" "$KINDS" 1 --informer-bin "${INFORMER_BIN:-$ROOT/bin/godis-informer}"
+  MGR=$BENCH_MGR
   if ! until_true 900 cached_all "$want"; then
     echo "scale: the worker did not cache $want objects in 900 s" >&2
     metrics | grep -E '^godis_worker_cache_objects' >&2
