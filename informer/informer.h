@@ -92,7 +92,8 @@ void       inf_store_set_packing(inf_store *s, size_t train_at);
  * without the object changing again (default 512; 0: at once). Relists pack at once. */
 void       inf_store_set_young(inf_store *s, size_t window);
 size_t     inf_store_count(const inf_store *s);
-/* The cached entry: key, rv and shard; its body may be packed (raw_len != 0). */
+/* The cached entry: key, rv and shard; its body may be packed (raw_len != 0). A packed
+ * entry's answer is a view the store rewrites: valid until the next inf_store_ call. */
 const inf_obj *inf_store_get(const inf_store *s, const char *key);
 /* A reference to the object with its JSON body (inflated if packed), or NULL and a reason
  * (no such key, out of memory, a packed body that does not inflate). */

@@ -22,9 +22,20 @@
  *   comes and it is still the cached version. On the replay benchmark (200 keys changing in
  *   turn) compression was 44 % of the informer's instructions per event (callgrind); the
  *   cost is at most 512 unpacked objects. Relists are packed at once (bulk, cold).
- * - The index is an open-addressing table of object pointers that uses each object's own
- *   key: no copy of the key and no node per entry (gd_map cost ~77 bytes per object). */
+ * - Packed objects are records in a slab (store_slab.h), not inf_objs: a 16-byte header
+ *   instead of 48, no NULs, the namespace as an id shared by its objects (store_ns), and
+ *   no malloc chunk per object. On the replay benchmark's 20 000 ConfigMaps (issue 23 item
+ *   3) a packed object was 48 (inf_obj) + 38 (key, rv, NULs) + 717 (frame) + ~16 (malloc
+ *   chunk) + ~45 (heap pages glibc kept after the list) + 13 (index) bytes; it is now 4
+ *   (slab) + 16 + 16 (name, rv) + 717 + 13. What is left is the frame: the bench's random
+ *   values carry 512 bytes of entropy, and zstd at any level spends 700+ on them.
+ * - The index is an open-addressing table of entries (store_index.h) that uses each
+ *   entry's own key: no copy of the key and no node per entry (gd_map cost ~77 bytes per
+ *   object). */
+/* for ZSTD_c_format / ZSTD_d_format (magicless frames), in zstd's advanced API since 1.3.x */
+#define ZSTD_STATIC_LINKING_ONLY
 #include "store_internal.h"
+#include "store_index.h"
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,82 +244,13 @@ inf_obj *inf_obj_from_json(const char *kind, cJSON *obj, const char *const *drop
     return o;
 }
 
-/* ------------------------------------------------------------ the index */
+/* ------------------------------------------------------------ compaction */
 
-static size_t key_hash(const char *s)
+/* Called when a public call is done with every record pointer it held. */
+static void store_compact(inf_store *s)
 {
-    uint64_t h = gd_fnv1a64_str(GD_FNV1A64_INIT, s);
-    return (size_t)(h ^ (h >> 29));
-}
-
-/* The slot holding key, or the empty slot where it would go. t->cap must be > 0. */
-static size_t tab_find(const obj_table *t, const char *key)
-{
-    size_t mask = t->cap - 1, i = key_hash(key) & mask;
-    while (t->slot[i] && strcmp(t->slot[i]->key, key) != 0)
-        i = (i + 1) & mask;
-    return i;
-}
-
-static inf_obj *tab_get(const obj_table *t, const char *key)
-{
-    return t->cap ? t->slot[tab_find(t, key)] : NULL;
-}
-
-/* Keeps the load at most 3/4 so probe runs stay short. */
-static gd_err tab_reserve(obj_table *t, size_t count)
-{
-    if (count * 4 <= t->cap * 3)
-        return GD_OK;
-    size_t nc = t->cap ? t->cap * 2 : 64;
-    while (count * 4 > nc * 3)
-        nc *= 2;
-    obj_table n = {.slot = calloc(nc, sizeof *n.slot), .cap = nc, .count = t->count};
-    if (!n.slot)
-        return GD_ERR_NOMEM;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slot[i])
-            n.slot[tab_find(&n, t->slot[i]->key)] = t->slot[i];
-    free(t->slot);
-    *t = n;
-    return GD_OK;
-}
-
-/* Inserts or replaces o (by o->key); the replaced object goes to *old (NULL if new). */
-static gd_err tab_put(obj_table *t, inf_obj *o, inf_obj **old)
-{
-    *old = NULL;
-    if (tab_reserve(t, t->count + 1) != GD_OK) {
-        if (!t->cap || !t->slot[tab_find(t, o->key)])
-            return GD_ERR_NOMEM;      /* a replacement needs no room: go on */
-    }
-    size_t i = tab_find(t, o->key);
-    *old = t->slot[i];
-    if (!*old)
-        t->count++;
-    t->slot[i] = o;
-    return GD_OK;
-}
-
-/* Removes slot i's object and returns it; shifts back the objects of the run after it
- * that would otherwise become unreachable. */
-static inf_obj *tab_take_at(obj_table *t, size_t i)
-{
-    size_t mask = t->cap - 1;
-    inf_obj *o = t->slot[i];
-    t->slot[i] = NULL;
-    t->count--;
-    for (size_t j = (i + 1) & mask; t->slot[j]; j = (j + 1) & mask) {
-        size_t home = key_hash(t->slot[j]->key) & mask;
-        /* j's object may move into the hole at i unless its home lies in (i, j] */
-        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (!stays) {
-            t->slot[i] = t->slot[j];
-            t->slot[j] = NULL;
-            i = j;
-        }
-    }
-    return o;
+    if (s->slab.sparse)
+        slab_compact(&s->slab, tab_rec_moved, &s->t);
 }
 
 /* ------------------------------------------------------------ compression */
@@ -325,12 +267,20 @@ static void pack_free(store_pack *pk)
     *pk = (store_pack){.train_at = train_at, .trained = trained};
 }
 
-/* A packed copy of o (refs 1), or NULL when o is to be kept as it is: no dictionary, o
- * already packed, too small or too large, not smaller compressed, or out of memory. */
-static inf_obj *pack_obj(store_pack *pk, const inf_obj *o)
+/* A packed copy of o in the slab, or NULL when o is to be kept as it is: no dictionary, o
+ * already packed, too small or too large (or a key, rv or shard a record has no room for),
+ * not smaller compressed, or out of memory. */
+static pk_rec *pack_obj(inf_store *s, const inf_obj *o)
 {
+    store_pack *pk = &s->pk;
     if (!pk->cdict || o->raw_len || o->body_len < PACK_MIN_BYTES ||
-        o->body_len > PACK_MAX_BYTES)
+        o->body_len > PACK_MAX_BYTES || o->shard < -1 || o->shard >= 511)
+        return NULL;
+    const char *name = o->key, *slash = strchr(o->key, '/');
+    size_t rl = strlen(o->rv);
+    if (slash)
+        name = slash + 1;
+    if (strlen(o->key) > REC_NAME_MAX || rl > REC_RV_MAX)
         return NULL;
     size_t bound = ZSTD_compressBound(o->body_len);
     if (bound > pk->zcap) {
@@ -341,15 +291,24 @@ static inf_obj *pack_obj(store_pack *pk, const inf_obj *o)
         pk->zcap = bound;
     }
     size_t z = ZSTD_compress2(pk->cctx, pk->zbuf, pk->zcap, o->body, o->body_len);
-    if (ZSTD_isError(z) || z >= o->body_len)
+    if (ZSTD_isError(z) || z >= o->body_len || z > REC_Z_MAX)
         return NULL;
-    inf_obj *p = obj_alloc(o->key, o->rv, o->shard, z);
-    if (!p)
+    uint32_t ns = slash ? ns_ref(&s->ns, o->key, (size_t)(slash - o->key)) : 0;
+    if (!ns)
+        name = o->key;                /* no namespace, or no id for it: the whole key */
+    size_t nl = strlen(name);
+    pk_rec *r = slab_alloc(&s->slab, sizeof *r + nl + rl + z);
+    if (!r) {
+        ns_unref(&s->ns, ns);
         return NULL;
-    memcpy((char *)p->body, pk->zbuf, z);
-    p->raw_len = (uint32_t)o->body_len;
-    p->mark = o->mark;
-    return p;
+    }
+    *r = (pk_rec){.raw_len = (uint32_t)o->body_len, .mark = o->mark, .zlen = (uint32_t)z,
+                  .rvlen = (uint32_t)rl, .nlen = (uint32_t)nl,
+                  .shard1 = (uint32_t)(o->shard + 1), .ns = ns};
+    memcpy(r->data, name, nl);
+    memcpy(r->data + nl, o->rv, rl);
+    memcpy(r->data + nl + rl, pk->zbuf, z);
+    return r;
 }
 
 /* o with its JSON body: a new reference to o when it is not packed, else an inflated copy
@@ -386,8 +345,9 @@ static size_t pack_make_dict(const obj_table *t, char *dict, size_t cap, const c
 {
     size_t total = 0, n = 0;
     for (size_t i = 0; i < t->cap; i++)
-        if (t->slot[i] && !t->slot[i]->raw_len && total + t->slot[i]->body_len <= PACK_SAMPLE_BYTES) {
-            total += t->slot[i]->body_len;
+        if (t->slot[i] && !ent_packed(t->slot[i]) &&
+            total + ent_obj(t->slot[i])->body_len <= PACK_SAMPLE_BYTES) {
+            total += ent_obj(t->slot[i])->body_len;
             n++;
         }
     char *buf = malloc(total ? total : 1);
@@ -399,8 +359,10 @@ static size_t pack_make_dict(const obj_table *t, char *dict, size_t cap, const c
         return 0;
     }
     for (size_t i = 0, k = 0; i < t->cap && k < n; i++) {
-        const inf_obj *o = t->slot[i];
-        if (o && !o->raw_len && len + o->body_len <= total) {
+        if (!t->slot[i] || ent_packed(t->slot[i]))
+            continue;
+        const inf_obj *o = ent_obj(t->slot[i]);
+        if (len + o->body_len <= total) {
             memcpy(buf + len, o->body, o->body_len);
             len += o->body_len;
             sizes[k++] = o->body_len;
@@ -434,13 +396,16 @@ static void pack_train(inf_store *s)
         pk->cctx = ZSTD_createCCtx();
         pk->dctx = ZSTD_createDCtx();
     }
-    /* the sizes live in inf_obj (body_len, raw_len): no content size, checksum or dict id
-     * in each frame (~9 bytes an object) */
+    /* the sizes live in the record (zlen, raw_len): no content size, checksum or dict id in
+     * each frame (~9 bytes an object), and no magic number either (4 more: frames never
+     * leave the store) */
     if (!pk->cdict || !pk->ddict || !pk->cctx || !pk->dctx ||
         ZSTD_isError(ZSTD_CCtx_refCDict(pk->cctx, pk->cdict)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_contentSizeFlag, 0)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_checksumFlag, 0)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_dictIDFlag, 0))) {
+        ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_dictIDFlag, 0)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_format, ZSTD_f_zstd1_magicless)) ||
+        ZSTD_isError(ZSTD_DCtx_setParameter(pk->dctx, ZSTD_d_format, ZSTD_f_zstd1_magicless))) {
         GD_WARN("store: no compression dictionary; objects stay uncompressed");
         pack_free(pk);
         return;
@@ -449,17 +414,17 @@ static void pack_train(inf_store *s)
     pk->dict_how = how;
     size_t raw = 0, kept = 0;
     for (size_t i = 0; i < s->t.cap; i++) {
-        inf_obj *o = s->t.slot[i];
-        if (!o)
+        store_ent e = s->t.slot[i];
+        if (!e || ent_packed(e))
             continue;
+        inf_obj *o = ent_obj(e);
         raw += o->body_len;
-        inf_obj *p = pack_obj(pk, o);
+        pk_rec *p = pack_obj(s, o);
+        kept += p ? p->zlen : o->body_len;
         if (p) {
-            s->t.slot[i] = p;
+            s->t.slot[i] = rec_ent(p);
             let_loose(o);                 /* may still be on its way to subscribers */
-            o = p;
         }
-        kept += o->body_len;
     }
     char ms[24], ds[24], rb[24], kb[24];
     snprintf(ms, sizeof ms, "%lld", (long long)(gd_mono_ms() - t0));
@@ -494,13 +459,25 @@ static inf_obj *unpack_for_callback(inf_store *s, const inf_obj *o)
     return u;
 }
 
+/* The same for an index entry. */
+static inf_obj *ent_for_callback(inf_store *s, store_ent e)
+{
+    rec_view_buf v;
+    return unpack_for_callback(s, ent_view(s, e, &v));
+}
+
 
 /* ------------------------------------------------------------ the store */
 
 inf_store *inf_store_new(void)
 {
     inf_store *s = calloc(1, sizeof *s);
+    if (s && !(s->view = calloc(1, sizeof(rec_view_buf)))) {
+        free(s);
+        return NULL;
+    }
     if (s) {
+        s->t.ns = &s->ns;
         s->pk.train_at = PACK_TRAIN_AT;
         s->young.cap = PACK_YOUNG_DEFAULT;
     }
@@ -527,10 +504,10 @@ static void young_pop(inf_store *s)
     y->head = (y->head + 1) % y->cap;
     y->len--;
     size_t i = s->t.cap ? tab_find(&s->t, o->key) : 0;
-    if (s->t.cap && s->t.slot[i] == o) {
-        inf_obj *p = pack_obj(&s->pk, o);
+    if (s->t.cap && s->t.slot[i] == (store_ent)o) {
+        pk_rec *p = pack_obj(s, o);
         if (p) {
-            s->t.slot[i] = p;
+            s->t.slot[i] = rec_ent(p);
             let_loose(o);                /* the table's reference; it may be in flight */
         }
     }
@@ -567,9 +544,13 @@ void inf_store_destroy(inf_store **s)
         return;
     young_free(&(*s)->young);
     for (size_t i = 0; i < (*s)->t.cap; i++)
-        inf_obj_unref((*s)->t.slot[i]);
+        if ((*s)->t.slot[i] && !ent_packed((*s)->t.slot[i]))
+            inf_obj_unref(ent_obj((*s)->t.slot[i]));
     free((*s)->t.slot);
+    slab_destroy(&(*s)->slab);
+    ns_free(&(*s)->ns);
     pack_free(&(*s)->pk);
+    free((*s)->view);
     free(*s);
     *s = NULL;
 }
@@ -578,7 +559,10 @@ size_t inf_store_count(const inf_store *s) { return s->t.count; }
 
 const inf_obj *inf_store_get(const inf_store *s, const char *key)
 {
-    return tab_get(&s->t, key);
+    store_ent e = tab_get(&s->t, key);
+    if (!e)
+        return NULL;
+    return ent_view(s, e, (rec_view_buf *)s->view);
 }
 
 inf_obj *inf_store_load(inf_store *s, const char *key, const char **why)
@@ -587,12 +571,13 @@ inf_obj *inf_store_load(inf_store *s, const char *key, const char **why)
     if (!why)
         why = &dummy;
     *why = NULL;
-    const inf_obj *o = tab_get(&s->t, key);
-    if (!o) {
+    store_ent e = tab_get(&s->t, key);
+    if (!e) {
         *why = "no such key";
         return NULL;
     }
-    return inf_store_unpack(&s->pk, o, why);
+    rec_view_buf v;
+    return inf_store_unpack(&s->pk, ent_view(s, e, &v), why);
 }
 
 void inf_store_mem(const inf_store *s, inf_store_mem_stats *m)
@@ -600,36 +585,40 @@ void inf_store_mem(const inf_store *s, inf_store_mem_stats *m)
     *m = (inf_store_mem_stats){.objects = s->t.count, .dict_bytes = s->pk.dict_len,
                                .index_bytes = s->t.cap * sizeof *s->t.slot};
     for (size_t i = 0; i < s->t.cap; i++) {
-        const inf_obj *o = s->t.slot[i];
-        if (!o)
-            continue;
-        m->body_bytes += o->raw_len ? o->raw_len : o->body_len;
-        m->stored_bytes += o->body_len;
-        m->packed += o->raw_len != 0;
+        store_ent e = s->t.slot[i];
+        if (e && ent_packed(e)) {
+            m->body_bytes += ent_rec(e)->raw_len;
+            m->stored_bytes += ent_rec(e)->zlen;
+            m->packed++;
+        } else if (e) {
+            m->body_bytes += ent_obj(e)->body_len;
+            m->stored_bytes += ent_obj(e)->body_len;
+        }
     }
 }
 
-/* Puts o, packed when a dictionary exists (*packed says so: the store then keeps a copy and
- * not o); the old object goes to *old. Callers hold a reference of their own to o while
- * they report it, then let it go with store_done(). On failure o still belongs to them. */
-static gd_err store_put(inf_store *s, inf_obj *o, inf_obj **old, bool *packed, bool young)
+/* Puts o, packed when a dictionary exists (*packed says so: the store then keeps a packed
+ * record and not o); the old entry goes to *old. Callers hold a reference of their own to o
+ * while they report it, then let it go with store_done(). On failure o still belongs to
+ * them. */
+static gd_err store_put(inf_store *s, inf_obj *o, store_ent *old, bool *packed, bool young)
 {
     /* young: kept as JSON in the young ring (when a dictionary exists, so it would pack) */
     young = young && s->young.cap && s->pk.cdict && !o->raw_len;
-    inf_obj *p = young ? NULL : pack_obj(&s->pk, o), *keep = p ? p : o;
+    pk_rec *p = young ? NULL : pack_obj(s, o);
     *packed = p != NULL;
-    gd_err e = tab_put(&s->t, keep, old);
+    gd_err e = tab_put(&s->t, o->key, p ? rec_ent(p) : (store_ent)o, old);
     if (e != GD_OK) {
-        inf_obj_unref(p);
+        rec_free(s, p);
         return e;
     }
     if (p)
         inf_obj_unref(o);            /* the table's reference: the caller still has one */
     if (young && !young_push(s, o)) {
         /* no memory for the ring: pack now, as without one */
-        inf_obj *q = pack_obj(&s->pk, o);
+        pk_rec *q = pack_obj(s, o);
         if (q) {
-            s->t.slot[tab_find(&s->t, o->key)] = q;
+            s->t.slot[tab_find(&s->t, o->key)] = rec_ent(q);
             inf_obj_unref(o);
             *packed = true;
         }
@@ -650,26 +639,30 @@ static void store_done(inf_obj *o, bool packed)
 /* Tells fn about old → o. A packed old is inflated only when fn may publish its body:
  * DELETED, or MODIFIED to another shard; otherwise fn sees its key, rv and shard with an
  * empty body (see inf_change_fn). */
-static void tell(inf_store *s, inf_change_fn fn, void *ud, gd_ev ev, const inf_obj *old,
+static void tell(inf_store *s, inf_change_fn fn, void *ud, gd_ev ev, store_ent old,
                  const inf_obj *o)
 {
     if (!fn)
         return;
     inf_obj *u = NULL;
-    if (old && old->raw_len) {
-        bool need_body = ev == GD_EV_DELETED || (o && o->shard != old->shard);
-        u = need_body ? unpack_for_callback(s, old) : obj_alloc(old->key, old->rv, old->shard, 0);
+    const inf_obj *was = old ? ent_obj(old) : NULL;
+    if (old && ent_packed(old)) {
+        rec_view_buf v;
+        const inf_obj *r = ent_view(s, old, &v);
+        bool need_body = ev == GD_EV_DELETED || (o && o->shard != r->shard);
+        u = need_body ? unpack_for_callback(s, r) : obj_alloc(r->key, r->rv, r->shard, 0);
         if (!u)
             return;                  /* out of memory: nothing sensible to report */
-        old = u;
+        was = u;
     }
-    fn(ud, ev, old, o);
+    fn(ud, ev, was, o);
     inf_obj_unref(u);
 }
 
 gd_err inf_store_upsert(inf_store *s, inf_obj **op, inf_change_fn fn, void *ud)
 {
-    inf_obj *o = *op, *old = NULL;
+    inf_obj *o = *op;
+    store_ent old = 0;
     o->mark = s->generation;
     bool packed;
     inf_obj_ref(o);                      /* ours until fn has seen it */
@@ -680,9 +673,10 @@ gd_err inf_store_upsert(inf_store *s, inf_obj **op, inf_change_fn fn, void *ud)
     }
     *op = NULL;
     tell(s, fn, ud, old ? GD_EV_MODIFIED : GD_EV_ADDED, old, o);
-    inf_obj_unref(old);
+    ent_release(s, old);
     store_done(o, packed);
     maybe_train(s);
+    store_compact(s);
     return GD_OK;
 }
 
@@ -693,9 +687,10 @@ void inf_store_delete(inf_store *s, const char *key, inf_change_fn fn, void *ud)
     size_t i = tab_find(&s->t, key);
     if (!s->t.slot[i])
         return;
-    inf_obj *old = tab_take_at(&s->t, i);
+    store_ent old = tab_take_at(&s->t, i);
     tell(s, fn, ud, GD_EV_DELETED, old, NULL);
-    inf_obj_unref(old);
+    ent_release(s, old);
+    store_compact(s);
 }
 
 gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn fn,
@@ -705,7 +700,8 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
     uint32_t gen = ++s->generation;
     size_t loose = 0;
     for (size_t i = 0; i < n; i++) {
-        inf_obj *o = items[i], *old = NULL;
+        inf_obj *o = items[i];
+        store_ent old = 0;
         bool packed;
         if (!o)
             continue;
@@ -720,30 +716,35 @@ gd_err inf_store_replace(inf_store *s, inf_obj **items, size_t n, inf_change_fn 
             err = GD_ERR_NOMEM;
             continue;
         }
-        if (!old)
-            tell(s, fn, ud, GD_EV_ADDED, NULL, o);
-        else if (strcmp(old->rv, o->rv) != 0 || old->shard != o->shard)
-            tell(s, fn, ud, GD_EV_MODIFIED, old, o);
-        inf_obj_unref(old);
+        if (!old) {
+            tell(s, fn, ud, GD_EV_ADDED, 0, o);
+        } else {
+            rec_view_buf v;
+            const inf_obj *was = ent_view(s, old, &v);
+            if (strcmp(was->rv, o->rv) != 0 || was->shard != o->shard)
+                tell(s, fn, ud, GD_EV_MODIFIED, old, o);
+        }
+        ent_release(s, old);
         loose += packed ? o->body_len : 0;
         store_done(o, packed);
         maybe_train(s);
     }
     /* Sweep: whatever the list did not mention vanished while we were away. Taking slot i
-     * shifts a later object into it, so i is looked at again; an object may be seen twice
+     * shifts a later entry into it, so i is looked at again; an entry may be seen twice
      * (shifted across the wrap), never skipped, and a second look finds it current. */
     for (size_t i = 0; i < s->t.cap;) {
-        inf_obj *o = s->t.slot[i];
-        if (!o || o->mark == gen) {
+        store_ent e = s->t.slot[i];
+        if (!e || ent_mark(e) == gen) {
             i++;
             continue;
         }
         tab_take_at(&s->t, i);
-        loose += o->raw_len;              /* inflated for the DELETED message */
-        tell(s, fn, ud, GD_EV_DELETED, o, NULL);
-        inf_obj_unref(o);
+        loose += ent_packed(e) ? ent_rec(e)->raw_len : 0;   /* inflated for DELETED */
+        tell(s, fn, ud, GD_EV_DELETED, e, NULL);
+        ent_release(s, e);
     }
     trim_after_loose(loose);
+    store_compact(s);
     return err;
 }
 
@@ -763,10 +764,11 @@ void inf_store_foreach(inf_store *s, int (*fn)(void *ud, const inf_obj *o), void
 {
     size_t inflated = 0;
     for (size_t i = 0; i < s->t.cap; i++) {
-        if (!s->t.slot[i])
+        store_ent e = s->t.slot[i];
+        if (!e)
             continue;
-        inflated += s->t.slot[i]->raw_len;
-        inf_obj *u = unpack_for_callback(s, s->t.slot[i]);
+        inflated += ent_packed(e) ? ent_rec(e)->raw_len : 0;
+        inf_obj *u = ent_for_callback(s, e);
         int stop = u ? fn(ud, u) : 0;
         inf_obj_unref(u);
         if (stop)

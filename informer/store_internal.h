@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <zstd.h>
+#include "gd_map.h"
 #include "informer.h"
+#include "store_slab.h"
 
 enum {
     PACK_TRAIN_AT = 256,            /* objects cached before the dictionary is trained */
@@ -23,11 +25,48 @@ enum {
 };
 #define PACK_MAX_BYTES ((size_t)UINT32_MAX)   /* raw_len is 32 bits */
 
+/* A packed object, in the store's slab (issue 23 item 3: 16 bytes of header instead of
+ * inf_obj's 48, no NULs, the namespace as an id): the sizes, mark and shard of its inf_obj,
+ * then the name (the whole key when ns is 0), the rv and the zstd frame, back to back. */
+enum {
+    REC_NAME_MAX = 511,     /* nlen's 9 bits; keys are < 512 bytes anyway (gd_meta_key) */
+    REC_RV_MAX = 255,       /* rvlen's 8 bits */
+    REC_NS_MAX = 16383,     /* ns's 14 bits: namespaces past that keep their keys whole */
+};
+#define REC_Z_MAX ((1u << 24) - 1)   /* zlen's 24 bits: larger frames are kept as JSON */
+typedef struct {
+    uint32_t raw_len;                /* the JSON's length */
+    uint32_t mark;                   /* relist generation, as inf_obj.mark */
+    uint32_t zlen : 24, rvlen : 8;
+    uint32_t nlen : 9, shard1 : 9, ns : 14;   /* shard1: shard + 1 (GD_SHARD_BROADCAST is -1) */
+    char data[];
+} pk_rec;
+
+/* The namespaces of packed records, each stored once and referenced by id (1..): a
+ * namespace's objects share it, so a key costs its name only. */
+typedef struct {
+    const char *name;                /* the id map's copy; NULL: a free id */
+    uint32_t len, refs;
+} ns_ent;
+typedef struct {
+    gd_map *ids;                     /* namespace → id */
+    ns_ent *v;                       /* by id - 1 */
+    size_t n, cap;
+    uint16_t *free_ids;              /* ids whose namespace lost its last record */
+    size_t nfree;
+} store_ns;
+
+/* An index slot: an inf_obj * (JSON: young, small or incompressible objects, or every
+ * object before the dictionary exists), or a pk_rec * with bit 0 set. */
+typedef uintptr_t store_ent;
+#define ENT_PACKED ((uintptr_t)1)
+
 /* Open addressing with linear probing; deletion shifts the run back (no tombstones). */
 typedef struct {
-    inf_obj **slot;                 /* NULL: empty */
+    store_ent *slot;                /* 0: empty */
     size_t cap;                     /* power of two (0 before the first insert) */
     size_t count;
+    const store_ns *ns;             /* the packed records' namespaces */
 } obj_table;
 
 typedef struct {
@@ -56,6 +95,9 @@ struct inf_store {
     obj_table t;
     store_pack pk;
     store_young young;
+    slab slab;             /* the packed objects */
+    store_ns ns;
+    inf_obj *view;         /* inf_store_get's answer for a packed object (rec_view_buf) */
     uint32_t generation;   /* bumped per replace; objects seen in the list carry it */
 };
 

@@ -439,6 +439,136 @@ static void test_index_random(void **state)
     inf_store_destroy(&s);
 }
 
+/* ---- packed records: namespaces kept once, slab space under churn */
+
+/* cm-i in namespace ns ("" for a cluster-scoped key), on shard i % 3 - 1 (broadcast too). */
+static inf_obj *cm_in(const char *ns, int i, int rv)
+{
+    char key[64], rvs[16];
+    snprintf(key, sizeof key, "%s%scm-%d", ns, *ns ? "/" : "", i);
+    snprintf(rvs, sizeof rvs, "%d", rv);
+    char *b = cm_body(i, rv, 1);
+    inf_obj *o = inf_obj_new(key, rvs, i % 3 - 1, b, strlen(b));
+    free(b);
+    assert_non_null(o);
+    return o;
+}
+
+static void assert_cached(inf_store *s, const char *ns, int i, int rv)
+{
+    char key[64], rvs[16];
+    snprintf(key, sizeof key, "%s%scm-%d", ns, *ns ? "/" : "", i);
+    snprintf(rvs, sizeof rvs, "%d", rv);
+    const inf_obj *e = inf_store_get(s, key);
+    assert_non_null(e);
+    assert_string_equal(e->key, key);
+    assert_string_equal(e->rv, rvs);
+    assert_int_equal(e->shard, i % 3 - 1);
+    inf_obj *o = inf_store_load(s, key, NULL);
+    assert_non_null(o);
+    char *want = cm_body(i, rv, 1);
+    assert_string_equal(o->key, key);
+    assert_int_equal(o->body_len, strlen(want));
+    assert_string_equal(o->body, want);
+    free(want);
+    inf_obj_unref(o);
+}
+
+static size_t ns_in_use(const inf_store *s)
+{
+    return s->ns.n - s->ns.nfree;
+}
+
+static void test_namespaces_shared(void **state)
+{
+    inf_store *s = inf_store_new();
+    inf_store_set_young(s, 0);
+    fill(s, 0, PACK_TRAIN_AT, 1);                /* trained; every record in team-a */
+    assert_int_equal(ns_in_use(s), 1);
+    const char *nss[] = {"a", "team-b", "", "kube-system"};
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 20; i++) {
+            inf_obj *o = cm_in(nss[k], i, 5 + k);
+            assert_int_equal(inf_store_upsert(s, &o, NULL, NULL), GD_OK);
+        }
+    assert_int_equal(ns_in_use(s), 4);           /* team-a, a, team-b, kube-system */
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 20; i += 7)
+            assert_cached(s, nss[k], i, 5 + k);
+    /* keys that differ only around the slash are told apart */
+    assert_null(inf_store_get(s, "a/cm-1x"));
+    assert_null(inf_store_get(s, "a/cm-"));
+    assert_null(inf_store_get(s, "ab/cm-1"));
+    assert_null(inf_store_get(s, "a"));
+    assert_null(inf_store_get(s, "team-b"));
+    assert_null(inf_store_get(s, "/cm-1"));
+    /* team-b's last record gone: its id is free, and the next namespace takes it */
+    size_t n = s->ns.n;
+    for (int i = 0; i < 20; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "team-b/cm-%d", i);
+        inf_store_delete(s, key, NULL, NULL);
+    }
+    assert_int_equal(ns_in_use(s), 3);
+    inf_obj *o = cm_in("team-c", 1, 9);
+    inf_store_upsert(s, &o, NULL, NULL);
+    assert_int_equal(s->ns.n, n);
+    assert_int_equal(ns_in_use(s), 4);
+    assert_cached(s, "team-c", 1, 9);
+    assert_cached(s, "a", 14, 5);
+    /* foreach and DELETED callbacks see whole keys */
+    seen v = {0};
+    inf_store_foreach(s, on_each, &v);
+    assert_int_equal(v.n, (int)inf_store_count(s));
+    assert_int_equal(v.json, v.n);
+    inf_store_destroy(&s);
+}
+
+/* The owner's view of a store under churn: rv by (namespace, i), 0 when absent. */
+static void test_churn_keeps_slab_bounded(void **state)
+{
+    enum { NS = 4, K = 300, OPS = 12000 };
+    static const char *nss[NS] = {"team-a", "b", "", "ns-long-name-for-a-namespace"};
+    inf_store *s = inf_store_new();
+    inf_store_set_young(s, 4);                   /* young ring and packing at its turn */
+    int (*rv)[K] = calloc(NS, sizeof *rv);
+    uint64_t x = 5;
+    for (int op = 0; op < OPS; op++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int k = (int)((x >> 33) % NS), i = (int)((x >> 40) % K);
+        if ((x >> 20) % 5) {
+            inf_obj *o = cm_in(nss[k], i, op + 1);
+            assert_int_equal(inf_store_upsert(s, &o, NULL, NULL), GD_OK);
+            rv[k][i] = op + 1;
+        } else {
+            char key[64];
+            snprintf(key, sizeof key, "%s%scm-%d", nss[k], *nss[k] ? "/" : "", i);
+            inf_store_delete(s, key, NULL, NULL);
+            rv[k][i] = 0;
+        }
+        if (op % 500 == 499) {
+            assert_true(s->slab.live > 0);
+            assert_true(s->slab.mapped <= 3 * s->slab.live + 2 * SLAB_BLOCK);
+        }
+    }
+    size_t n = 0;
+    for (int k = 0; k < NS; k++)
+        for (int i = 0; i < K; i++)
+            if (rv[k][i]) {
+                n++;
+                assert_cached(s, nss[k], i, rv[k][i]);
+            }
+    assert_int_equal(inf_store_count(s), n);
+    /* a relist that keeps nothing: no record, no namespace, at most the current block */
+    inf_store_replace(s, NULL, 0, NULL, NULL);
+    assert_int_equal(inf_store_count(s), 0);
+    assert_int_equal(s->slab.live, 0);
+    assert_true(s->slab.blocks <= 1);
+    assert_int_equal(ns_in_use(s), 0);
+    free(rv);
+    inf_store_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -446,6 +576,8 @@ int main(void)
         cmocka_unit_test(test_trained_once),    cmocka_unit_test(test_what_stays_raw),
         cmocka_unit_test(test_corrupt_and_missized), cmocka_unit_test(test_index_random),
         cmocka_unit_test(test_copies_trim),     cmocka_unit_test(test_young_window),
+        cmocka_unit_test(test_namespaces_shared),
+        cmocka_unit_test(test_churn_keeps_slab_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
