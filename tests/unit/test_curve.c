@@ -114,6 +114,31 @@ static void last_endpoint(void *s, char *out, size_t cap)
     assert_int_equal(zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, out, &len), 0);
 }
 
+/* The reload tests' server: a ROUTER on 127.0.0.1 behind the ZAP handler of allow-list
+ * file `allow`; tcp gets its endpoint. */
+static void *allow_router(fx *f, const char *allow, char *tcp, size_t cap)
+{
+    f->zap = gd_curve_zap_new(f->zctx, allow);
+    assert_non_null(f->zap);
+    void *router = sock(f, ZMQ_ROUTER);
+    assert_int_equal(gd_curve_bind(router, "tcp://127.0.0.1:*", &f->server), GD_OK);
+    last_endpoint(router, tcp, cap);
+    return router;
+}
+
+/* A new DEALER (monitor `name`) connects to tcp with client keys k: the handshake's outcome,
+ * ZMQ_EVENT_HANDSHAKE_SUCCEEDED or ZMQ_EVENT_HANDSHAKE_FAILED_AUTH (0 at the deadline);
+ * the socket in *dealer when not NULL. */
+static int handshake(fx *f, const char *tcp, const gd_curve_keys *k, const char *name,
+                     void **dealer)
+{
+    void *d = sock(f, ZMQ_DEALER), *m = monitor(f, d, name);
+    assert_int_equal(gd_curve_connect(d, tcp, k, f->server.public_z85), GD_OK);
+    if (dealer)
+        *dealer = d;
+    return wait_event(m, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+}
+
 static void test_keys_files(void **state)
 {
     fx *f = *state;
@@ -272,25 +297,15 @@ static void test_unknown_key_receives_nothing(void **state)
 static void test_allow_reload(void **state)
 {
     fx *f = *state;
-    f->zap = gd_curve_zap_new(f->zctx, f->allow);
-    assert_non_null(f->zap);
-    void *router = sock(f, ZMQ_ROUTER);
     char tcp[128];
-    assert_int_equal(gd_curve_bind(router, "tcp://127.0.0.1:*", &f->server), GD_OK);
-    last_endpoint(router, tcp, sizeof tcp);
-
-    void *b1 = sock(f, ZMQ_DEALER), *m1 = monitor(f, b1, "b1");
-    assert_int_equal(gd_curve_connect(b1, tcp, &f->b, f->server.public_z85), GD_OK);
-    assert_int_equal(wait_event(m1, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
-                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+    void *router = allow_router(f, f->allow, tcp, sizeof tcp);
+    assert_int_equal(handshake(f, tcp, &f->b, "b1", NULL), ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
 
     char text[200];
     snprintf(text, sizeof text, "%s worker-a\n%s worker-b\n", f->a.public_z85, f->b.public_z85);
     write_allow(f, text);
-    void *b2 = sock(f, ZMQ_DEALER), *m2 = monitor(f, b2, "b2");
-    assert_int_equal(gd_curve_connect(b2, tcp, &f->b, f->server.public_z85), GD_OK);
-    assert_int_equal(wait_event(m2, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
-                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    void *b2;
+    assert_int_equal(handshake(f, tcp, &f->b, "b2", &b2), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
     assert_int_equal(zmq_send(b2, "hello", 5, 0), 5);
     int timeout = DEADLINE_MS;
     zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
@@ -299,10 +314,7 @@ static void test_allow_reload(void **state)
     assert_int_equal(zmq_recv(router, body, sizeof body, 0), 5);
 
     write_allow(f, "garbage\n");
-    void *a1 = sock(f, ZMQ_DEALER), *m3 = monitor(f, a1, "a1");
-    assert_int_equal(gd_curve_connect(a1, tcp, &f->a, f->server.public_z85), GD_OK);
-    assert_int_equal(wait_event(m3, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
-                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    assert_int_equal(handshake(f, tcp, &f->a, "a1", NULL), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
     gd_curve_zap_stats st;
     gd_curve_zap_get_stats(f->zap, &st);
     assert_int_equal(st.keys, 2);
@@ -325,25 +337,15 @@ static void test_allow_reload_secret_volume(void **state)
     snprintf(text, sizeof text, "%s worker-a\n", f->a.public_z85);
     na_payload_file pf = {.path = "allow", .data = text, .len = strlen(text), .mode = 0444};
     assert_int_equal(na_atomic_write(vol, &pf, 1, &changed, err, sizeof err), GD_OK);
-    f->zap = gd_curve_zap_new(f->zctx, path);
-    assert_non_null(f->zap);
-    void *router = sock(f, ZMQ_ROUTER);
     char tcp[128];
-    assert_int_equal(gd_curve_bind(router, "tcp://127.0.0.1:*", &f->server), GD_OK);
-    last_endpoint(router, tcp, sizeof tcp);
-    void *b1 = sock(f, ZMQ_DEALER), *m1 = monitor(f, b1, "b1");
-    assert_int_equal(gd_curve_connect(b1, tcp, &f->b, f->server.public_z85), GD_OK);
-    assert_int_equal(wait_event(m1, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
-                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+    allow_router(f, path, tcp, sizeof tcp);
+    assert_int_equal(handshake(f, tcp, &f->b, "b1", NULL), ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
 
     snprintf(text, sizeof text, "%s worker-a\n%s worker-b\n", f->a.public_z85, f->b.public_z85);
     pf.len = strlen(text);
     assert_int_equal(na_atomic_write(vol, &pf, 1, &changed, err, sizeof err), GD_OK);
     assert_true(changed);
-    void *b2 = sock(f, ZMQ_DEALER), *m2 = monitor(f, b2, "b2");
-    assert_int_equal(gd_curve_connect(b2, tcp, &f->b, f->server.public_z85), GD_OK);
-    assert_int_equal(wait_event(m2, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
-                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    assert_int_equal(handshake(f, tcp, &f->b, "b2", NULL), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
     gd_curve_zap_stats st;
     gd_curve_zap_get_stats(f->zap, &st);
     assert_int_equal(st.keys, 2);
