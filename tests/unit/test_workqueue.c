@@ -15,6 +15,7 @@
 #include "gd_time.h"
 #include "workqueue.h"
 #include "../support/test_wait.h"
+#include "../support/wq_threads.h"
 
 #define MS 1000000LL
 static _Atomic int64_t fake_now_ns;
@@ -133,85 +134,34 @@ static void test_hostile_input(void **state)
 
 /* ---- exclusivity under 16 threads ---- */
 
-#define NKEYS 64
 #define NTHREADS 16
 #define NADDS 20000
-typedef struct {
-    wq *q;
-    atomic_int in_flight[NKEYS];
-    atomic_int overlaps;
-    atomic_long seq;                    /* global event counter */
-    atomic_long last_add[NKEYS];        /* seq of the last add of each key */
-    atomic_long last_start[NKEYS];      /* seq seen by the latest start of each key */
-    atomic_long processed;
-} excl_ctx;
-
-static int key_index(const char *k) { return atoi(k + 1); }
-
-static void *excl_worker(void *arg)
-{
-    excl_ctx *c = arg;
-    bool shutdown = false;
-    unsigned seed = (unsigned)(uintptr_t)pthread_self();
-    for (;;) {
-        const char *k = wq_get(c->q, -1, &shutdown);
-        if (!k) {
-            assert_true(shutdown);
-            break;
-        }
-        int i = key_index(k);
-        long now = atomic_load(&c->seq);
-        if (atomic_fetch_add(&c->in_flight[i], 1) != 0)
-            atomic_fetch_add(&c->overlaps, 1);
-        long prev = atomic_load(&c->last_start[i]);
-        while (prev < now && !atomic_compare_exchange_weak(&c->last_start[i], &prev, now))
-            ;
-        if (rand_r(&seed) % 4 == 0)
-            usleep((useconds_t)(rand_r(&seed) % 50));
-        atomic_fetch_sub(&c->in_flight[i], 1);
-        atomic_fetch_add(&c->processed, 1);
-        wq_done(c->q, k);
-    }
-    return NULL;
-}
 
 static void test_exclusivity_16_threads(void **state)
 {
     gd_clock_set(NULL);
-    excl_ctx *c = calloc(1, sizeof *c);
-    c->q = new_queue(0);
-    pthread_t th[NTHREADS];
-    for (int i = 0; i < NTHREADS; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, excl_worker, c), 0);
+    wqt *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    assert_int_equal(wqt_start(t, new_queue(0), NTHREADS, true), 0);
     unsigned seed = 42;
-    for (int n = 0; n < NADDS; n++) {
-        int i = rand_r(&seed) % NKEYS;
-        char key[16];
-        snprintf(key, sizeof key, "k%d", i);
-        atomic_store(&c->last_add[i], atomic_fetch_add(&c->seq, 1) + 1);
-        wq_add(c->q, key);
-    }
+    for (int n = 0; n < NADDS; n++)
+        wqt_add(t, rand_r(&seed) % WQT_KEYS, false);
     /* wait until everything queued was processed */
-    for (int spin = 0; spin < 5000; spin++) {
-        if (wq_len(c->q) == 0 && wq_processing(c->q) == 0)
-            break;
-        usleep(1000);
-    }
-    assert_int_equal(wq_shutdown_drain(c->q, 5000), GD_OK);
-    for (int i = 0; i < NTHREADS; i++)
-        pthread_join(th[i], NULL);
-    assert_int_equal(atomic_load(&c->overlaps), 0);
-    for (int i = 0; i < NKEYS; i++)
-        if (atomic_load(&c->last_add[i]) > 0)     /* processed after its last add */
-            assert_true(atomic_load(&c->last_start[i]) >= atomic_load(&c->last_add[i]));
-    assert_true(atomic_load(&c->processed) >= NKEYS);
-    assert_true(atomic_load(&c->processed) <= NADDS);
+    WAIT_UNTIL(wq_len(t->q) == 0 && wq_processing(t->q) == 0, 5000);
+    assert_int_equal(wqt_stop(t, 5000), GD_OK);
+    assert_int_equal(atomic_load(&t->bad_exits), 0);
+    assert_int_equal(atomic_load(&t->overlaps), 0);
+    for (int i = 0; i < WQT_KEYS; i++)
+        if (atomic_load(&t->last_add[i]) > 0)     /* processed after its last add */
+            assert_true(atomic_load(&t->last_start[i]) >= atomic_load(&t->last_add[i]));
+    assert_true(atomic_load(&t->processed) >= WQT_KEYS);
+    assert_true(atomic_load(&t->processed) <= NADDS);
     wq_stats st;
-    wq_get_stats(c->q, &st);
+    wq_get_stats(t->q, &st);
     assert_int_equal(st.depth, 0);
     assert_int_equal(st.gets, st.dones);
-    wq_destroy(&c->q);
-    free(c);
+    wq_destroy(&t->q);
+    free(t);
 }
 
 /* ---- rate limiting with the injected clock ---- */

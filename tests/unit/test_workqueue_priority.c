@@ -15,6 +15,7 @@
 #include "gd_time.h"
 #include "workqueue.h"
 #include "../support/test_wait.h"
+#include "../support/wq_threads.h"
 
 #define MS 1000000LL
 static _Atomic int64_t fake_now_ns;
@@ -222,68 +223,34 @@ static void test_extract_both_levels(void **state)
 /* 8 threads, keys added at random levels and promoted: no key is ever in two threads at
  * once, and every key is processed after its last add. */
 #define NTHREADS 8
-#define NKEYS 64
 #define NADDS 40000
-typedef struct {
-    wq *q;
-    atomic_int in_flight[NKEYS];
-    atomic_int overlaps;
-    atomic_long seq, last_add[NKEYS], last_start[NKEYS];
-} excl_ctx;
-
-static void *excl_worker(void *arg)
-{
-    excl_ctx *c = arg;
-    for (;;) {
-        bool down = false;
-        const char *k = wq_get(c->q, -1, &down);
-        if (!k)
-            return NULL;
-        int i = atoi(k + 1);
-        if (atomic_fetch_add(&c->in_flight[i], 1) != 0)
-            atomic_fetch_add(&c->overlaps, 1);
-        atomic_store(&c->last_start[i], atomic_fetch_add(&c->seq, 1) + 1);
-        atomic_fetch_sub(&c->in_flight[i], 1);
-        wq_done(c->q, k);
-    }
-}
 
 static void test_exclusivity_threads(void **state)
 {
     (void)state;
     gd_clock_set(NULL);
-    excl_ctx *c = calloc(1, sizeof *c);
-    assert_non_null(c);
-    c->q = new_queue(false);
-    pthread_t th[NTHREADS];
-    for (int i = 0; i < NTHREADS; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, excl_worker, c), 0);
+    wqt *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    assert_int_equal(wqt_start(t, new_queue(false), NTHREADS, false), 0);
     unsigned seed = 7;
     for (int n = 0; n < NADDS; n++) {
-        int i = rand_r(&seed) % NKEYS;
-        char key[16];
-        snprintf(key, sizeof key, "k%d", i);
-        atomic_store(&c->last_add[i], atomic_fetch_add(&c->seq, 1) + 1);
-        if (rand_r(&seed) % 2)
-            wq_add_low(c->q, key);
-        else
-            wq_add(c->q, key);
+        int i = rand_r(&seed) % WQT_KEYS;
+        wqt_add(t, i, rand_r(&seed) % 2);
     }
-    WAIT_UNTIL(wq_len(c->q) == 0 && wq_processing(c->q) == 0, 20000);
-    assert_int_equal(wq_len(c->q), 0);
-    assert_int_equal(wq_shutdown_drain(c->q, 5000), GD_OK);
-    for (int i = 0; i < NTHREADS; i++)
-        pthread_join(th[i], NULL);
-    assert_int_equal(atomic_load(&c->overlaps), 0);
-    for (int i = 0; i < NKEYS; i++)
-        if (atomic_load(&c->last_add[i]) > 0)
-            assert_true(atomic_load(&c->last_start[i]) >= atomic_load(&c->last_add[i]));
+    WAIT_UNTIL(wq_len(t->q) == 0 && wq_processing(t->q) == 0, 20000);
+    assert_int_equal(wq_len(t->q), 0);
+    assert_int_equal(wqt_stop(t, 5000), GD_OK);
+    assert_int_equal(atomic_load(&t->bad_exits), 0);
+    assert_int_equal(atomic_load(&t->overlaps), 0);
+    for (int i = 0; i < WQT_KEYS; i++)
+        if (atomic_load(&t->last_add[i]) > 0)
+            assert_true(atomic_load(&t->last_start[i]) >= atomic_load(&t->last_add[i]));
     wq_stats st;
-    wq_get_stats(c->q, &st);
+    wq_get_stats(t->q, &st);
     assert_int_equal(st.depth, 0);
     assert_int_equal(st.gets, st.dones);
-    wq_destroy(&c->q);
-    free(c);
+    wq_destroy(&t->q);
+    free(t);
 }
 
 int main(void)
