@@ -123,14 +123,14 @@ static bool wait_bundle(const char *name, int want, int ms)
 
 /* The API server called the webhook, TLS verified with the registered caBundle: an eviction
  * of a pod that does not exist gets the webhook's own 404 message. */
-static bool reaches_webhook(k8s_client *c)
+static bool reaches_webhook(k8s_client *client)
 {
     char path[300], body[300];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/nosuch/eviction", ns);
     snprintf(body, sizeof body, "{\"apiVersion\":\"policy/v1beta1\",\"kind\":\"Eviction\","
              "\"metadata\":{\"name\":\"nosuch\",\"namespace\":\"%s\"}}", ns);
     k8s_status st = {0};
-    gd_err e = k8s_request(c, "POST", path, body, "application/json", NULL, &st);
+    gd_err e = k8s_request(client, "POST", path, body, "application/json", NULL, &st);
     if (e != GD_ERR_NOT_FOUND || !strstr(st.message, "admission webhook"))
         fprintf(stderr, "webhook-certs: eviction answer %s: %s\n", gd_strerror(e), st.message);
     return e == GD_ERR_NOT_FOUND && strstr(st.message, "admission webhook");
