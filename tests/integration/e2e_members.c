@@ -14,14 +14,18 @@ int e2e_members_now(k8s_client *c, const char *ns, const char *cluster, e2e_memb
     if (k8s_list(c, &K8S_RES_PODS, ns, &lo, &pods, NULL) != GD_OK) return -1;
     int n = 0;
     const cJSON *p;
+    size_t cl = strlen(cluster);
     cJSON_ArrayForEach(p, gd_json_path(pods, "items")) {
         const char *nn = gd_meta_label(p, "node-name");
-        if (!nn || gd_meta_deleting(p) || n >= cap) continue;
+        if (!nn || strncmp(nn, cluster, cl) || nn[cl] != '-' || gd_meta_deleting(p) || n >= cap)
+            continue;
         e2e_member *m = &out[n++];
         memset(m, 0, sizeof *m);
-        m->id = strlen(nn) > strlen(cluster) ? atoll(nn + strlen(cluster) + 1) : 0;
+        m->id = atoll(nn + cl + 1);
         snprintf(m->pod_uid, sizeof m->pod_uid, "%s", gd_meta_uid(p));
+        snprintf(m->pod, sizeof m->pod, "%s", gd_meta_name(p));
         snprintf(m->ip, sizeof m->ip, "%s", gd_json_str_or(p, "status.podIP", ""));
+        snprintf(m->node, sizeof m->node, "%s", gd_json_str_or(p, "spec.nodeName", ""));
         snprintf(m->image, sizeof m->image, "%s",
                  gd_json_str_or(cJSON_GetArrayItem(gd_json_path(p, "spec.containers"), 0), "image", ""));
         char claim[160];

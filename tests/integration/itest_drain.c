@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 #include "e2e_lib.h"
+#include "e2e_members.h"
 #include "e2e_procs.h"
 #include "e2e_sampler.h"
 #include "e2e_webhook.h"
@@ -79,55 +80,16 @@ static int cordon(const char *node)
     return kubectl(a, NULL);
 }
 
-/* ---------- the cluster's members ---------- */
-typedef struct {
-    int64_t id;
-    char ip[32], node[64], pod[128];
-} member_pod;
-
-/* Member pods of a cluster (not being deleted), by label. */
-static int member_pods(k8s_client *k, const char *cluster, member_pod *out, int cap)
-{
-    char sel[160];
-    snprintf(sel, sizeof sel, "cluster-name=%s", cluster);
-    k8s_list_opts lo = {.label_selector = sel};
-    cJSON *list = NULL;
-    if (k8s_list(k, &K8S_RES_PODS, ns, &lo, &list, NULL) != GD_OK) return -1;
-    int n = 0;
-    const cJSON *p;
-    cJSON_ArrayForEach(p, gd_json_path(list, "items")) {
-        const char *nn = gd_meta_label(p, "node-name");
-        size_t cl = strlen(cluster);
-        if (n >= cap || gd_meta_deleting(p) || !nn || strncmp(nn, cluster, cl) || nn[cl] != '-') continue;
-        out[n].id = atoll(nn + cl + 1);
-        snprintf(out[n].ip, sizeof out[n].ip, "%s", gd_json_str_or(p, "status.podIP", ""));
-        snprintf(out[n].node, sizeof out[n].node, "%s", gd_json_str_or(p, "spec.nodeName", ""));
-        snprintf(out[n].pod, sizeof out[n].pod, "%s", gd_meta_name(p));
-        n++;
-    }
-    cJSON_Delete(list);
-    return n;
-}
-
-/* Generous timeouts: on a loaded 2-core machine a live member can take a second to answer,
- * and a sample must not count it as down for that (a member that does not answer within 3 s
- * is unavailable to clients too). */
-static godis_client *dial(const char *ip)
-{
-    godis_opts o = {.connect_timeout_ms = 1000, .reply_timeout_ms = 3000, .loopback_only = 1};
-    return godis_client_new(ip, 6379, &o);
-}
-
 /* ---------- data ---------- */
 /* Written through every member: godis replicates a write to all members through Raft, the
  * stand-in keeps it where it was written, so the test does the replication itself. */
 static void write_data(const char *cluster)
 {
-    member_pod m[MAXM];
-    int n = member_pods(c, cluster, m, MAXM);
+    e2e_member m[MAXM];
+    int n = e2e_members_now(c, ns, cluster, m, MAXM);
     assert_true(n > 0);
     for (int j = 0; j < n; j++) {
-        godis_client *g = dial(m[j].ip);
+        godis_client *g = e2e_member_dial(m[j].ip);
         for (int i = 0; i < 20; i++) {
             char k[32], v[32];
             snprintf(k, sizeof k, "drain-key-%d", i);
@@ -142,14 +104,14 @@ static void write_data(const char *cluster)
  * restarted on an empty volume), and at least one such member is left. */
 static void check_data(const char *cluster, const int64_t *before, int nbefore)
 {
-    member_pod m[MAXM];
-    int n = member_pods(c, cluster, m, MAXM), survivors = 0;
+    e2e_member m[MAXM];
+    int n = e2e_members_now(c, ns, cluster, m, MAXM), survivors = 0;
     for (int j = 0; j < n; j++) {
         bool old = false;
         for (int b = 0; b < nbefore; b++) old |= before[b] == m[j].id;
         if (!old) continue;
         survivors++;
-        godis_client *g = dial(m[j].ip);
+        godis_client *g = e2e_member_dial(m[j].ip);
         for (int i = 0; i < 20; i++) {
             char k[32], want[32], *v = NULL;
             snprintf(k, sizeof k, "drain-key-%d", i);
@@ -180,8 +142,8 @@ static bool create_cluster(const char *name, const char *anti)
 
 static int nodes_of(const char *cluster, char nodes[][64], int64_t *ids)
 {
-    member_pod m[MAXM];
-    int n = member_pods(c, cluster, m, MAXM);
+    e2e_member m[MAXM];
+    int n = e2e_members_now(c, ns, cluster, m, MAXM);
     for (int i = 0; i < n; i++) {
         snprintf(nodes[i], 64, "%s", m[i].node);
         ids[i] = m[i].id;
@@ -503,8 +465,8 @@ static void test_move_waits_for_a_schedulable_node(void **state)
     assert_int_equal(cordon("node-3"), 0);
     assert_true(create_cluster("stuck", NULL));
     assert_true(e2e_wait_converged(c, ns, "stuck", 3, 180000));
-    member_pod m[MAXM];
-    int n = member_pods(c, "stuck", m, MAXM);
+    e2e_member m[MAXM];
+    int n = e2e_members_now(c, ns, "stuck", m, MAXM);
     assert_int_equal(n, 3);
     int64_t before[MAXM];
     for (int i = 0; i < n; i++) {
@@ -556,7 +518,7 @@ static void test_move_waits_for_a_schedulable_node(void **state)
     assert_int_equal(s.no_quorum, 0);
     assert_int_equal(s.multi_change, 0);
     assert_true(s.max_unavailable <= 1);
-    n = member_pods(c, "stuck", m, MAXM);
+    n = e2e_members_now(c, ns, "stuck", m, MAXM);
     assert_int_equal(n, 3);
     int moved = 0;
     for (int i = 0; i < n; i++) {
@@ -596,8 +558,8 @@ static void test_unschedulable_member_is_surfaced(void **state)
     assert_true(e2e_cluster_scale(c, ns, "wide", 3));
     assert_true(e2e_wait_converged(c, ns, "wide", 3, 120000));
     assert_true(e2e_wait_consistent(c, ns, "wide", 60000));
-    member_pod m[MAXM];
-    assert_int_equal(member_pods(c, "wide", m, MAXM), 3);
+    e2e_member m[MAXM];
+    assert_int_equal(e2e_members_now(c, ns, "wide", m, MAXM), 3);
     assert_true(webhook_answers_for(m[0].pod));
     k8s_status st;
     assert_int_equal(evict_pod(m[0].pod, &st), GD_ERR_TOO_MANY_REQUESTS);
