@@ -30,6 +30,7 @@
 #include "godis_rollout.c"
 #include "godis_slots.c"
 #include "godis_metrics.c"
+#include "godis_cluster_observe.c"
 #include "godis_reconcile_cluster.c"
 #include "godis_retire.c"
 #include "godis_reconcile_godis.c"

@@ -3,7 +3,7 @@
  * Why a pure planner: every rule that keeps a Raft cluster safe (intent before side
  * effects, ids never reused, one membership change at a time, forget before delete,
  * add before remove) lives here, where it can be unit-tested exhaustively without an API
- * server. The reconciler (reconcile_godiscluster.c) builds a godis_view from its cache,
+ * server. The reconciler (godis_reconcile_cluster.c) builds a godis_view from its cache,
  * asks for the next step, performs exactly that step, and requeues. A crash between two
  * steps is safe because every multi-step operation is first recorded in status
  * (scaleOutID / scaleInID / nextID) and the planner resumes a recorded step before it

@@ -1,8 +1,11 @@
-/* godis_reconcile_cluster.c — the GodisCluster controller: builds a godis_view from the
- * cache, asks the planner for the next step (godis_plan.c) and performs exactly that step.
+/* godis_reconcile_cluster.c — the GodisCluster controller: takes the godis_view observed
+ * from the cache (godis_cluster_observe.c), asks the planner for the next step
+ * (godis_plan.c) and performs exactly that step: a status write, the ConfigMap, a Godis
+ * created or removed, a `cluster meet`/`forget` through a member, a member stopped.
  * Status (phase, members, conditions) is written with optimistic concurrency, so two
  * reconciles racing on stale caches cannot both record an intent: one gets a Conflict. */
 #include "godis_reconcile.h"
+#include "godis_cluster_ctx.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +13,6 @@
 #include "godis_client.h"
 #include "godis_input.h"
 #include "godis_metrics.h"
-#include "godis_place.h"
 #include "godis_plan.h"
 #include "godis_retire.h"
 #include "godis_rollout.h"
@@ -28,229 +30,7 @@
 #define STRAY_RECHECK_MS 1000
 #define PROBE_KEY "godis-operator-ready-probe"   /* never starts with * $ + - : (godis dies) */
 
-typedef struct {
-    godis_env *e;
-    cJSON *cluster;          /* our copy of the GodisCluster */
-    cJSON *godises;          /* array from the cache */
-    cJSON *configmap;        /* or NULL */
-    cJSON *written;          /* our last status write as the API server returned it */
-    const char *ns, *name, *uid;
-    godis_view v;
-    char phase[32];
-    char pod_ip[GODIS_MAX_MEMBERS][64]; /* by observed index */
-    char pod_node[GODIS_MAX_MEMBERS][GODIS_NODE_NAME_MAX];       /* by observed index */
-    char blocked_why[GODIS_MAX_MEMBERS][GODIS_BLOCKED_WHY_MAX];  /* godis_member.blocked_why */
-    int64_t grace_wait_ms;   /* >0: a member's node turns bad for migration after this long */
-    bool observed;           /* v and updated hold this reconcile's observation (metrics) */
-    int updated;             /* members on the spec's template (godis_rollout) */
-    int64_t storage_wait_ms; /* >0: a volume resize is under way (godis_storage.h) */
-    cJSON *status_base;      /* godis_rollout.status_base */
-} cluster_ctx;
-
-/* ---- observing ---- */
-
-/* Cordoned, or NotReady/Unknown for longer than the grace period (judged on our clock
- * from lastTransitionTime — a coarse bound is enough to decide a migration). A node that is
- * NotReady but still within its grace sets c->grace_wait_ms, so the reconcile looks again
- * when the grace ends even if nothing else happens (no event marks that moment). */
-static bool node_bad(cluster_ctx *cx, const char *node_name)
-{
-    godis_env *e = cx->e;
-    if (!node_name || !*node_name) return false;
-    cJSON *node = e->get(e, "Node", "", node_name);
-    if (!node) return false;
-    bool bad = false;
-    bool unsched = false;
-    if (gd_json_bool(node, "spec.unschedulable", &unsched) == GD_OK && unsched) bad = true;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, gd_json_path(node, "status.conditions")) {
-        if (strcmp(gd_json_str_or(c, "type", ""), "Ready") != 0) continue;
-        if (strcmp(gd_json_str_or(c, "status", ""), "True") == 0) break;
-        struct tm tm = {0};
-        const char *ts = gd_json_str_or(c, "lastTransitionTime", "");
-        if (strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)) {
-            int64_t left = e->node_notready_grace_ms - (gd_wall_ms() - (int64_t)timegm(&tm) * 1000);
-            if (left <= 0) bad = true;
-            else if (cx->grace_wait_ms == 0 || left < cx->grace_wait_ms) cx->grace_wait_ms = left + 100;
-        } else {
-            bad = true;
-        }
-    }
-    cJSON_Delete(node);
-    return bad;
-}
-
-/* Its pods and ReplicaSet: Ready, on a bad node, running, gone. */
-static void observe_runtime(cluster_ctx *c, int idx, const char *godis_name)
-{
-    godis_member *m = &c->v.observed[idx];
-    cJSON *pods = c->e->list(c->e, "Pod", c->ns, "node-name", godis_name);
-    const cJSON *pod;
-    cJSON_ArrayForEach(pod, pods) {
-        m->pod_exists = true;
-        if (gd_meta_deleting(pod)) continue;
-        m->running = true;
-        if (m->ready) continue;
-        m->ready = gd_meta_condition_true(pod, "Ready");
-        m->node_bad = node_bad(c, gd_json_str_or(pod, "spec.nodeName", NULL));
-        m->reschedule |= gd_meta_annotation(pod, "godis.kumkeehyun.github.com/reschedule") != NULL;
-        snprintf(c->pod_ip[idx], sizeof c->pod_ip[idx], "%s", gd_json_str_or(pod, "status.podIP", ""));
-        snprintf(c->pod_node[idx], sizeof c->pod_node[idx], "%s", gd_json_str_or(pod, "spec.nodeName", ""));
-        m->node = c->pod_node[idx][0] ? c->pod_node[idx] : NULL;
-        if (godis_pod_unschedulable(pod, c->blocked_why[idx], sizeof c->blocked_why[idx])) {
-            m->unschedulable = true;
-            m->blocked_why = c->blocked_why[idx];
-        }
-    }
-    cJSON_Delete(pods);
-    cJSON *rs = c->e->get(c->e, "ReplicaSet", c->ns, godis_name);
-    if (rs && gd_json_int_or(rs, "spec.replicas", 1) != 0) m->running = true;
-    cJSON_Delete(rs);
-}
-
-static void observe_godis(cluster_ctx *c, const cJSON *g)
-{
-    godis_view *v = &c->v;
-    int64_t id = godis_id_from_name(c->name, gd_meta_name(g));
-    if (id <= 0 || v->nobserved >= GODIS_MAX_MEMBERS) return;
-    if (!gd_meta_owned_by(g, "GodisCluster", c->uid)) return;   /* not ours: leave it alone */
-    int idx = v->nobserved++;
-    godis_member *m = &v->observed[idx];
-    memset(m, 0, sizeof *m);
-    m->id = id;
-    m->godis_exists = true;
-    m->godis_deleting = gd_meta_deleting(g);
-    m->finalizer = gd_meta_has_finalizer(g, GODIS_FINALIZER);
-    m->reschedule = gd_meta_annotation(g, "godis.kumkeehyun.github.com/reschedule") != NULL;
-    gd_json_bool(g, "status.volumeLost", &m->volume_lost);
-    m->wrong_class = godis_storage_wrong_class(c->e, c->cluster, c->ns, gd_meta_name(g));
-    if (id > v->max_seen_id) v->max_seen_id = id;
-    observe_runtime(c, idx, gd_meta_name(g));
-    /* Its pods are pinned to the node that holds its data (status.volumeNode): a member not
-     * Ready there, with that node bad or gone, can only come back by migrating (new id). */
-    const char *home = gd_json_str_or(g, "status.volumeNode", "");
-    if (!m->ready && *home) {
-        cJSON *node = c->e->get(c->e, "Node", "", home);
-        m->node_bad |= !node || node_bad(c, home);
-        cJSON_Delete(node);
-    }
-}
-
-/* A recorded member whose Godis is gone may still have a ReplicaSet and pods (the garbage
- * collector has not got to them): they are stopped like any forgotten member's. */
-static void observe_departed(cluster_ctx *c, int64_t id)
-{
-    godis_view *v = &c->v;
-    for (int i = 0; i < v->nobserved; i++)
-        if (v->observed[i].id == id) return;
-    if (id <= 0 || v->nobserved >= GODIS_MAX_MEMBERS) return;
-    int idx = v->nobserved++;
-    memset(&v->observed[idx], 0, sizeof v->observed[idx]);
-    v->observed[idx].id = id;
-    char name[300];
-    snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
-    observe_runtime(c, idx, name);
-}
-
-static bool listed(const cluster_ctx *c, const char *name)
-{
-    const cJSON *g;
-    cJSON_ArrayForEach(g, c->godises)
-        if (strcmp(gd_meta_name(g), name) == 0) return true;
-    return false;
-}
-
-static void add_if_ours(cluster_ctx *c, const cJSON *g)
-{
-    if (g && gd_meta_owned_by(g, "GodisCluster", c->uid) && !listed(c, gd_meta_name(g)))
-        cJSON_AddItemToArray(c->godises, cJSON_Duplicate(g, 1));
-}
-
-/* Members are listed by their cluster-name label, but a Godis of ours can lack it: seed
- * 000's Go controller made them without (the Godis controller adds it), or someone edited
- * it away. Missing one would make a live member look lost — or, before status.members is
- * recorded, make an adopted cluster look empty and be initialised anew over its data. So:
- * before members are recorded, every Godis of the namespace that this cluster controls
- * (a scan, once per adoption); after, each recorded member not listed is looked up by name. */
-static void add_unlabelled_godises(cluster_ctx *c)
-{
-    const godis_view *v = &c->v;
-    if (!v->members_recorded) {
-        cJSON *all = c->e->list(c->e, "Godis", c->ns, NULL, NULL);
-        const cJSON *g;
-        cJSON_ArrayForEach(g, all) add_if_ours(c, g);
-        cJSON_Delete(all);
-        return;
-    }
-    int64_t ids[GODIS_MAX_MEMBERS + 2];
-    int n = 0;
-    for (int i = 0; i < v->nmembers; i++) ids[n++] = v->members[i];
-    if (v->scale_out_id > 0) ids[n++] = v->scale_out_id;
-    if (v->scale_in_id > 0) ids[n++] = v->scale_in_id;
-    for (int i = 0; i < n; i++) {
-        char name[300];
-        snprintf(name, sizeof name, "%s-%lld", c->name, (long long)ids[i]);
-        if (listed(c, name)) continue;
-        cJSON *g = c->e->get(c->e, "Godis", c->ns, name);
-        add_if_ours(c, g);
-        cJSON_Delete(g);
-    }
-}
-
-static void read_status(cluster_ctx *c)
-{
-    godis_view *v = &c->v;
-    snprintf(c->phase, sizeof c->phase, "%s", gd_json_str_or(c->cluster, "status.status", ""));
-    v->phase = c->phase;
-    v->next_id = gd_json_int_or(c->cluster, "status.nextID", 0);
-    v->scale_out_id = gd_json_int_or(c->cluster, "status.scaleOutID", 0);
-    v->scale_in_id = gd_json_int_or(c->cluster, "status.scaleInID", 0);
-    v->initial_replicas = gd_json_int_or(c->cluster, "status.initialReplicas", 0);
-    cJSON *members = NULL;
-    if (gd_json_arr(c->cluster, "status.members", &members) == GD_OK) {
-        v->members_recorded = true;
-        const cJSON *m;
-        cJSON_ArrayForEach(m, members) {
-            if (cJSON_IsNumber(m) && m->valuedouble > 0 && v->nmembers < GODIS_MAX_MEMBERS)
-                v->members[v->nmembers++] = (int64_t)m->valuedouble;
-        }
-    }
-}
-
-static void observe(cluster_ctx *c)
-{
-    godis_view *v = &c->v;
-    char cm_name[300];
-    snprintf(cm_name, sizeof cm_name, "%s-config", c->name);
-    c->configmap = c->e->get(c->e, "ConfigMap", c->ns, cm_name);
-    if (c->configmap && gd_meta_owned_by(c->configmap, "GodisCluster", c->uid)) {
-        v->configmap_exists = true;
-        int n = godis_parse_initial_cluster(gd_json_str_or(c->configmap, "data.initial-cluster", NULL),
-                                            v->cm_ids, GODIS_MAX_MEMBERS);
-        v->configmap_parsed = n >= 0;
-        v->cm_n = n > 0 ? n : 0;
-    }
-    c->godises = c->e->list(c->e, "Godis", c->ns, "cluster-name", c->name);
-    add_unlabelled_godises(c);
-    const cJSON *g;
-    cJSON_ArrayForEach(g, c->godises) observe_godis(c, g);
-    for (int i = 0; i < v->nmembers; i++) observe_departed(c, v->members[i]);
-    observe_departed(c, v->scale_in_id);
-    godis_place_observe(c->e, c->cluster, v, c->pod_node, c->blocked_why);
-    v->bootstrap_fresh = gd_meta_annotation(c->cluster, GODIS_ANN_BOOTSTRAP_FRESH) != NULL;
-    v->forget_acked = v->scale_in_id > 0 && godis_forget_memo_has(c->uid, v->scale_in_id);
-}
-
-static int observed_index(const cluster_ctx *c, int64_t id)
-{
-    for (int i = 0; i < c->v.nobserved; i++)
-        if (c->v.observed[i].id == id) return i;
-    return -1;
-}
-
-/* ---- acting ---- */
-
-static godis_result ensure_configmap(cluster_ctx *c)
+static godis_result ensure_configmap(godis_cluster_ctx *c)
 {
     int64_t ids[GODIS_MAX_MEMBERS];
     int n = godis_plan_configmap_ids(&c->v, ids);
@@ -278,7 +58,7 @@ static godis_result ensure_configmap(cluster_ctx *c)
     return gw_result(err);
 }
 
-static godis_result create_godis(cluster_ctx *c, int64_t id, bool preferred)
+static godis_result create_godis(godis_cluster_ctx *c, int64_t id, bool preferred)
 {
     char name[300];
     snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
@@ -296,12 +76,12 @@ static godis_result create_godis(cluster_ctx *c, int64_t id, bool preferred)
  * the cache to show the previous create, 2 round trips per cluster at no gain in safety
  * (no membership change is made here; the cluster bootstraps from the ConfigMap). Stops at
  * the first failed create; the next reconcile carries on from the cache. */
-static godis_result create_initial_godises(cluster_ctx *c, const godis_step *s)
+static godis_result create_initial_godises(godis_cluster_ctx *c, const godis_step *s)
 {
     godis_result r = create_godis(c, s->id, true);
     for (int i = 0; i < c->v.nmembers && r.kind == GODIS_REQUEUE && r.err == GD_OK; i++) {
         int64_t id = c->v.members[i];
-        int idx = observed_index(c, id);
+        int idx = godis_cluster_observed_index(c, id);
         if (id == s->id || (idx >= 0 && c->v.observed[idx].godis_exists)) continue;
         r = create_godis(c, id, true);
     }
@@ -315,14 +95,14 @@ static godis_result create_initial_godises(cluster_ctx *c, const godis_step *s)
  * with backoff. */
 typedef gd_err (*member_fn)(godis_client *gc, const void *arg, int timeout_ms);
 
-static gd_err call_member(cluster_ctx *c, int64_t via_id, const char *what,
+static gd_err call_member(godis_cluster_ctx *c, int64_t via_id, const char *what,
                           const char *event_reason, member_fn fn, const void *arg)
 {
     gd_err err = c->e->may_write ? c->e->may_write(c->e) : GD_OK;
     if (err) return err;
     char godis[300], hosts[2][GODIS_HOST_MAX], why[2][400] = {"", ""};
     snprintf(godis, sizeof godis, "%s-%lld", c->name, (long long)via_id);
-    int idx = observed_index(c, via_id);
+    int idx = godis_cluster_observed_index(c, via_id);
     int n = godis_member_hosts(idx >= 0 ? c->pod_ip[idx] : NULL, godis, c->ns,
                                c->e->cluster_domain, hosts);
     err = GD_ERR_TRANSPORT;
@@ -371,7 +151,7 @@ static gd_err probe_fn(godis_client *gc, const void *arg, int timeout_ms)
     return godis_set(gc, PROBE_KEY, value);
 }
 
-static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
+static gd_err membership_command(godis_cluster_ctx *c, int64_t via_id, bool meet, int64_t id)
 {
     char url[300], what[80];
     godis_peer_url(url, sizeof url, c->ns, c->name, id, c->e->cluster_domain);
@@ -386,7 +166,7 @@ static gd_err membership_command(cluster_ctx *c, int64_t via_id, bool meet, int6
  * (Conflict, the API server unreachable) or a worker killed before it leaves the step to be
  * resumed as it is: the meet again (idempotent: it commits in the configuration that
  * already holds the running newcomer), then the record. */
-static godis_result do_meet(cluster_ctx *c, const godis_step *s)
+static godis_result do_meet(godis_cluster_ctx *c, const godis_step *s)
 {
     gd_err err = membership_command(c, s->via_id, true, s->id);
     if (err) return gw_result(err == GD_ERR_FENCED ? err : GD_ERR_TRANSPORT);
@@ -402,7 +182,7 @@ static godis_result do_meet(cluster_ctx *c, const godis_step *s)
     return godis_status_step(c->e, c->cluster, &c->v, &rec, &c->written);
 }
 
-static gd_err stop_member(cluster_ctx *c, int64_t id)
+static gd_err stop_member(godis_cluster_ctx *c, int64_t id)
 {
     char name[300];
     snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
@@ -422,7 +202,7 @@ static gd_err stop_member(cluster_ctx *c, int64_t id)
  * (one GET of the victim's ReplicaSet), or the forget waits. This narrows, not closes, the
  * window in which a removed leader exits 0 and its kubelet restarts it while the API server
  * is down; the memo of the +OK covers the rest. */
-static gd_err api_answers(cluster_ctx *c, int64_t id)
+static gd_err api_answers(godis_cluster_ctx *c, int64_t id)
 {
     char name[300];
     snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
@@ -432,9 +212,9 @@ static gd_err api_answers(cluster_ctx *c, int64_t id)
     return err == GD_ERR_NOT_FOUND ? GD_OK : err;
 }
 
-static godis_result do_forget(cluster_ctx *c, const godis_step *s)
+static godis_result do_forget(godis_cluster_ctx *c, const godis_step *s)
 {
-    int idx = observed_index(c, s->id);
+    int idx = godis_cluster_observed_index(c, s->id);
     gd_err err = idx >= 0 && c->v.observed[idx].running ? api_answers(c, s->id) : GD_OK;
     if (err) return gw_result(err);
     err = membership_command(c, s->via_id, false, s->id);
@@ -456,7 +236,7 @@ static godis_result do_forget(cluster_ctx *c, const godis_step *s)
     return err ? gw_result(err) : rec;
 }
 
-static godis_result do_stop(cluster_ctx *c, const godis_step *s)
+static godis_result do_stop(godis_cluster_ctx *c, const godis_step *s)
 {
     gd_err err = stop_member(c, s->id);
     if (!err) {
@@ -467,13 +247,13 @@ static godis_result do_stop(cluster_ctx *c, const godis_step *s)
     return gw_result(err);
 }
 
-static godis_result execute(cluster_ctx *c, const godis_step *s);
+static godis_result execute(godis_cluster_ctx *c, const godis_step *s);
 
 /* A stop first counts on the survivors' votes for the forget that follows, and their pods
  * stay Ready for the node grace period after their node died: the survivors are asked now
  * (bounded: godis_probe_survivors), and the step is planned again without those that did
  * not answer — still the stop, or the forget first (sent to a member that answered). */
-static godis_result stop_first_checked(cluster_ctx *c, const godis_step *s)
+static godis_result stop_first_checked(godis_cluster_ctx *c, const godis_step *s)
 {
     if (!godis_probe_survivors(c->e, c->ns, c->name, &c->v, (const char (*)[64])c->pod_ip, s->id))
         return do_stop(c, s);
@@ -492,7 +272,7 @@ static godis_result stop_first_checked(cluster_ctx *c, const godis_step *s)
  * scale-out, resumed from the real status, would bring its id back on an empty volume).
  * So before a stray is touched, the API server's own copy of the GodisCluster must not
  * name it either. Strays are rare: one GET each. */
-static bool stray_confirmed(cluster_ctx *c, int64_t id)
+static bool stray_confirmed(godis_cluster_ctx *c, int64_t id)
 {
     cJSON *live = NULL;
     if (k8s_get(c->e->client, &K8S_RES_GODISCLUSTERS, c->ns, c->name, &live, NULL) != GD_OK)
@@ -517,7 +297,7 @@ static bool stray_confirmed(cluster_ctx *c, int64_t id)
  * ConfigMap's resourceVersion: a lagging GodisCluster cache (a manager that just took the
  * Lease, chaos seed 7: c02 [2..7] -> [1..6]) would list forgotten ids again. So outside the
  * bootstrap the API server's status must say what the cache says (one GET a write). */
-static bool status_confirmed(cluster_ctx *c)
+static bool status_confirmed(godis_cluster_ctx *c)
 {
     if (strcmp(c->phase, "Initializing") == 0) return true;
     cJSON *live = NULL;
@@ -539,7 +319,7 @@ static bool status_confirmed(cluster_ctx *c)
     return same;
 }
 
-static godis_result do_delete_godis(cluster_ctx *c, int64_t id)
+static godis_result do_delete_godis(godis_cluster_ctx *c, int64_t id)
 {
     char name[300];
     snprintf(name, sizeof name, "%s-%lld", c->name, (long long)id);
@@ -552,7 +332,7 @@ static godis_result do_delete_godis(cluster_ctx *c, int64_t id)
 
 /* The one annotation a user sets to ask for a fresh bootstrap is removed once served (or
  * when it is moot: the cluster is not lost), so it can never act twice by accident. */
-static godis_result drop_bootstrap_annotation(cluster_ctx *c, const cJSON *cluster)
+static godis_result drop_bootstrap_annotation(godis_cluster_ctx *c, const cJSON *cluster)
 {
     if (!gd_meta_annotation(cluster, GODIS_ANN_BOOTSTRAP_FRESH)) return gw_result(GD_OK);
     cJSON *copy = cJSON_Duplicate(cluster, 1);
@@ -565,13 +345,13 @@ static godis_result drop_bootstrap_annotation(cluster_ctx *c, const cJSON *clust
 
 /* Converged: Ready=True only once a write through a member succeeded. Probed while the
  * condition is not True yet (a converged cluster that is already Ready costs nothing). */
-static godis_result settle(cluster_ctx *c, const godis_step *s)
+static godis_result settle(godis_cluster_ctx *c, const godis_step *s)
 {
     godis_view *v = &c->v;
     bool all_ready = v->nmembers > 0;
     int64_t via = 0;
     for (int i = 0; i < v->nmembers; i++) {
-        int idx = observed_index(c, v->members[i]);
+        int idx = godis_cluster_observed_index(c, v->members[i]);
         all_ready &= idx >= 0 && v->observed[idx].ready;
         if (idx >= 0 && v->observed[idx].ready && (!via || v->members[i] < via)) via = v->members[i];
     }
@@ -588,7 +368,7 @@ static godis_result settle(cluster_ctx *c, const godis_step *s)
     return r;
 }
 
-static godis_result execute(cluster_ctx *c, const godis_step *s)
+static godis_result execute(godis_cluster_ctx *c, const godis_step *s)
 {
     switch (s->kind) {
     case GP_ENSURE_CONFIGMAP:
@@ -622,7 +402,7 @@ static godis_result execute(cluster_ctx *c, const godis_step *s)
 /* After a step of the bootstrap succeeded, what the next one sees without waiting for the
  * cache: the status the API server returned for the recorded intent, or the ConfigMap we
  * just created. Returns false when the next step must wait for the cache after all. */
-static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
+static bool absorb_own_write(godis_cluster_ctx *c, const godis_step *s)
 {
     if (s->kind == GP_RECORD_INIT) {
         if (!c->written) return false;
@@ -633,7 +413,7 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
         c->v.status_base = NULL;         /* the written object is the API server's */
         c->v.nmembers = 0;               /* status fields again, from what was written */
         c->v.members_recorded = false;
-        read_status(c);
+        godis_cluster_read_status(c);
         return strcmp(c->phase, "Initializing") == 0;
     }
     if (s->kind == GP_CREATE_GODIS && strcmp(c->phase, "Initializing") == 0) {
@@ -642,7 +422,7 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
          * will, and the next step is FINISH_INIT. */
         godis_view *v = &c->v;
         for (int i = 0; i < v->nmembers; i++) {
-            int idx = observed_index(c, v->members[i]);
+            int idx = godis_cluster_observed_index(c, v->members[i]);
             if (idx < 0 && v->nobserved < GODIS_MAX_MEMBERS) {
                 idx = v->nobserved++;
                 memset(&v->observed[idx], 0, sizeof v->observed[idx]);
@@ -671,7 +451,7 @@ static bool absorb_own_write(cluster_ctx *c, const godis_step *s)
     return false;
 }
 
-static godis_result reconcile_cluster_ctx(cluster_ctx *c)
+static godis_result reconcile_cluster_ctx(godis_cluster_ctx *c)
 {
     godis_spec spec;
     char msg[256] = "";
@@ -681,8 +461,8 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
         return godis_status_invalid(c->e, c->cluster, "InvalidStatus", msg);
     c->v.desired = spec.replicas;
     c->v.paused = spec.paused;
-    read_status(c);
-    observe(c);
+    godis_cluster_read_status(c);
+    godis_cluster_observe(c);
     godis_input in = {.e = c->e, .ns = c->ns, .name = c->name, .uid = c->uid, .cluster = &c->cluster,
                       .v = &c->v, .godises = c->godises, .configmap = c->configmap};
     if (godis_input_check(&in) == GODIS_INPUT_HOLD)
@@ -736,13 +516,13 @@ static godis_result reconcile_cluster_ctx(cluster_ctx *c)
 }
 
 /* The cluster's series for /metrics, from what this reconcile observed and wrote last. */
-static void publish_figures(cluster_ctx *c)
+static void publish_figures(godis_cluster_ctx *c)
 {
     if (!c->observed) return;
     const godis_view *v = &c->v;
     godis_cluster_figures f = {.members = v->nmembers, .updated = c->updated};
     for (int i = 0; i < v->nmembers; i++) {
-        int idx = observed_index(c, v->members[i]);
+        int idx = godis_cluster_observed_index(c, v->members[i]);
         f.ready += idx >= 0 && v->observed[idx].ready;
     }
     const cJSON *now = c->written ? c->written : c->cluster;
@@ -773,7 +553,7 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     }
     snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
     snprintf(name, sizeof name, "%s", slash + 1);
-    cluster_ctx c = {.e = e, .ns = ns, .name = name};
+    godis_cluster_ctx c = {.e = e, .ns = ns, .name = name};
     c.cluster = e->get(e, "GodisCluster", ns, name);
     if (!c.cluster || gd_meta_deleting(c.cluster)) {
         godis_metrics_forget(e);            /* no stale series of a cluster that is gone */
