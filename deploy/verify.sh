@@ -209,7 +209,7 @@ for v in "get godisclusters.$G" "list godisclusters.$G" "watch godisclusters.$G"
          "update godises.$G" "update godisclusters.$G" \
          "create configmaps" "update configmaps" "create services" "update services" \
          "create persistentvolumeclaims" "update persistentvolumeclaims" "create replicasets.apps" \
-         "update replicasets.apps" "watch pods" "delete pods" "list nodes" "watch nodes" "create events" \
+         "update replicasets.apps" "watch pods" "delete pods" "list nodes" "watch nodes" "list persistentvolumes" "watch persistentvolumes" "create events" \
          "create poddisruptionbudgets.policy" "get pods" "patch pods" \
          "create validatingwebhookconfigurations.admissionregistration.k8s.io"; do
   check "SA may $v" can "$NS" $v
@@ -221,7 +221,7 @@ for v in "create godisclusters.$G" "patch godisclusters.$G" "delete godiscluster
          "patch godisclusters.$G/status" "patch godises.$G" \
          "delete configmaps" "delete services" "delete persistentvolumeclaims" "delete replicasets.apps" \
          "patch events" "get secrets" "list secrets" "create pods" "update pods" "create pods/exec" \
-         "create pods/eviction" "update nodes" "patch nodes" "delete nodes" "create deployments.apps" \
+         "create pods/eviction" "update nodes" "patch nodes" "delete nodes" "update persistentvolumes" "delete persistentvolumes" "create deployments.apps" \
          "delete namespaces" "create clusterrolebindings.rbac.authorization.k8s.io" \
          "escalate clusterroles.rbac.authorization.k8s.io" "bind clusterroles.rbac.authorization.k8s.io" \
          "impersonate users" "create serviceaccounts/token" "delete poddisruptionbudgets.policy" \

@@ -28,7 +28,7 @@ typedef struct {
     int max_concurrent_reconciles;
     char informer_bin[MGR_STR];
     char worker_bin[MGR_STR];
-    char informer_kinds[MGR_STR];    /* comma list; default all eight */
+    char informer_kinds[MGR_STR];    /* comma list; default: the domain table's kinds */
     char worker_args[MGR_STR];       /* extra worker flags, split on spaces (tests) */
     char runtime_dir[MGR_STR];
     char cluster_domain[254];           /* workers' --cluster-domain */

@@ -11,9 +11,14 @@
  *                                  godiscluster: its cluster-name (readiness gates the next
  *                                  membership step)
  *   Watches(Node)                → godiscluster: every cluster with a member pod on the node
+ *   PersistentVolume             → nothing: only read, by the Godis controller (whether a
+ *                                  member's PV names its node, so its ReplicaSet needs no
+ *                                  pin: godis_pin_node); the reconcile that uses it runs on
+ *                                  the member's pod and Godis events
  *
  * The children's informers list by the cluster-name label (only the operator's objects);
- * GodisCluster, Godis and Node are listed whole. */
+ * GodisCluster, Godis, Node and PersistentVolume are listed whole (a PV carries no label of
+ * ours: the provisioner or an administrator made it). */
 #include "godis_domain.h"
 
 #define OWNED_BY(ctrl, owner, label) {GD_WAKE_OWNER, ctrl, owner, label}
@@ -25,7 +30,7 @@ static const gd_domain GODIS = {
     .cluster_label = GODIS_LABEL_CLUSTER,
     .member_label = GODIS_LABEL_MEMBER,
     .member_controller = GODIS_CTRL_MEMBER,
-    .nkinds = 8,
+    .nkinds = 9,
     .kinds = {
         {"GodisCluster", GD_PLACE_CLUSTER, false,
          {{GD_WAKE_SELF, GODIS_CTRL_CLUSTER, NULL, NULL}}},
@@ -45,6 +50,7 @@ static const gd_domain GODIS = {
           {GD_WAKE_LABEL, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER}}},
         {"Node", GD_PLACE_BROADCAST, false,
          {{GD_WAKE_NODE_PODS, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER}}},
+        {"PersistentVolume", GD_PLACE_BROADCAST, false, {{GD_WAKE_NONE, NULL, NULL, NULL}}},
     },
 };
 

@@ -41,7 +41,7 @@ typedef enum {
     GD_PLACE_OWNED = 0, /* the cluster named by the cluster label, else by its controller
                          * owner (the cluster kind, or a member kind named <cluster>-<id>) */
     GD_PLACE_CLUSTER,   /* the cluster kind itself: its own ns/name */
-    GD_PLACE_BROADCAST, /* cluster-scoped objects every shard needs (Node) */
+    GD_PLACE_BROADCAST, /* cluster-scoped objects every shard needs (Node, PersistentVolume) */
 } gd_place;
 
 #define GD_DOMAIN_MAX_WAKES 3
@@ -52,7 +52,8 @@ typedef struct {
     gd_place place;
     bool label_selected;    /* its informer lists only objects with the cluster label (the
                              * domain's children), not every object of the kind */
-    gd_wake wakes[GD_DOMAIN_MAX_WAKES];
+    gd_wake wakes[GD_DOMAIN_MAX_WAKES];   /* none: only read (cached, never a reconcile's
+                                           * trigger) */
 } gd_watched_kind;
 
 typedef struct {

@@ -72,7 +72,8 @@ int e2e_start_informers(const char *runtime_dir, const char *log_dir, pid_t *pid
 {
     static const struct { const char *kind; bool labelled; } kinds[] = {
         {"GodisCluster", false}, {"Godis", false}, {"ConfigMap", true}, {"ReplicaSet", true},
-        {"Service", true}, {"PersistentVolumeClaim", true}, {"Pod", true}, {"Node", false}};
+        {"Service", true}, {"PersistentVolumeClaim", true}, {"Pod", true}, {"Node", false},
+        {"PersistentVolume", false}};
     const char *kc = getenv("KUBECONFIG");
     int n = 0;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {

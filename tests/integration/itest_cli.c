@@ -259,8 +259,8 @@ static void test_ctrl_c_never_respawns(void **st)
     const char *stop = strstr(log, "msg=\"shutting down");
     assert_non_null(stop);
     assert_null(strstr(stop, "started child"));          /* nothing started once stopping */
-    assert_int_equal(cli_count(log, "msg=\"started child\""), 10);   /* 8 informers + 2 workers */
-    assert_int_equal(cli_count(log, "msg=\"child stopped\""), 10);
+    assert_int_equal(cli_count(log, "msg=\"started child\""), 11);   /* 9 informers + 2 workers */
+    assert_int_equal(cli_count(log, "msg=\"child stopped\""), 11);
     struct stat sb;
     assert_int_equal(stat(cli_tmp("rt-int"), &sb), -1);   /* the runtime dir is gone */
 }

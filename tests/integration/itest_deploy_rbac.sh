@@ -4,7 +4,7 @@
 #     the ServiceAccount's token (its token Secret: Kubernetes 1.20) goes into a kubeconfig
 #     with the devcluster's CA and nothing else;
 #  2. with that token, requests the roles do not grant are refused with 403 (Secrets, Node
-#     deletion, ClusterRole creation, GodisCluster creation, Pods, Leases elsewhere,
+#     deletion, PV deletion, ClusterRole creation, GodisCluster creation, Pods, Leases elsewhere,
 #     impersonation), and a granted one (list GodisClusters) is allowed;
 #  3. bin/godis-manager runs OUTSIDE the cluster with that kubeconfig (leader election on a
 #     Lease in the ServiceAccount's namespace, loopback ports, private runtime dir; a second
@@ -84,6 +84,7 @@ check "test namespace $NS created (admin)" create_ns "$NS"
 G=/apis/kumkeehyun.github.com/v1
 check "SA token works: list GodisClusters in all namespaces (200)" expect_code 200 -t "$TOKEN" GET "$G/godisclusters"
 check "SA token works: list Godises in the test namespace (200)" expect_code 200 -t "$TOKEN" GET "$G/namespaces/$NS/godises"
+check "SA token works: list PersistentVolumes (200: the informer's)" expect_code 200 -t "$TOKEN" GET /api/v1/persistentvolumes
 # Writes are dry runs (dryRun=All): authorization comes first, so a 403 is the proof; were a
 # request wrongly allowed, the server would still change nothing.
 DRY='?dryRun=All'
@@ -92,6 +93,7 @@ refused_403 "list Secrets in all namespaces" GET /api/v1/secrets
 refused_403 "list Secrets in its own namespace" GET "/api/v1/namespaces/$SA_NS/secrets"
 refused_403 "delete a Node" DELETE "/api/v1/nodes/node-1$DRY"
 refused_403 "patch a Node" PATCH "/api/v1/nodes/node-1$DRY" '{}'
+refused_403 "delete a PersistentVolume" DELETE "/api/v1/persistentvolumes/any$DRY"
 refused_403 "create a ClusterRole" POST "/apis/rbac.authorization.k8s.io/v1/clusterroles$DRY" \
   '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"godis-itest-escalate"},"rules":[]}'
 refused_403 "create a ClusterRoleBinding" POST "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings$DRY" \

@@ -16,7 +16,7 @@
 #include "e2e_scenarios.h"
 #include "gd_log.h"
 
-static pid_t informers[8], workers[2];
+static pid_t informers[9], workers[2];   /* e2e_start_informers: the domain's 9 kinds */
 static int ninformers;
 static char rundir[256], logdir[256];
 

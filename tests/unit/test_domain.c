@@ -31,7 +31,10 @@ static void test_rows_are_complete(void **state)
         const gd_watched_kind *k = &d->kinds[i];
         assert_non_null(k8s_resource_lookup(k->kind));
         assert_ptr_equal(gd_domain_kind(d, k->kind), k);
-        assert_int_not_equal(k->wakes[0].rule, GD_WAKE_NONE);
+        /* A kind that wakes nothing is only read by the reconcilers: a cluster-scoped object
+         * any shard may need (PersistentVolume). */
+        if (k->wakes[0].rule == GD_WAKE_NONE)
+            assert_int_equal(k->place, GD_PLACE_BROADCAST);
         for (int w = 0; w < GD_DOMAIN_MAX_WAKES && k->wakes[w].rule != GD_WAKE_NONE; w++) {
             const gd_wake *wk = &k->wakes[w];
             assert_true(is_controller(wk->controller));
@@ -69,7 +72,8 @@ static void test_kind_list(void **state)
     int n = gd_domain_kind_list(d, buf, sizeof buf);
     assert_int_equal(n, (int)strlen(buf));
     assert_string_equal(buf,
-        "GodisCluster,Godis,ConfigMap,ReplicaSet,Service,PersistentVolumeClaim,Pod,Node");
+        "GodisCluster,Godis,ConfigMap,ReplicaSet,Service,PersistentVolumeClaim,Pod,Node,"
+        "PersistentVolume");
     assert_int_equal(gd_domain_kind_list(d, small, sizeof small), -1);
     assert_int_equal(gd_domain_kind_list(d, NULL, 4), -1);
 }
@@ -97,8 +101,8 @@ static void test_worker_loads_children_first(void **state)
     assert_int_equal(o.ninformers, d->nkinds);
     for (int i = 0; i < d->nkinds; i++)
         assert_string_equal(o.informers[i].kind, d->kinds[d->nkinds - 1 - i].kind);
-    assert_string_equal(o.informers[0].kind, "Node");
-    assert_string_equal(o.informers[0].pub, "ipc:///run/x/Node.pub");
+    assert_string_equal(o.informers[0].kind, "PersistentVolume");
+    assert_string_equal(o.informers[0].pub, "ipc:///run/x/PersistentVolume.pub");
     char why[128] = "";
     assert_int_equal(worker_endpoints_parse(&o, "Secret=ipc://a,ipc://b", why, sizeof why),
                      GD_ERR_CONFIG);

@@ -3,9 +3,11 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 #include "godis_children.h"
+#include "godis_reconcile.h"
 #include "gd_json.h"
 
 static godis_child_spec spec(bool preferred)
@@ -390,6 +392,189 @@ static void test_replicaset_fix(void **st)
     cJSON_Delete(want);
 }
 
+/* ---- the pin only where the volume does not say its node itself ---- */
+
+/* A PV whose spec.nodeAffinity.required has the given nodeSelectorTerms (JSON), or none. */
+static cJSON *pv_with(const char *terms)
+{
+    char buf[1024];
+    if (!terms) return cJSON_Parse("{\"metadata\":{\"name\":\"pv-1\"},\"spec\":{\"hostPath\":{\"path\":\"/x\"}}}");
+    snprintf(buf, sizeof buf, "{\"metadata\":{\"name\":\"pv-1\"},\"spec\":{\"local\":{\"path\":\"/x\"},"
+             "\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":%s}}}}", terms);
+    cJSON *pv = cJSON_Parse(buf);
+    assert_non_null(pv);
+    return pv;
+}
+
+static bool confines(const char *terms, const char *node)
+{
+    cJSON *pv = pv_with(terms);
+    bool yes = godis_pv_confines_to_node(pv, node);
+    cJSON_Delete(pv);
+    return yes;
+}
+
+#define HOST_IN(vals) "{\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[" vals "]}"
+#define NAME_IN(vals) "{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[" vals "]}"
+#define ZONE_IN(vals) "{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\",\"values\":[" vals "]}"
+
+/* Confined: every term requires exactly that node, by its hostname label (local-path, local
+ * PVs) or by its name (matchFields). Anything wider, or not known, is not. */
+static void test_pv_confinement(void **st)
+{
+    (void)st;
+    /* both forms, and several terms that all say the same node */
+    assert_true(confines("[{\"matchExpressions\":[" HOST_IN("\"n1\"") "]}]", "n1"));
+    assert_true(confines("[{\"matchFields\":[" NAME_IN("\"n1\"") "]}]", "n1"));
+    assert_true(confines("[{\"matchExpressions\":[" HOST_IN("\"n1\"") "]},"
+                         "{\"matchFields\":[" NAME_IN("\"n1\"") "]}]", "n1"));
+    /* a further requirement in the same term only narrows it (requirements are ANDed) */
+    assert_true(confines("[{\"matchExpressions\":[" ZONE_IN("\"z1\"") "," HOST_IN("\"n1\"") "]}]", "n1"));
+    /* another node, several nodes, a zone, or a term for another node (terms are ORed) */
+    assert_false(confines("[{\"matchExpressions\":[" HOST_IN("\"n2\"") "]}]", "n1"));
+    assert_false(confines("[{\"matchExpressions\":[" HOST_IN("\"n1\",\"n2\"") "]}]", "n1"));
+    assert_false(confines("[{\"matchFields\":[" NAME_IN("\"n1\",\"n2\"") "]}]", "n1"));
+    assert_false(confines("[{\"matchExpressions\":[" ZONE_IN("\"z1\"") "]}]", "n1"));
+    assert_false(confines("[{\"matchExpressions\":[" HOST_IN("\"n1\"") "]},"
+                          "{\"matchExpressions\":[" HOST_IN("\"n2\"") "]}]", "n1"));
+    assert_false(confines("[{\"matchExpressions\":[" HOST_IN("\"n1\"") "]},"
+                          "{\"matchExpressions\":[" ZONE_IN("\"z1\"") "]}]", "n1"));
+    /* other operators, a hostname key in matchFields, the name key as a label */
+    assert_false(confines("[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\",\"operator\":"
+                          "\"NotIn\",\"values\":[\"n1\"]}]}]", "n1"));
+    assert_false(confines("[{\"matchFields\":[" HOST_IN("\"n1\"") "]}]", "n1"));
+    assert_false(confines("[{\"matchExpressions\":[" NAME_IN("\"n1\"") "]}]", "n1"));
+    /* no terms, an empty term, no nodeAffinity (hostPath), no PV, no node */
+    assert_false(confines("[]", "n1"));
+    assert_false(confines("[{}]", "n1"));
+    assert_false(confines(NULL, "n1"));
+    assert_false(godis_pv_confines_to_node(NULL, "n1"));
+    assert_false(confines("[{\"matchExpressions\":[" HOST_IN("\"n1\"") "]}]", NULL));
+    assert_false(confines("[{\"matchExpressions\":[" HOST_IN("\"n1\"") "]}]", ""));
+}
+
+/* The cache as godis_pin_node reads it: the member's claim (bound to volume, or not) and
+ * PersistentVolume pv-1, each present or not; every read is counted. */
+typedef struct {
+    const char *volume;     /* the claim's spec.volumeName; NULL: no claim in the cache */
+    const char *pv_terms;   /* pv-1's nodeSelectorTerms; NULL: no affinity */
+    bool pv_cached;
+    int reads;
+} pin_cache;
+
+static cJSON *pin_get(godis_env *e, const char *kind, const char *ns, const char *name)
+{
+    pin_cache *pc = e->ud;
+    pc->reads++;
+    if (!strcmp(kind, "PersistentVolumeClaim") && !strcmp(ns, "ns1") &&
+        !strcmp(name, "data-example-godis-4") && pc->volume) {
+        cJSON *pvc = cJSON_Parse("{\"metadata\":{\"name\":\"data-example-godis-4\"},\"spec\":{}}");
+        if (*pc->volume) gd_json_set(pvc, "spec.volumeName", cJSON_CreateString(pc->volume));
+        return pvc;
+    }
+    if (!strcmp(kind, "PersistentVolume") && !*ns && !strcmp(name, "pv-1") && pc->pv_cached)
+        return pv_with(pc->pv_terms);
+    return NULL;
+}
+
+static const char *pin_node(pin_cache *pc, const char *volume_node)
+{
+    godis_env e = {.get = pin_get, .ud = pc};
+    return godis_pin_node(&e, "ns1", "example-godis-4", volume_node);
+}
+
+/* Pinned unless the member's bound PV is in the cache and confines it to status.volumeNode. */
+static void test_pin_node_decision(void **st)
+{
+    (void)st;
+    const char *here = "[{\"matchExpressions\":[" HOST_IN("\"n1\"") "]}]";
+    pin_cache confined = {"pv-1", here, true, 0};
+    assert_null(pin_node(&confined, "n1"));
+    assert_null(pin_node(&(pin_cache){"pv-1", "[{\"matchFields\":[" NAME_IN("\"n1\"") "]}]", true, 0}, "n1"));
+    /* the PV names another node than the one recorded: keep the pin */
+    assert_string_equal(pin_node(&confined, "n2"), "n2");
+    /* not known, so conservative: no claim, claim unbound, PV not cached (or the cache
+     * failing: a read that returns nothing), PV without affinity, a zone, several nodes */
+    assert_string_equal(pin_node(&(pin_cache){NULL, here, true, 0}, "n1"), "n1");
+    assert_string_equal(pin_node(&(pin_cache){"", here, true, 0}, "n1"), "n1");
+    assert_string_equal(pin_node(&(pin_cache){"pv-1", here, false, 0}, "n1"), "n1");
+    assert_string_equal(pin_node(&(pin_cache){"pv-1", NULL, true, 0}, "n1"), "n1");
+    assert_string_equal(pin_node(&(pin_cache){"pv-1", "[{\"matchExpressions\":[" ZONE_IN("\"z1\"") "]}]",
+                                              true, 0}, "n1"), "n1");
+    assert_string_equal(pin_node(&(pin_cache){"pv-1", "[{\"matchExpressions\":[" HOST_IN("\"n1\",\"n2\"") "]}]",
+                                              true, 0}, "n1"), "n1");
+    /* no volumeNode yet: nothing to pin to, and nothing read */
+    pin_cache untouched = {"pv-1", here, true, 0};
+    assert_null(pin_node(&untouched, NULL));
+    assert_null(pin_node(&untouched, ""));
+    assert_int_equal(untouched.reads, 0);
+}
+
+/* A ReplicaSet pinned before (by an earlier version, or while its PV was not yet cached)
+ * stays pinned when the desired one has no pin: no drift, no fix, and every repair (drift
+ * of something else, the rollout's new template, an adoption) carries the pin over. A
+ * nodeAffinity that is not our pin is drift as before. */
+static void test_pinned_replicaset_stays_pinned(void **st)
+{
+    (void)st;
+    godis_child_spec s = spec(false);
+    cJSON *free_rs = godis_build_replicaset(&s);
+    s.node = "n1";
+    cJSON *pinned = godis_build_replicaset(&s);
+    const cJSON *pin = gd_json_path(pinned, "spec.template.spec.affinity.nodeAffinity");
+    assert_non_null(pin);
+    assert_false(godis_child_drifted("ReplicaSet", free_rs, pinned));
+    assert_null(godis_replicaset_fix(free_rs, pinned));
+    assert_false(godis_replicaset_pin_only(free_rs, pinned));
+    /* real drift: repaired, the pin kept */
+    cJSON *drifted = cJSON_Duplicate(pinned, 1);
+    gd_json_set(cJSON_GetArrayItem(gd_json_path(drifted, "spec.template.spec.containers"), 0), "image",
+                cJSON_CreateString("someone/else"));
+    cJSON *fixed = godis_replicaset_fix(free_rs, drifted);
+    assert_non_null(fixed);
+    assert_true(cJSON_Compare(gd_json_path(fixed, "spec.template.spec.affinity.nodeAffinity"), pin, 1));
+    assert_string_equal(gd_json_str_or(cJSON_GetArrayItem(gd_json_path(fixed, "spec.template.spec.containers"), 0),
+                                       "image", ""), GODIS_DEFAULT_IMAGE);
+    assert_false(godis_child_drifted("ReplicaSet", free_rs, fixed));
+    cJSON_Delete(fixed);
+    /* the rollout's update to a new revision, and the adoption of one without a hash */
+    godis_child_spec v2 = spec(false);
+    v2.image = "kbzjung359/godis:v2";
+    cJSON *free_v2 = godis_build_replicaset(&v2);
+    assert_null(godis_replicaset_fix(free_v2, pinned));       /* the rollout's: left alone */
+    fixed = godis_child_repair("ReplicaSet", free_v2, pinned);
+    assert_true(cJSON_Compare(gd_json_path(fixed, "spec.template.spec.affinity.nodeAffinity"), pin, 1));
+    assert_string_equal(godis_object_hash(fixed), godis_object_hash(free_v2));
+    cJSON_Delete(fixed);
+    cJSON *legacy = cJSON_Duplicate(pinned, 1);
+    cJSON_DeleteItemFromObject(gd_json_path(legacy, "metadata"), "annotations");
+    fixed = godis_replicaset_fix(free_rs, legacy);
+    assert_non_null(fixed);
+    assert_true(cJSON_Compare(gd_json_path(fixed, "spec.template.spec.affinity.nodeAffinity"), pin, 1));
+    cJSON_Delete(fixed);
+    /* a nodeAffinity that is not the pin (someone's zone) is drift, and goes */
+    cJSON *zoned = cJSON_Duplicate(free_rs, 1);
+    gd_json_set(zoned, "spec.template.spec.affinity.nodeAffinity",
+                cJSON_Parse("{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":"
+                            "[{\"matchExpressions\":[" ZONE_IN("\"z1\"") "]}]}}"));
+    assert_true(godis_child_drifted("ReplicaSet", free_rs, zoned));
+    fixed = godis_replicaset_fix(free_rs, zoned);
+    assert_non_null(fixed);
+    assert_null(gd_json_path(fixed, "spec.template.spec.affinity.nodeAffinity"));
+    cJSON_Delete(fixed);
+    /* and a desired pin to another node still wins over the one there */
+    s.node = "n2";
+    cJSON *other = godis_build_replicaset(&s);
+    assert_true(godis_child_drifted("ReplicaSet", other, pinned));
+    cJSON_Delete(other);
+    cJSON_Delete(zoned);
+    cJSON_Delete(legacy);
+    cJSON_Delete(free_v2);
+    cJSON_Delete(drifted);
+    cJSON_Delete(pinned);
+    cJSON_Delete(free_rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +589,9 @@ int main(void)
         cmocka_unit_test(test_template_hash),
         cmocka_unit_test(test_pod_metadata_and_settings),
         cmocka_unit_test(test_replicaset_fix),
+        cmocka_unit_test(test_pv_confinement),
+        cmocka_unit_test(test_pin_node_decision),
+        cmocka_unit_test(test_pinned_replicaset_stays_pinned),
     };
     return cmocka_run_group_tests_name("godis_children", tests, NULL, NULL);
 }

@@ -24,6 +24,8 @@ typedef struct {
 } world;
 static bool rs_unpinned;         /* its ReplicaSet lacks the pin to status.volumeNode */
 static bool rs_drifted;          /* and its container runs another image */
+static const char *pv_node;      /* its PVC is bound to pv-1, whose nodeAffinity requires this
+                                  * node (kubernetes.io/hostname); NULL: unbound, no such PV */
 
 #define CLUSTER                                                                             \
     "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\",\"metadata\":{"   \
@@ -35,6 +37,12 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     const world *w = e->ud;
     char buf[2048];
     if (strcmp(kind, "GodisCluster") == 0) return cJSON_Parse(CLUSTER);
+    if (strcmp(kind, "PersistentVolume") == 0 && !*ns && !strcmp(name, "pv-1") && pv_node) {
+        snprintf(buf, sizeof buf, "{\"metadata\":{\"name\":\"pv-1\"},\"spec\":{\"nodeAffinity\":"
+                 "{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
+                 "\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}}", pv_node);
+        return cJSON_Parse(buf);
+    }
     if (strcmp(kind, "Godis") == 0 && strcmp(name, "c-1") == 0) {
         snprintf(buf, sizeof buf,
                  "{\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"Godis\",\"metadata\":{"
@@ -67,6 +75,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
                     "image", cJSON_CreateString("someone/else"));
     if (child && strcmp(kind, "PersistentVolumeClaim") == 0) {
         gd_json_set(child, "metadata.uid", cJSON_CreateString("pvc-uid-1"));
+        if (pv_node) gd_json_set(child, "spec.volumeName", cJSON_CreateString("pv-1"));
         if (w->pvc_deleting)
             gd_json_set(child, "metadata.deletionTimestamp", cJSON_CreateString("2026-01-01T00:00:00Z"));
     }
@@ -245,6 +254,38 @@ static void test_pin_is_no_drift(void **state)
     assert_int_equal(events, 1);
 }
 
+/* Where the member's PV already requires the node its data is on (local-path, local PVs),
+ * its ReplicaSet is not pinned: no update at all, and status.volumeNode is still recorded
+ * (migration reads it). A ReplicaSet pinned before is left pinned, again without a write.
+ * A PV on another node than the one recorded keeps the pin. */
+static void test_no_pin_where_the_pv_names_the_node(void **state)
+{
+    client_fixture *f = *state;
+    int puts, events;
+    const char *body = NULL;
+    pv_node = "node-a";
+    world first = {"{\"state\":\"Pending\"}", POD_READY_ON("node-a"), false};
+    assert_int_equal(status_writes(f, &first, &body), 1);
+    cJSON *b = cJSON_Parse(body);
+    assert_string_equal(gd_json_str_or(b, "status.volumeNode", ""), "node-a");
+    cJSON_Delete(b);
+    world recorded = {"{\"state\":\"Running\",\"volumeClaimUID\":\"pvc-uid-1\",\"volumeNode\":\"node-a\","
+                      "\"podIP\":\"127.0.1.5\"}", POD_READY_ON("node-a"), false};
+    rs_unpinned = true;
+    rs_writes(f, &recorded, &puts, &events);
+    assert_int_equal(puts, 0);
+    assert_int_equal(events, 0);
+    rs_unpinned = false;                      /* pinned by an earlier version: stays so */
+    rs_writes(f, &recorded, &puts, &events);
+    assert_int_equal(puts, 0);
+    pv_node = "node-b";
+    rs_unpinned = true;
+    rs_writes(f, &recorded, &puts, &events);
+    rs_unpinned = false;
+    pv_node = NULL;
+    assert_int_equal(puts, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +294,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_volume_lost_reported, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_volume_node_recorded, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_pin_is_no_drift, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_no_pin_where_the_pv_names_the_node, client_setup,
+                                        client_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

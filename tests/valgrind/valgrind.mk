@@ -1,7 +1,7 @@
 # tests/valgrind/valgrind.mk — valgrind memcheck over the unit tests and one integration
 # scenario (issue 21.3). Included by the top Makefile.
 #   make valgrind   every unit-test binary (gcc, -O2 -g), then tests/valgrind/scenario.sh
-#                   (manager, 8 informers and a worker under memcheck on the devcluster)
+#                   (manager, 9 informers and a worker under memcheck on the devcluster)
 # Each closes with a "valgrind unit: ..." / "valgrind scenario: ..." line; 0 errors and 0 bytes
 # definitely or indirectly lost are required.
 .PHONY: valgrind valgrind-unit valgrind-scenario

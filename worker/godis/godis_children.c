@@ -8,6 +8,7 @@
 #include "gd_hash.h"
 #include "gd_json.h"
 #include "gd_quantity.h"
+#include "godis_reconcile.h"
 
 #define API_GROUP_VERSION "kumkeehyun.github.com/v1"
 
@@ -284,6 +285,68 @@ static void pin_to_node(cJSON *pspec, const char *node)
     cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "nodeSelectorTerms"), term);
 }
 
+/* Whether nodeAffinity na is a pin pin_to_node made (one term, one matchFields on the node's
+ * name), whatever node it names. */
+static bool is_pin(const cJSON *na)
+{
+    const cJSON *term = cJSON_GetArrayItem(gd_json_path(na, "requiredDuringSchedulingIgnoredDuringExecution."
+                                                            "nodeSelectorTerms"), 0);
+    const cJSON *node = cJSON_GetArrayItem(gd_json_path(cJSON_GetArrayItem(gd_json_path(term, "matchFields"), 0),
+                                                        "values"), 0);
+    if (!cJSON_IsString(node)) return false;
+    cJSON *pspec = cJSON_CreateObject();
+    pin_to_node(pspec, node->valuestring);
+    bool same = cJSON_Compare(gd_json_path(pspec, "affinity.nodeAffinity"), na, 1);
+    cJSON_Delete(pspec);
+    return same;
+}
+
+/* One requirement of a nodeSelectorTerm admits node alone: In with node as its only value,
+ * on the node's name (matchFields) or its kubernetes.io/hostname label (matchExpressions;
+ * the label the kubelet sets, compared with the node's name: where a provider makes them
+ * differ the pin is simply kept). */
+static bool requirement_is_node(const cJSON *r, const char *key, const char *node)
+{
+    const cJSON *values = gd_json_path(r, "values");
+    const cJSON *v = cJSON_GetArrayItem(values, 0);
+    return !strcmp(gd_json_str_or(r, "key", ""), key) &&
+           !strcmp(gd_json_str_or(r, "operator", ""), "In") && cJSON_GetArraySize(values) == 1 &&
+           cJSON_IsString(v) && !strcmp(v->valuestring, node);
+}
+
+bool godis_pv_confines_to_node(const cJSON *pv, const char *node)
+{
+    if (!node || !*node) return false;
+    const cJSON *terms = gd_json_path(pv, "spec.nodeAffinity.required.nodeSelectorTerms");
+    if (!cJSON_IsArray(terms) || cJSON_GetArraySize(terms) == 0) return false;
+    /* Terms are ORed: each must confine. A term's requirements are ANDed: one that confines
+     * is enough, the others can only narrow it further. */
+    const cJSON *term, *r;
+    cJSON_ArrayForEach(term, terms) {
+        bool confined = false;
+        cJSON_ArrayForEach(r, gd_json_path(term, "matchExpressions"))
+            confined |= requirement_is_node(r, "kubernetes.io/hostname", node);
+        cJSON_ArrayForEach(r, gd_json_path(term, "matchFields"))
+            confined |= requirement_is_node(r, "metadata.name", node);
+        if (!confined) return false;
+    }
+    return true;
+}
+
+const char *godis_pin_node(godis_env *e, const char *ns, const char *godis, const char *volume_node)
+{
+    if (!volume_node || !*volume_node) return NULL;
+    char claim[300];
+    snprintf(claim, sizeof claim, "data-%s", godis);
+    cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
+    const char *pv_name = gd_json_str_or(pvc, "spec.volumeName", "");
+    cJSON *pv = *pv_name ? e->get(e, "PersistentVolume", "", pv_name) : NULL;
+    bool confined = godis_pv_confines_to_node(pv, volume_node);
+    cJSON_Delete(pv);
+    cJSON_Delete(pvc);
+    return confined ? NULL : volume_node;
+}
+
 bool godis_reserved_pod_label(const char *key)
 {
     return !strcmp(key, "cluster-name") || !strcmp(key, "node-name");
@@ -502,6 +565,21 @@ static bool container_differs(const cJSON *want, const cJSON *have)
     return false;
 }
 
+#define RS_PIN "spec.template.spec.affinity.nodeAffinity"
+
+/* A pin is never taken away: desired without one (its PV keeps the pod on the node by
+ * itself, godis_pin_node) leaves a ReplicaSet pinned before as it is, as no write at all. */
+static bool keeps_pin(const cJSON *desired, const cJSON *actual)
+{
+    const cJSON *have = gd_json_path(actual, RS_PIN);
+    return !gd_json_path(desired, RS_PIN) && have && is_pin(have);
+}
+
+static bool pin_differs(const cJSON *desired, const cJSON *actual)
+{
+    return !keeps_pin(desired, actual) && path_differs(desired, actual, RS_PIN);
+}
+
 static bool labels_missing(const cJSON *desired, const cJSON *actual)
 {
     const cJSON *want = gd_json_path(desired, "metadata.labels");
@@ -529,7 +607,7 @@ bool godis_child_drifted(const char *kind, const cJSON *desired, const cJSON *ac
     if (strcmp(kind, "ReplicaSet") == 0) {
         if (path_differs(desired, actual, "spec.replicas")) return true;
         if (path_differs(desired, actual, "spec.template.spec.securityContext.seccompProfile") ||
-            path_differs(desired, actual, "spec.template.spec.affinity.nodeAffinity"))
+            pin_differs(desired, actual))
             return true;
         if (path_differs(desired, actual, "spec.template.spec.volumes")) {
             /* the API server defaults nothing inside persistentVolumeClaim volumes */
@@ -562,6 +640,8 @@ cJSON *godis_child_repair(const char *kind, const cJSON *desired, const cJSON *a
     } else if (strcmp(kind, "ReplicaSet") == 0) {
         gd_json_set(fixed, "spec.replicas", cJSON_CreateNumber(1));
         gd_json_set(fixed, "spec.template", cJSON_Duplicate(gd_json_path(desired, "spec.template"), 1));
+        if (keeps_pin(desired, actual))
+            gd_json_set(fixed, RS_PIN, cJSON_Duplicate(gd_json_path(actual, RS_PIN), 1));
         const char *hash = godis_object_hash(desired);
         cJSON *ann = gd_json_path(fixed, "metadata.annotations");
         if (hash && !cJSON_IsObject(ann)) {

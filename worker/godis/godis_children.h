@@ -90,8 +90,27 @@ bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs, const cJSO
  * place: the desired template and hash, GODIS_ANN_UNHASHED_PODS for the pod it runs (which
  * is not restarted, as before template hashes); one on another revision is the rollout's to
  * update, one member at a time, so only what is no rollout's business is repaired here:
- * replicas 1 and the pin to the data's node. */
+ * replicas 1 and the pin to the data's node. A pin actual has and desired lacks (its PV
+ * confines it: godis_pin_node) is no drift and is kept by every repair: never unpinned. */
 cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual);
+
+/* Whether PersistentVolume pv (NULL: not known) keeps every pod that mounts it on node by
+ * itself: spec.nodeAffinity.required, each of whose nodeSelectorTerms requires exactly that
+ * node (kubernetes.io/hostname In [node] or metadata.name In [node]), as rancher local-path,
+ * local PVs, TopoLVM and OpenEBS LocalPV write it. Anything else (no affinity, a zone,
+ * several nodes) is false. */
+bool godis_pv_confines_to_node(const cJSON *pv, const char *node);
+
+/* The node a member's ReplicaSet is pinned to (godis_child_spec.node): volume_node
+ * (status.volumeNode), unless the PV bound to its claim data-<godis>, as e's cache has it,
+ * confines it to that node already; then NULL, and the pin's ReplicaSet update (one of a
+ * new member's few API requests) is saved: the scheduler places its pod there anyway.
+ * Whatever is not known (claim unbound, PV not cached) keeps the pin. A ReplicaSet pinned
+ * before stays pinned (godis_replicaset_fix never removes a pin). The one reader of the
+ * cache here; everything else in this file is pure. */
+struct godis_env;
+const char *godis_pin_node(struct godis_env *e, const char *ns, const char *godis,
+                           const char *volume_node);
 
 /* Whether the only change godis_replicaset_fix makes to actual is the pin to the data's
  * node that desired has and actual lacks (a member that has just recorded its volumeNode):

@@ -16,7 +16,8 @@ typedef struct godis_env godis_env;
 struct godis_env {
     k8s_client *client;
     /* Cache reads: a copy the caller frees, or NULL when absent. kind: "GodisCluster",
-     * "Godis", "ConfigMap", "Service", "PersistentVolumeClaim", "ReplicaSet", "Pod", "Node". */
+     * "Godis", "ConfigMap", "Service", "PersistentVolumeClaim", "ReplicaSet", "Pod", "Node",
+     * "PersistentVolume" (cluster-scoped kinds with ns ""). */
     cJSON *(*get)(godis_env *e, const char *kind, const char *ns, const char *name);
     /* Objects of kind in ns carrying label key=value, as a cJSON array the caller frees. */
     cJSON *(*list)(godis_env *e, const char *kind, const char *ns, const char *label_key,

@@ -178,7 +178,8 @@ static godis_result update_state(godis_ctx *g)
     bool record_volume = running && *g->pvc_uid && !g->volume_lost &&
                          !*gd_json_str_or(g->godis, "status.volumeClaimUID", "");
     /* The node it ran on holds that volume's data: its pods are pinned there from now on
-     * (godis_build_replicaset). Recorded with the volume, or once for a member that ran
+     * (godis_build_replicaset; by its PV alone where that names the node, godis_pin_node),
+     * and migration reads it (godis_cluster_observe.c). Recorded with the volume, or once for a member that ran
      * before this field existed (its running pod is on the node its data is on). */
     bool record_node = running && *node && !g->volume_lost &&
                        (record_volume || *gd_json_str_or(g->godis, "status.volumeClaimUID", "")) &&
@@ -316,7 +317,7 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
     g.spec = (godis_child_spec){
         .ns = ns, .cluster = cluster, .godis = name, .godis_uid = gd_meta_uid(g.godis),
         .id = id, .preferred = preferred,
-        .node = gd_json_str_or(g.godis, "status.volumeNode", NULL)};
+        .node = godis_pin_node(e, ns, name, gd_json_str_or(g.godis, "status.volumeNode", NULL))};
     godis_child_spec_from_cluster(&g.spec, g.cluster);
     r = reconcile_godis_ctx(&g);
 out:

@@ -65,7 +65,8 @@ static void ro_observe_member(ro_rollout_ctx *x, ro_member *m, int64_t id)
     gd_json_bool(g, "spec.preferred", &preferred);
     godis_child_spec s = {.ns = ro->ns, .cluster = ro->name, .godis = m->name,
                           .godis_uid = gd_meta_uid(g), .id = id, .preferred = preferred,
-                          .node = gd_json_str_or(g, "status.volumeNode", NULL)};
+                          .node = godis_pin_node(e, ro->ns, m->name,
+                                                 gd_json_str_or(g, "status.volumeNode", NULL))};
     godis_child_spec_from_cluster(&s, *ro->cluster);
     m->desired = godis_build_replicaset(&s);
     cJSON_Delete(g);
