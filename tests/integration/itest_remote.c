@@ -81,8 +81,8 @@ static int setup(void **state)
     if (!(R.c = e2e_client()) || !e2e_install_crds(R.c)) return -1;
     char lease[64];
     snprintf(lease, sizeof lease, "godis-remote-%d", (int)getpid());
-    /* below the ephemeral range (32768-60999), 20 ports per run: 17 endpoints, 2 metrics */
-    if (!rp_init(&P, "remote", "default", lease, "allow", 20000 + (int)(getpid() % 600) * 20)) return -1;
+    /* below the ephemeral range (32768-60999), RP_PORTS per run */
+    if (!rp_init(&P, "remote", "default", lease, "allow", 20000 + (int)(getpid() % 500) * RP_PORTS)) return -1;
     keygen("server");
     keygen("remote-1");
     keygen("remote-2");
@@ -97,7 +97,7 @@ static int setup(void **state)
     R.w[0] = spawn_worker("remote-1");
     R.w[1] = spawn_worker("remote-2");
     R.bad = spawn_worker("intruder");
-    fprintf(stderr, "remote: logs in %s, ports %d..%d\n", P.logdir, P.base, P.base + 19);
+    fprintf(stderr, "remote: logs in %s, ports %d..%d\n", P.logdir, P.base, P.base + RP_PORTS - 1);
     return 0;
 }
 

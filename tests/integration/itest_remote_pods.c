@@ -149,16 +149,16 @@ static int setup(void **state)
     if (!(R.c = e2e_client()) || !e2e_install_crds(R.c)) return -1;
     if (!e2e_ns_create(R.c, "rpods", R.ns, sizeof R.ns)) return -1;
     snprintf(R.crb, sizeof R.crb, "godis-operator-worker-%s", R.ns);
-    /* below the ephemeral range, 20 ports per run (itest_remote uses 20000-31999); the
+    /* below the ephemeral range, RP_PORTS per run (itest_remote uses 20000-31999); the
      * Lease the Deployment's --leader-lease names, in this run's namespace */
-    if (!rp_init(&P, "remote-pods", R.ns, "godis-operator-leader", "worker.pub", 8000 + (int)(getpid() % 500) * 20))
+    if (!rp_init(&P, "remote-pods", R.ns, "godis-operator-leader", "worker.pub", 8000 + (int)(getpid() % 500) * RP_PORTS))
         return -1;
     keygen("server");
     keygen("worker");
     for (int i = 0; i < 2; i++)
         if (!rp_spawn_manager(&P, i)) return -1;
     if (!apply_overlay()) return -1;
-    fprintf(stderr, "rpods: namespace %s, logs in %s, ports %d..%d\n", R.ns, P.logdir, P.base, P.base + 19);
+    fprintf(stderr, "rpods: namespace %s, logs in %s, ports %d..%d\n", R.ns, P.logdir, P.base, P.base + RP_PORTS - 1);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "e2e_procs.h"
 #include "gd_json.h"
+#include "gd_domain.h"
 #include "gd_proto.h"
 #include "gd_time.h"
 
@@ -26,12 +27,14 @@ bool rp_init(remote_pair *r, const char *tag, const char *lease_ns, const char *
     snprintf(r->lease, sizeof r->lease, "%s", lease);
     snprintf(r->allow, sizeof r->allow, "%s/%s", r->dir, allow_name);
     r->base = base;
+    int remote_ports = 1 + 2 * gd_domain_get()->nkinds;   /* manager_remote.c's layout */
+    if (remote_ports + 2 > RP_PORTS) return false;
     for (int i = 0; i < 2; i++) {
         snprintf(r->addr[i], sizeof r->addr[i], "127.0.0.%d", i + 1);
         snprintf(r->ident[i], sizeof r->ident[i], "%s-mgr-%d-%d", tag, pid, i);
         snprintf(r->mgrlog[i], sizeof r->mgrlog[i], "%s/manager-%d.log", r->logdir, i);
         snprintf(r->rundir[i], sizeof r->rundir[i], "%s/run-%d", r->dir, i);
-        r->metrics[i] = base + 18 + i;
+        r->metrics[i] = base + remote_ports + i;
     }
     return true;
 }

@@ -15,13 +15,19 @@ typedef struct {
     char lease_ns[128], lease[64]; /* --leader-elect-resource-namespace / -name */
     char allow[300];               /* --curve-allow */
     char addr[2][16], ident[2][64], mgrlog[2][300], rundir[2][300];
-    int base, metrics[2];          /* remote ports base..base+16, metrics base+18, base+19 */
+    int base, metrics[2];          /* remote ports base..base+2*kinds (the control port, a
+                                    * PUB and a snapshot port per watched kind), metrics the
+                                    * two after them */
     pid_t mgr[2];
 } remote_pair;
 
+/* Ports a run takes from its base: 1 + 2 x 9 watched kinds + 2 metrics = 21, and room for
+ * one more kind (rp_init refuses a domain table that needs more). */
+#define RP_PORTS 24
+
 /* Fills r: its directory (created here, 0700), log directory and identities named after tag
- * and this pid, 20 ports from base. The allow-list path is dir/allow_name. False when the
- * directory cannot be made. */
+ * and this pid, RP_PORTS ports from base. The allow-list path is dir/allow_name. False when
+ * the directory cannot be made or the domain's kinds need more ports. */
 bool rp_init(remote_pair *r, const char *tag, const char *lease_ns, const char *lease,
              const char *allow_name, int base);
 /* bin/godis-manager keygen: dir/<name>.key and dir/<name>.pub. */
