@@ -179,8 +179,9 @@ static godis_result update_state(godis_ctx *g)
                          !*gd_json_str_or(g->godis, "status.volumeClaimUID", "");
     /* The node it ran on holds that volume's data: its pods are pinned there from now on
      * (godis_build_replicaset; by its PV alone where that names the node, godis_pin_node),
-     * and migration reads it (godis_cluster_observe.c). Recorded with the volume, or once for a member that ran
-     * before this field existed (its running pod is on the node its data is on). */
+     * and migration reads it (godis_cluster_observe.c). Recorded with the volume, or once
+     * for a member that ran before this field existed (its running pod is on the node its
+     * data is on). */
     bool record_node = running && *node && !g->volume_lost &&
                        (record_volume || *gd_json_str_or(g->godis, "status.volumeClaimUID", "")) &&
                        !*gd_json_str_or(g->godis, "status.volumeNode", "");
