@@ -78,12 +78,14 @@ static void test_bootstrap_in_one_reconcile(void **state)
     client_push(f->h, 200, NULL, written);   /* the status write's answer; then echoes */
     write_log wl = {0};
     godis_result r = reconcile(f, &wl);
-    assert_int_equal(r.kind, GODIS_REQUEUE);
+    /* the phase Running (all created) waits for the members to serve: no member has a
+     * pod yet, so it is left for later (test_godis_status_writes) */
+    assert_int_equal(r.kind, GODIS_REQUEUE_AFTER);
+    assert_true(r.after_ms > 0 && r.after_ms <= GODIS_PROGRESS_WRITE_MS);
     assert_int_equal(r.err, GD_OK);
 
-    /* 0: the intent, 1: its Event, 2: the ConfigMap, 3..5: the members, 6: the phase
-     * Running (all created; no Event of its own) */
-    assert_int_equal(httpd_request_count(f->h), 7);
+    /* 0: the intent, 1: its Event, 2: the ConfigMap, 3..5: the members */
+    assert_int_equal(httpd_request_count(f->h), 6);
     const httpd_req *q = httpd_request(f->h, 0);
     assert_string_equal(q->method, "PUT");
     assert_non_null(strstr(q->uri, "/namespaces/ns/godisclusters/c/status"));
@@ -121,16 +123,8 @@ static void test_bootstrap_in_one_reconcile(void **state)
         assert_string_equal(gd_json_str_or(owner, "uid", ""), "cu");
         cJSON_Delete(b);
     }
-    q = httpd_request(f->h, 6);
-    assert_string_equal(q->method, "PUT");
-    assert_non_null(strstr(q->uri, "/namespaces/ns/godisclusters/c/status"));
-    b = body_of(f, 6);
-    assert_string_equal(gd_json_str_or(b, "status.status", ""), "Running");
-    assert_string_equal(gd_json_str_or(b, "metadata.resourceVersion", ""), "2");   /* on the intent's */
-    assert_int_equal(cJSON_GetArraySize(gd_json_path(b, "status.members")), 3);
-    cJSON_Delete(b);
-    /* every write recorded for read-your-writes (2 status, ConfigMap, 3 Godis; not the Event) */
-    assert_int_equal(wl.writes, 6);
+    /* every write recorded for read-your-writes (status, ConfigMap, 3 Godis; not the Event) */
+    assert_int_equal(wl.writes, 5);
 }
 
 static void test_refused_intent_creates_nothing(void **state)

@@ -12,6 +12,11 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include "client_fixture.h"
 #include "godis_fake.h"
 #include "../support/godis_fake_children.h"
@@ -20,6 +25,8 @@
 #include "gd_json.h"
 
 static cJSON *cached;      /* the cache's GodisCluster */
+static int godis_port;     /* where the members' godis answers (0: a closed port) */
+static bool no_godis;      /* a new cluster's: no Godis objects yet */
 static int nready;         /* members 1..nready have a Ready pod, the others a pod not Ready */
 
 static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
@@ -28,6 +35,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     (void)ns;
     if (!strcmp(kind, "GodisCluster")) return !strcmp(name, "c") ? cJSON_Duplicate(cached, 1) : NULL;
     if (!strcmp(kind, "Godis")) {
+        if (no_godis) return NULL;
         int64_t id = gf_id_of(name);
         return id >= 1 && id <= 3 ? gf_godis(id, true) : NULL;
     }
@@ -39,6 +47,7 @@ static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const ch
 {
     (void)e;
     (void)ns;
+    if (no_godis && !strcmp(kind, "Godis")) return cJSON_CreateArray();
     cJSON *l = gf_list(kind, k, v, 3, 3, true);
     if (!strcmp(kind, "Pod")) {
         cJSON *p;
@@ -53,7 +62,8 @@ static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const ch
 /* One reconcile; returns the status writes it made, the last one becoming the cache's copy. */
 static int reconcile(client_fixture *f, godis_result *r)
 {
-    godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .godis_port = gf_closed_port(),
+    godis_env e = {.client = f->c, .get = fake_get, .list = fake_list,
+                   .godis_port = godis_port ? godis_port : gf_closed_port(),
                    .godis_timeout_ms = 100, .node_notready_grace_ms = 40000};
     int before = httpd_request_count(f->h), n = 0;
     *r = godis_reconcile_cluster(&e, "ns/c");
@@ -128,10 +138,129 @@ static void test_counts_batched_then_coalesced(void **state)
     cached = NULL;
 }
 
+/* A godis that takes every write: each request read is answered +OK (one command a
+ * connection, as the write probe sends). Listens on 127.0.0.1, the fake pods' IP. */
+static void *ok_server(void *arg)
+{
+    int ls = *(int *)arg, c;
+    while ((c = accept(ls, NULL, NULL)) >= 0) {
+        char buf[512];
+        while (read(c, buf, sizeof buf) > 0)
+            if (write(c, "+OK\r\n", 5) != 5) break;
+        close(c);
+    }
+    return NULL;
+}
+
+static int start_ok_server(int *ls, pthread_t *t)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    *ls = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(*ls >= 0);
+    assert_int_equal(bind(*ls, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(*ls, 8), 0);
+    assert_int_equal(getsockname(*ls, (struct sockaddr *)&a, &len), 0);
+    assert_int_equal(pthread_create(t, NULL, ok_server, ls), 0);
+    return ntohs(a.sin_port);
+}
+
+static void stop_ok_server(int ls, pthread_t t)
+{
+    shutdown(ls, SHUT_RDWR);       /* wakes accept() */
+    close(ls);
+    pthread_join(t, NULL);
+    godis_port = 0;
+}
+
+/* A new cluster: the first reconcile writes its intent (members 1-3, phase Initializing)
+ * and creates its members' Godis, which the cache has from then on. */
+#define NEW_CLUSTER_META                                                                     \
+    "\"apiVersion\":\"kumkeehyun.github.com/v1\",\"kind\":\"GodisCluster\",\"metadata\":{"   \
+    "\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"cu\",\"resourceVersion\":\"5\","         \
+    "\"generation\":1},\"spec\":{\"replicas\":3}"
+
+static void new_cluster(client_fixture *f)
+{
+    godis_status_memo_reset();
+    no_godis = true;
+    cJSON_Delete(cached);
+    cached = cJSON_Parse("{" NEW_CLUSTER_META "}");
+    /* the intent's answer (the bootstrap goes on from what the API server returned) */
+    client_push(f->h, 200, NULL,
+                "{" NEW_CLUSTER_META ",\"status\":{\"status\":\"Initializing\",\"members\":[1,2,3],"
+                "\"nextID\":4,\"initialReplicas\":3,\"replicas\":3,\"readyReplicas\":0,"
+                "\"scaleOutID\":0,\"scaleInID\":0,\"observedGeneration\":1}}");
+}
+
+/* The bootstrap's last record (phase Running) rides on the write that says the members
+ * serve: a 100 x 3 converge wrote it 0.3 s after the intent, then again for Ready. */
+static void test_bootstrap_phase_rides_on_readiness(void **state)
+{
+    client_fixture *f = *state;
+    int ls;
+    pthread_t t;
+    godis_port = start_ok_server(&ls, &t);
+    new_cluster(f);
+    nready = 0;
+    godis_result r;
+    assert_int_equal(reconcile(f, &r), 1);                    /* the intent */
+    no_godis = false;
+    assert_string_equal(gd_json_str_or(cached, "status.status", ""), "Initializing");
+    assert_int_equal(r.kind, GODIS_REQUEUE_AFTER);            /* the phase is left for later */
+    assert_true(r.after_ms > 1000 && r.after_ms <= GODIS_PROGRESS_WRITE_MS);
+    nready = 2;                                               /* not all Ready: still later */
+    assert_int_equal(reconcile(f, &r), 0);
+    assert_int_equal(r.kind, GODIS_REQUEUE_AFTER);
+    assert_string_equal(gd_json_str_or(cached, "status.status", ""), "Initializing");
+    nready = 3;                       /* all Ready and a write through member 1 succeeds */
+    assert_int_equal(reconcile(f, &r), 1);
+    assert_string_equal(gd_json_str_or(cached, "status.status", ""), "Running");
+    assert_string_equal(condition("Ready", "status"), "True");
+    assert_int_equal(gd_json_int_or(cached, "status.readyReplicas", -1), 3);
+    /* (what comes next is the fake world's: its ReplicaSets carry no template hash, so a
+     * rollout would start) */
+    stop_ok_server(ls, t);
+}
+
+/* It never waits on a cluster whose spec changed meanwhile, nor longer than
+ * GODIS_PROGRESS_WRITE_MS after the intent (members that never serve: Running, as before). */
+static void test_bootstrap_phase_waits_no_longer(void **state)
+{
+    client_fixture *f = *state;
+    godis_result r;
+    new_cluster(f);
+    nready = 3;                                  /* Ready pods, but no godis answers */
+    assert_int_equal(reconcile(f, &r), 1);
+    no_godis = false;
+    assert_int_equal(reconcile(f, &r), 0);
+    assert_int_equal(r.kind, GODIS_REQUEUE_AFTER);
+    assert_true(r.after_ms <= 1000);             /* the probe's next try is not pushed out */
+    gd_json_set(cached, "metadata.generation", cJSON_CreateNumber(2));
+    assert_int_equal(reconcile(f, &r), 1);
+    assert_string_equal(gd_json_str_or(cached, "status.status", ""), "Running");
+    assert_int_equal(gd_json_int_or(cached, "status.observedGeneration", -1), 2);
+    assert_string_equal(condition("Ready", "status"), "False");
+
+    new_cluster(f);
+    nready = 0;
+    assert_int_equal(reconcile(f, &r), 1);
+    no_godis = false;
+    assert_int_equal(reconcile(f, &r), 0);
+    godis_status_memo_reset();                   /* as if GODIS_PROGRESS_WRITE_MS passed */
+    assert_int_equal(reconcile(f, &r), 1);
+    assert_string_equal(gd_json_str_or(cached, "status.status", ""), "Running");
+    assert_string_equal(condition("Ready", "status"), "False");
+    cJSON_Delete(cached);
+    cached = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_counts_batched_then_coalesced, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_bootstrap_phase_rides_on_readiness, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_bootstrap_phase_waits_no_longer, client_setup, client_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

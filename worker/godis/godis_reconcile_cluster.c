@@ -355,7 +355,9 @@ static godis_result settle(godis_cluster_ctx *c, const godis_step *s)
         all_ready &= idx >= 0 && v->observed[idx].ready;
         if (idx >= 0 && v->observed[idx].ready && (!via || v->members[i] < via)) via = v->members[i];
     }
-    bool probe = all_ready && v->nmembers == v->desired && strcmp(c->phase, "Running") == 0;
+    /* (FINISH_INIT: the phase turns Running with this very write, which waits for Ready) */
+    bool running = strcmp(c->phase, "Running") == 0 || s->kind == GP_FINISH_INIT;
+    bool probe = all_ready && v->nmembers == v->desired && running;
     v->writable = gd_meta_condition_true(c->cluster, "Ready") ||
                   (probe && call_member(c, via, "write probe", NULL, probe_fn, NULL) == GD_OK);
     godis_result r = godis_status_step(c->e, c->cluster, v, s, &c->written);
@@ -386,7 +388,8 @@ static godis_result execute(godis_cluster_ctx *c, const godis_step *s)
             return (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = STRAY_RECHECK_MS};
         if (s->kind == GP_STOP_MEMBER) return s->stop_first ? stop_first_checked(c, s) : do_stop(c, s);
         return do_delete_godis(c, s->id);
-    case GP_NOTHING:          return settle(c, s);
+    case GP_NOTHING:
+    case GP_FINISH_INIT:      return settle(c, s);   /* (its write waits for Ready: probed) */
     case GP_RECORD_INIT:
         if (strcmp(s->reason, "FreshBootstrap") == 0) {
             godis_result r = godis_status_step(c->e, c->cluster, &c->v, s, &c->written);

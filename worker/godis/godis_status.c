@@ -258,6 +258,19 @@ static bool progress_only(const cJSON *before, const cJSON *after)
     return same;
 }
 
+/* The bootstrap's last record (FINISH_INIT: phase Running, every initial member created)
+ * waits, like a progress write, for the members to serve, so that one write says both: it
+ * was a write of its own 0.3 s after the intent's, then a third once the members were
+ * Ready (100 x 3 converge: 3.3 status writes per cluster). Nothing waits on it: the
+ * children exist whatever the phase says, a spec change meanwhile (a new generation)
+ * writes it at once, and so does GODIS_PROGRESS_WRITE_MS after the intent's write, so a
+ * cluster whose members never turn Ready still reads Running, as before. */
+static bool init_waits_for_ready(const cJSON *base, const cJSON *st, const godis_step *s, int64_t gen)
+{
+    return s->kind == GP_FINISH_INIT && !condition_is(st, "Ready", "AllMembersReady", NULL) &&
+           gd_json_int_or(base, "observedGeneration", -1) == gen;
+}
+
 godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_view *v,
                                const godis_step *s, cJSON **written)
 {
@@ -302,10 +315,13 @@ godis_result godis_status_step(godis_env *e, const cJSON *cluster, const godis_v
      * wrote ~13 statuses per cluster, one per pod event, while the API server was busiest.
      * Any decisive change (a condition turning, an intent, the phase), a blocked member's
      * warning and an Event go at once and carry the counts with them. */
-    if (!cJSON_Compare(base, st, 1) && !reason && !s->warn && progress_only(base, st))
+    if (!cJSON_Compare(base, st, 1) && !reason && !s->warn &&
+        (progress_only(base, st) || init_waits_for_ready(base, st, s, gen)))
         due = status_memo_due_in(uid, now);
     if (due > 0) {
-        if (r.kind == GODIS_DONE) r = (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = due};
+        /* (FINISH_INIT is no settled step: asking for REQUEUE would spin until due) */
+        if (r.kind == GODIS_DONE || s->kind == GP_FINISH_INIT)
+            r = (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = due};
     } else if (!cJSON_Compare(base, st, 1)) {
         gd_err err = gw_update_status_out(e, &K8S_RES_GODISCLUSTERS, obj, written);
         if (err) r = gw_result(err);
