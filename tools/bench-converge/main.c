@@ -1,7 +1,7 @@
 /* main.c — bin/bench-converge, the driver of tools/bench/converge.sh (issue 7 part 7).
  *
  *   bench-converge --namespace NS [--count 100] [--replicas 3] [--threads 8]
- *                  [--timeout 300] [--detail-ms 2000]
+ *                  [--timeout 300] [--detail-ms 2000] [--storage-class NAME]
  *
  * Uses $KUBECONFIG (the admin identity, not the operator's, so the referee's per-identity
  * request count of the operator stays clean). Creates the namespace, then COUNT
@@ -63,6 +63,7 @@ static long opt_long(int argc, char **argv, const char *name, long def, long lo,
 typedef struct {
     k8s_client *c;
     const char *ns;
+    const char *storage_class;  /* spec.storage.storageClassName, or NULL: the default class */
     int count, replicas;
     pthread_mutex_t mu;
     int next, failed;
@@ -84,6 +85,8 @@ static void *create_main(void *arg)
                  "\"metadata\":{\"name\":\"bench-%03d\",\"namespace\":\"%s\"},"
                  "\"spec\":{\"replicas\":%d}}", i, cr->ns, cr->replicas);
         cJSON *obj = cJSON_Parse(body);
+        if (obj && cr->storage_class)
+            gd_json_set(obj, "spec.storage.storageClassName", cJSON_CreateString(cr->storage_class));
         k8s_status st = {0};
         gd_err e = obj ? k8s_create(cr->c, &K8S_RES_GODISCLUSTERS, cr->ns, obj, NULL, &st)
                        : GD_ERR_NOMEM;
@@ -265,9 +268,10 @@ int main(int argc, char **argv)
     int nthreads = (int)opt_long(argc, argv, "--threads", 8, 1, 64);
     int64_t timeout_ms = opt_long(argc, argv, "--timeout", 300, 1, 86400) * 1000;
     int detail_ms = (int)opt_long(argc, argv, "--detail-ms", 2000, 100, 60000);
-    if (!ns || !*ns) {
+    const char *storage_class = opt(argc, argv, "--storage-class", NULL);
+    if (!ns || !*ns || (storage_class && strlen(storage_class) > 253)) {
         fprintf(stderr, "usage: bench-converge --namespace NS [--count N] [--replicas R] "
-                        "[--threads T] [--timeout S] [--detail-ms MS]\n");
+                        "[--threads T] [--timeout S] [--detail-ms MS] [--storage-class NAME]\n");
         return 2;
     }
 
@@ -302,7 +306,7 @@ int main(int argc, char **argv)
     snprintf(w.rv, sizeof w.rv, "%s", gd_json_str_or(list, "metadata.resourceVersion", "0"));
     cJSON_Delete(list);
 
-    creator cr = {.c = c, .ns = ns, .count = count, .replicas = replicas};
+    creator cr = {.c = c, .ns = ns, .storage_class = storage_class, .count = count, .replicas = replicas};
     pthread_mutex_init(&cr.mu, NULL);
     pthread_t th[64], wt;
     int64_t t0 = gd_mono_ms();

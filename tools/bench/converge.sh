@@ -64,6 +64,15 @@
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
 #   api_requests_per_cluster_300x3; 100 x 3 keeps the names above), and the line says count
 #   and replicas too.
+#   CONVERGE_STORAGE=local: the members' volumes are static local PersistentVolumes, each
+#   with nodeAffinity naming its node (StorageClass local-static, kubernetes.io/no-provisioner,
+#   WaitForFirstConsumer: the scheduler picks a node with a free volume and binds it), as on
+#   bare metal with the local static provisioner, and like kind's local-path volumes: the
+#   volume itself says where the data is. The devcluster's default class (kube-controller-
+#   manager's host-path provisioner) makes volumes that name no node, which is why each
+#   member's ReplicaSet is pinned there (one more write per member). The figures get the
+#   suffix _local (converge_100x3_local_s, api_requests_per_cluster_100x3_local,
+#   converge_floor_100x3_local_s); the floor uses the same kind of volumes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -71,6 +80,12 @@ OUT=$ROOT/bench/results/latest.jsonl
 COUNT=${CONVERGE_COUNT:-100}
 REPLICAS=${CONVERGE_REPLICAS:-3}
 TAG=${COUNT}x${REPLICAS}   # in the figures' names: converge_300x3_s, api_requests_per_cluster_30x7, ...
+STORAGE=${CONVERGE_STORAGE:-default}
+case "$STORAGE" in
+  default) ;;
+  local) TAG=${TAG}_local ;;
+  *) echo "[converge] CONVERGE_STORAGE must be default or local, not '$STORAGE'" >&2; exit 2 ;;
+esac
 WORKERS=${CONVERGE_WORKERS:-2}
 MCR=${CONVERGE_MCR:-32}
 API_QPS=${CONVERGE_API_QPS:-200}      # per worker; the worker's default is 50 (burst 100)
@@ -100,6 +115,38 @@ fresh_devcluster() {
   sleep 2   # the controllers' first resyncs behind us
 }
 log() { printf '[converge] %s\n' "$*" >&2; }
+
+# local_volumes — with CONVERGE_STORAGE=local, the StorageClass local-static and, on every
+# node, 1.5 x its share of the members' volumes plus 2 (the scheduler is free to place a
+# member on any node with a free volume; a node without one is simply not a candidate).
+# Created before t=0 as an administrator would, never counted. The node agent keeps every
+# claim's data in a directory of its node, which is what a local volume is.
+local_volumes() {
+  [ "$STORAGE" = local ] || return 0
+  api POST /apis/storage.k8s.io/v1/storageclasses '{"apiVersion":"storage.k8s.io/v1",
+    "kind":"StorageClass","metadata":{"name":"local-static"},"provisioner":"kubernetes.io/no-provisioner",
+    "reclaimPolicy":"Retain","volumeBindingMode":"WaitForFirstConsumer"}' >/dev/null
+  local nodes per
+  nodes=$(api GET /api/v1/nodes | jq -r '.items[].metadata.name')
+  per=$(( (COUNT * REPLICAS * 3 / 2 + $(wc -w <<<"$nodes") - 1) / $(wc -w <<<"$nodes") + 2 ))
+  for n in $nodes; do
+    for i in $(seq 1 "$per"); do
+      jq -cn --arg n "$n" --arg name "local-$n-$i" --arg path "$DEVCLUSTER_DIR/local-volumes/$n/$i" '{
+        apiVersion: "v1", kind: "PersistentVolume", metadata: {name: $name},
+        spec: {capacity: {storage: "10Gi"}, accessModes: ["ReadWriteOnce"],
+          persistentVolumeReclaimPolicy: "Retain", storageClassName: "local-static",
+          local: {path: $path},
+          nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [
+            {key: "kubernetes.io/hostname", operator: "In", values: [$n]}]}]}}}}'
+    done
+  done | xargs -d '\n' -P 8 -I{} curl -sS -o /dev/null -w '%{http_code}\n' --max-time 60 \
+      --cacert "$DEVCLUSTER_DIR/pki/ca.crt" --cert "$DEVCLUSTER_DIR/pki/admin.crt" \
+      --key "$DEVCLUSTER_DIR/pki/admin.key" -X POST -H 'Content-Type: application/json' \
+      --data-binary {} "$KUBE_APISERVER/api/v1/persistentvolumes" | sort | uniq -c |
+    awk '$2 != 201 {bad = 1} {printf "%s%s x%s", sep, $2, $1; sep = ", "} END {print ""; exit bad}' >&2 ||
+    { log "creating the local PersistentVolumes failed"; exit 1; }
+  log "local volumes: $per on each of $(wc -w <<<"$nodes") nodes (StorageClass local-static)"
+}
 
 for b in godis-manager godis-informer godis-worker godisctl bench-converge; do
   [ -x "bin/$b" ] || { log "build first: make (bin/$b missing)"; exit 1; }
@@ -164,6 +211,8 @@ trap cleanup EXIT
 
 log "a fresh control plane in $DEVCLUSTER_DIR"
 fresh_devcluster
+local_volumes
+SC_ARG=; [ "$STORAGE" = local ] && SC_ARG=local-static
 export KUBECONFIG GODIS_HOSTS_FILE=${GODIS_HOSTS_FILE:-$DEVCLUSTER_DIR/hosts} GODIS_LOOPBACK_ONLY=1
 
 log "CRDs from deploy/base/crds"
@@ -324,6 +373,7 @@ r0=$(flow_requests); w0=$(writes_total); cpu_all >"$W/cpu0"; api GET /metrics >"
 log "creating $COUNT GodisClusters x $REPLICAS in $NS"
 rc=0
 res=$(bin/bench-converge --namespace "$NS" --count "$COUNT" --replicas "$REPLICAS" \
+  ${SC_ARG:+--storage-class "$SC_ARG"} \
   --timeout "$TIMEOUT" --detail-ms 5000 2> >(tee "$W/timeline" >&2)) || rc=$?
 r1=$(flow_requests); w1=$(writes_total); cpu_all >"$W/cpu1"; api GET /metrics >"$W/api.metrics1"
 keep_control_plane_state
@@ -372,6 +422,7 @@ if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   delete_namespace "$NS"
   log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py), on a fresh control plane"
   fresh_devcluster
+  local_volumes
   floor=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$NS-floor" \
     --count "$COUNT" --timeout "$TIMEOUT") || log "converge_floor.py failed: ${floor:-no result}"
   log "floor result: ${floor:-none}"

@@ -12,7 +12,8 @@
 cJSON *godis_build_pdb(const char *api_version, const char *ns, const char *cluster,
                        const char *cluster_uid);
 
-/* Creates the PDB of the GodisCluster at key (namespace/name) unless this process has
+/* Creates the PDB of the GodisCluster at key (namespace/name) once a quorum of its recorded
+ * members has a Ready pod (before that no eviction costs availability), unless this process has
  * already seen it created or present (one API call per cluster per worker process, not one
  * per reconcile: PDBs are not cached). policy/v1 when the API server serves it (Kubernetes
  * 1.21+), else policy/v1beta1 (1.20, the local control plane): asked once per process.
