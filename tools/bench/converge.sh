@@ -94,7 +94,8 @@ TIMEOUT=${CONVERGE_TIMEOUT:-300}
 USER_CN=godis-bench-operator-$$   # per run: a finishing run deletes its binding and flow
 NS=godis-bench-$$
 W=$(mktemp -d /tmp/bench-converge-XXXXXX)
-KEEP=$ROOT/build/bench-converge   # the last run's manager log, timeline and metrics
+# the last run's manager log, timeline and metrics (other sizes: build/bench-converge-300x3, ...)
+KEEP=$ROOT/build/bench-converge$([ "$TAG" = 100x3 ] || echo "-$TAG")
 MGR_PID=
 # A fresh control plane of its own for each measurement (its own run directory, so the
 # devcluster of `make bench` or of a developer is left alone): a control plane that has just

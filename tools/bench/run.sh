@@ -135,8 +135,19 @@ log "figures in $OUT_DIR/latest.jsonl"
 if [ "$STARTED" = 1 ]; then "$ROOT/tools/devcluster" down >/dev/null 2>&1 || true; STARTED=0; fi
 
 # 5. The whole operator (issue 7 part 7): converge_100x3_s and api_requests_per_cluster,
-# appended by tools/bench/converge.sh (on fresh control planes of its own, with the node agent).
+# appended by tools/bench/converge.sh (on fresh control planes of its own, with the node agent);
+# then the same at other sizes and on local volumes (issue 23.1): converge_100x3_local_s,
+# converge_30x7_s, converge_300x3_s, their floors and api_requests_per_cluster_<size>.
 "$ROOT/tools/bench/converge.sh" || log "converge.sh: not every GodisCluster converged (see its lines)"
+# How the cost grows with the number of clusters (300 x 3) and with members per cluster
+# (30 x 7), and what it is where the volumes say their node (100 x 3 on static local PVs:
+# no member is pinned to its node by a ReplicaSet write). BENCH_CONVERGE_MORE=0 skips them
+# (~9 min on 2 cores).
+if [ "${BENCH_CONVERGE_MORE:-1}" = 1 ]; then
+  CONVERGE_STORAGE=local "$ROOT/tools/bench/converge.sh" || log "converge.sh (local volumes) failed"
+  CONVERGE_COUNT=30 CONVERGE_REPLICAS=7 "$ROOT/tools/bench/converge.sh" || log "converge.sh 30 x 7 failed"
+  CONVERGE_COUNT=300 "$ROOT/tools/bench/converge.sh" || log "converge.sh 300 x 3 failed"
+fi
 
 # 6. Manager failover (issue 6 part 8): failover_graceful_s and failover_crash_s with
 # client-go's default lease timings, appended by tools/bench/failover.sh.
