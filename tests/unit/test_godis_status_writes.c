@@ -255,12 +255,49 @@ static void test_bootstrap_phase_waits_no_longer(void **state)
     cached = NULL;
 }
 
+/* Every cluster written recently is remembered, however its uid hashes: one slot per uid let
+ * clusters evict each other, and 8 of 100 (300 x 3: most) then wrote every count at once.
+ * 2 000 clusters written within the interval all wait; an entry past the interval frees its
+ * slot; and a uid never written is due at once. */
+static void test_memo_keeps_every_recent_cluster(void **state)
+{
+    (void)state;
+    godis_status_memo_reset();
+    char uid[40];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(uid, sizeof uid, "5f0c%04d-aaaa-bbbb-cccc-%012d", i, i * 7919);
+        godis_status_memo_note(uid, 1000000 + i);
+    }
+    int waiting = 0;
+    for (int i = 0; i < 2000; i++) {
+        snprintf(uid, sizeof uid, "5f0c%04d-aaaa-bbbb-cccc-%012d", i, i * 7919);
+        waiting += godis_status_memo_due_in(uid, 1002000) == 1000000 + i + GODIS_PROGRESS_WRITE_MS - 1002000;
+    }
+    assert_int_equal(waiting, 2000);
+    assert_int_equal(godis_status_memo_due_in("never-written", 1002000), 0);
+    /* past the interval: due, and its slot taken by the next cluster of its window */
+    int64_t later = 1000000 + 2000 + GODIS_PROGRESS_WRITE_MS;
+    assert_int_equal(godis_status_memo_due_in("5f0c0000-aaaa-bbbb-cccc-000000000000", later), 0);
+    for (int i = 0; i < 2000; i++) {
+        snprintf(uid, sizeof uid, "6e1d%04d-aaaa-bbbb-cccc-%012d", i, i * 104729);
+        godis_status_memo_note(uid, later + i);
+    }
+    waiting = 0;
+    for (int i = 0; i < 2000; i++) {
+        snprintf(uid, sizeof uid, "6e1d%04d-aaaa-bbbb-cccc-%012d", i, i * 104729);
+        waiting += godis_status_memo_due_in(uid, later + 2000) > 0;
+    }
+    assert_int_equal(waiting, 2000);
+    godis_status_memo_reset();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_counts_batched_then_coalesced, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_bootstrap_phase_rides_on_readiness, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_bootstrap_phase_waits_no_longer, client_setup, client_teardown),
+        cmocka_unit_test(test_memo_keeps_every_recent_cluster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,8 +26,12 @@ godis_result godis_status_invalid(godis_env *e, const cJSON *cluster, const char
 
 /* Sets or replaces condition `type` in a status object, keeping lastTransitionTime when
  * the status did not change (Kubernetes API conventions). */
-/* Forgets when each cluster's status was last written (tests). */
-void godis_status_memo_reset(void);
+/* When each cluster's status was last written by this worker (by uid, gd_mono_ms): noted
+ * on each write; due_in is the ms until a progress-only write of uid may go (0: now, also
+ * for a uid never noted). reset forgets them all (tests). */
+void    godis_status_memo_note(const char *uid, int64_t now_ms);
+int64_t godis_status_memo_due_in(const char *uid, int64_t now_ms);
+void    godis_status_memo_reset(void);
 
 void godis_set_condition(cJSON *status, const char *type, bool value, const char *reason,
                          const char *message, int64_t generation);
