@@ -96,6 +96,48 @@ static void test_heal_deleted_godis(void **state)
     assert_true(w.raft[4]);      /* replaced by a new id */
 }
 
+/* A Godis gone outright during the bootstrap (its finalizer stripped), its pod still there:
+ * the member may have voted or held the log, so it is not re-created under its id (the
+ * bootstrap's record, phase Running, now waits for readiness and so stays open longer); the
+ * bootstrap is recorded as done and the member replaced under a new id. A member whose
+ * Godis was never made (a create that failed) is still created under its own. */
+static void test_godis_deleted_during_bootstrap_not_recreated(void **state)
+{
+    (void)state;
+    world w;
+    world_new(&w, 3);
+    sync_view(&w);
+    for (int i = 0; i < 20 && godis_plan_next(&w.v).kind != GP_FINISH_INIT; i++) {
+        apply(&w);
+        sync_view(&w);
+    }
+    assert_string_equal(w.v.phase, "Initializing");
+    w.godis[2] = false;          /* gone outright; its pod outlives it for its grace period */
+    w.running[2] = false;
+    w.pod_gone_in[2] = 3;
+    sync_view(&w);
+    godis_step s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_FINISH_INIT);
+    assert_string_equal(s.reason, "MemberDeleted");
+    run_until_converged(&w);
+    assert_consistent(&w, 3);
+    assert_false(w.raft[2]);
+    assert_true(w.raft[4]);      /* replaced by a new id */
+
+    world_new(&w, 3);            /* never made: created under its id */
+    sync_view(&w);
+    for (int i = 0; i < 20 && godis_plan_next(&w.v).kind != GP_FINISH_INIT; i++) {
+        apply(&w);
+        sync_view(&w);
+    }
+    w.godis[3] = false;
+    w.running[3] = false;
+    sync_view(&w);
+    s = godis_plan_next(&w.v);
+    assert_int_equal(s.kind, GP_CREATE_GODIS);
+    assert_int_equal(s.id, 3);
+}
+
 /* Every member lost: nothing is created until the user asks for a fresh cluster; then new
  * ids, never the old ones. */
 static void test_all_members_lost(void **state)
@@ -448,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_scale_3_6_2),
         cmocka_unit_test(test_scale_out_waits_for_ready),
         cmocka_unit_test(test_heal_deleted_godis),
+        cmocka_unit_test(test_godis_deleted_during_bootstrap_not_recreated),
         cmocka_unit_test(test_all_members_lost),
         cmocka_unit_test(test_quorum_lost),
         cmocka_unit_test(test_lost_volume_replaced_add_first),

@@ -309,12 +309,28 @@ static godis_step plan_scale_in(const godis_view *v)
     return step(GP_FINISH_SCALE_IN, id, "ScaledIn", "member removed");
 }
 
+/* Whether initial member m, whose Godis is not in the cache, may have run: a pod of it is
+ * still there (a Godis deleted with its finalizer stripped: its pods outlive it by their
+ * grace period, and the deletion wakes the cluster at once). Otherwise it was never made
+ * (a create that failed: the bootstrap goes on creating it under its id). Once it may have
+ * voted or held the log, its id is never used again. */
+static bool initial_member_ran(const godis_member *m)
+{
+    return m && m->pod_exists;
+}
+
 static godis_step plan_initializing(const godis_view *v)
 {
     if (!cm_matches(v))
         return step(GP_ENSURE_CONFIGMAP, 0, "Initializing", "ConfigMap with the initial members");
     for (int i = 0; i < v->nmembers; i++) {
         const godis_member *m = observed(v, v->members[i]);
+        if ((!m || !m->godis_exists) && initial_member_ran(m))
+            /* (the phase Running waits for readiness, godis_status.c: a Godis deleted while
+             * its member runs must not be re-created under its id meanwhile) */
+            return step(GP_FINISH_INIT, v->members[i], "MemberDeleted",
+                        "an initial member's Godis is gone after it may have run: "
+                        "the bootstrap is recorded as done and the member replaced under a new id");
         if (!m || !m->godis_exists) {
             godis_step s = step(GP_CREATE_GODIS, v->members[i], "Initializing", "initial member");
             s.preferred = true;

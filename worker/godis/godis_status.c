@@ -291,10 +291,13 @@ static bool progress_only(const cJSON *before, const cJSON *after)
  * Ready (100 x 3 converge: 3.3 status writes per cluster). Nothing waits on it: the
  * children exist whatever the phase says, a spec change meanwhile (a new generation)
  * writes it at once, and so does GODIS_PROGRESS_WRITE_MS after the intent's write, so a
- * cluster whose members never turn Ready still reads Running, as before. */
+ * cluster whose members never turn Ready still reads Running, as before. An initial member
+ * deleted meanwhile writes it at once too (reason MemberDeleted, godis_plan.c): from then on
+ * the member is a lost one, replaced under a new id, never re-created under its own. */
 static bool init_waits_for_ready(const cJSON *base, const cJSON *st, const godis_step *s, int64_t gen)
 {
-    return s->kind == GP_FINISH_INIT && !condition_is(st, "Ready", "AllMembersReady", NULL) &&
+    return s->kind == GP_FINISH_INIT && !strcmp(s->reason, "Initialized") &&
+           !condition_is(st, "Ready", "AllMembersReady", NULL) &&
            gd_json_int_or(base, "observedGeneration", -1) == gen;
 }
 
