@@ -272,14 +272,14 @@ static void test_memo_keeps_every_recent_cluster(void **state)
 {
     (void)state;
     godis_status_memo_reset();
-    char uid[40];
+    char uid[64];
     for (int i = 0; i < 2000; i++) {
-        snprintf(uid, sizeof uid, "5f0c%04d-aaaa-bbbb-cccc-%012d", i, i * 7919);
+        snprintf(uid, sizeof uid, "5f0c%04d-aaaa-bbbb-cccc-%012d", i % 10000, i * 7919);
         godis_status_memo_note(uid, 1000000 + i);
     }
     int waiting = 0;
     for (int i = 0; i < 2000; i++) {
-        snprintf(uid, sizeof uid, "5f0c%04d-aaaa-bbbb-cccc-%012d", i, i * 7919);
+        snprintf(uid, sizeof uid, "5f0c%04d-aaaa-bbbb-cccc-%012d", i % 10000, i * 7919);
         waiting += godis_status_memo_due_in(uid, 1002000) == 1000000 + i + GODIS_PROGRESS_WRITE_MS - 1002000;
     }
     assert_int_equal(waiting, 2000);
@@ -288,12 +288,12 @@ static void test_memo_keeps_every_recent_cluster(void **state)
     int64_t later = 1000000 + 2000 + GODIS_PROGRESS_WRITE_MS;
     assert_int_equal(godis_status_memo_due_in("5f0c0000-aaaa-bbbb-cccc-000000000000", later), 0);
     for (int i = 0; i < 2000; i++) {
-        snprintf(uid, sizeof uid, "6e1d%04d-aaaa-bbbb-cccc-%012d", i, i * 104729);
+        snprintf(uid, sizeof uid, "6e1d%04d-aaaa-bbbb-cccc-%012d", i % 10000, i * 104729);
         godis_status_memo_note(uid, later + i);
     }
     waiting = 0;
     for (int i = 0; i < 2000; i++) {
-        snprintf(uid, sizeof uid, "6e1d%04d-aaaa-bbbb-cccc-%012d", i, i * 104729);
+        snprintf(uid, sizeof uid, "6e1d%04d-aaaa-bbbb-cccc-%012d", i % 10000, i * 104729);
         waiting += godis_status_memo_due_in(uid, later + 2000) > 0;
     }
     assert_int_equal(waiting, 2000);
