@@ -277,7 +277,15 @@ static void assert_adopted_pods(const go_cluster *g, bool same_pods)
         assert_labels(&K8S_RES_REPLICASETS, godis, g->name, godis, g->rs_uid[i]);
         int64_t restarts = -1;
         bool ready = false;
+        /* A rolled member's new pod (same_pods false) may still be starting: the cluster
+         * reads converged (members and readiness) while the rollout finishes its last
+         * member, which gets a new pod and then an IP. */
+        deadline = gd_mono_ms() + TIMEOUT_MS;
+        while (!(member_pod(godis, uid, sizeof uid, ip, sizeof ip, &restarts, &ready) && *ip && ready) &&
+               gd_mono_ms() < deadline)
+            gd_sleep_ms(200);
         assert_true(member_pod(godis, uid, sizeof uid, ip, sizeof ip, &restarts, &ready));
+        assert_true(*ip && ready);
         if (same_pods) {
             assert_string_equal(uid, g->pod_uid[i]);
             assert_int_equal(restarts, 0);
