@@ -140,10 +140,7 @@ local_volumes() {
           nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [
             {key: "kubernetes.io/hostname", operator: "In", values: [$n]}]}]}}}}'
     done
-  done | xargs -d '\n' -P 8 -I{} curl -sS -o /dev/null -w '%{http_code}\n' --max-time 60 \
-      --cacert "$DEVCLUSTER_DIR/pki/ca.crt" --cert "$DEVCLUSTER_DIR/pki/admin.crt" \
-      --key "$DEVCLUSTER_DIR/pki/admin.key" -X POST -H 'Content-Type: application/json' \
-      --data-binary {} "$KUBE_APISERVER/api/v1/persistentvolumes" | sort | uniq -c |
+  done | api_parallel 8 POST /api/v1/persistentvolumes | sort | uniq -c |
     awk '$2 != 201 {bad = 1} {printf "%s%s x%s", sep, $2, $1; sep = ", "} END {print ""; exit bad}' >&2 ||
     { log "creating the local PersistentVolumes failed"; exit 1; }
   log "local volumes: $per on each of $(wc -w <<<"$nodes") nodes (StorageClass local-static)"
@@ -153,10 +150,26 @@ for b in godis-manager godis-informer godis-worker godisctl bench-converge; do
   [ -x "bin/$b" ] || { log "build first: make (bin/$b missing)"; exit 1; }
 done
 
+# admin_flags VAR — VAR=(curl's flags for a request as admin), the one place they are
+# written; read at each call, as the floor's run starts a fresh devcluster.
+admin_flags() {
+  local -n flags=$1
+  # shellcheck disable=SC2034  # flags is a nameref: the caller's array is what is set
+  flags=(-sS --max-time 60 --cacert "$DEVCLUSTER_DIR/pki/ca.crt" --cert "$DEVCLUSTER_DIR/pki/admin.crt"
+    --key "$DEVCLUSTER_DIR/pki/admin.key" -H 'Content-Type: application/json')
+}
 api() {  # api METHOD PATH [BODY] — as admin
-  curl -sS --max-time 60 --cacert "$DEVCLUSTER_DIR/pki/ca.crt" --cert "$DEVCLUSTER_DIR/pki/admin.crt" \
-    --key "$DEVCLUSTER_DIR/pki/admin.key" -X "$1" -H 'Content-Type: application/json' \
-    ${3:+--data-binary "$3"} "$KUBE_APISERVER$2"
+  local -a f
+  admin_flags f
+  curl "${f[@]}" -X "$1" ${3:+--data-binary "$3"} "$KUBE_APISERVER$2"
+}
+# api_parallel N METHOD PATH <BODIES — as admin, one request a line of stdin, N at a time
+# (xargs runs curl itself, not a function); prints each one's HTTP status, a line each.
+api_parallel() {
+  local -a f
+  admin_flags f
+  xargs -d '\n' -P "$1" -I{} curl "${f[@]}" -o /dev/null -w '%{http_code}\n' -X "$2" \
+    --data-binary {} "$KUBE_APISERVER$3"
 }
 
 # keep_control_plane_state — the control plane's logs as the measured run left them (the
