@@ -23,13 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "e2e_lib.h"
 #include "e2e_members.h"
 #include "e2e_operator.h"
 #include "e2e_procs.h"
+#include "e2e_storage.h"
 #include "e2e_webhook.h"
 #include "../support/test_wait.h"
 #include "gd_json.h"
@@ -37,69 +37,11 @@
 #include "godis_client.h"
 
 #define PVS_PER_NODE 2
-#define MAX_PVS 32
 
 static k8s_client *c;
 static pid_t manager;
-static char ns[128], rundir[256], logdir[256], mgr_log[512], voldir[256];
-static char sc[64];                       /* the StorageClass made for this run */
-static char pvs[MAX_PVS][128];            /* the PersistentVolumes made for this run */
-static int npvs;
-
-static bool make_class(void)
-{
-    char body[400];
-    snprintf(body, sizeof body, "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\","
-             "\"metadata\":{\"name\":\"%s\"},\"provisioner\":\"kubernetes.io/no-provisioner\","
-             "\"volumeBindingMode\":\"WaitForFirstConsumer\"}", sc);
-    cJSON *o = cJSON_Parse(body);
-    gd_err e = k8s_create(c, &K8S_RES_STORAGECLASSES, NULL, o, NULL, NULL);
-    cJSON_Delete(o);
-    return e == GD_OK;
-}
-
-/* A static local PV on node: its path a directory under this run's tmp dir (the node agent
- * keeps the claim's data per node whatever the path says), Retain (no provisioner could
- * delete it; teardown does). */
-static bool make_pv(const char *node, int k)
-{
-    if (npvs >= MAX_PVS) return false;
-    char *name = pvs[npvs], path[400], body[1400];
-    snprintf(name, sizeof pvs[0], "itest-localpv-%d-%s-%d", (int)getpid(), node, k);
-    snprintf(path, sizeof path, "%s/%s", voldir, name);
-    if (mkdir(path, 0700) != 0) return false;
-    snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\","
-             "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"capacity\":{\"storage\":\"128Mi\"},"
-             "\"accessModes\":[\"ReadWriteOnce\"],\"persistentVolumeReclaimPolicy\":\"Retain\","
-             "\"storageClassName\":\"%s\",\"volumeMode\":\"Filesystem\",\"local\":{\"path\":\"%s\"},"
-             "\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{"
-             "\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}}",
-             name, sc, path, node);
-    cJSON *o = cJSON_Parse(body);
-    gd_err e = k8s_create(c, &K8S_RES_PVS, NULL, o, NULL, NULL);
-    cJSON_Delete(o);
-    if (e == GD_OK) npvs++;
-    return e == GD_OK;
-}
-
-/* PVS_PER_NODE PVs for every node the devcluster has now; the number of nodes, -1 on error. */
-static int make_pvs(void)
-{
-    cJSON *list = NULL;
-    if (k8s_list(c, &K8S_RES_NODES, NULL, NULL, &list, NULL) != GD_OK) return -1;
-    int nodes = 0;
-    const cJSON *n;
-    cJSON_ArrayForEach(n, gd_json_path(list, "items")) {
-        for (int k = 0; k < PVS_PER_NODE; k++)
-            if (!make_pv(gd_meta_name(n), k)) {
-                cJSON_Delete(list);
-                return -1;
-            }
-        nodes++;
-    }
-    cJSON_Delete(list);
-    return nodes;
-}
+static char ns[128], rundir[256], logdir[256], mgr_log[512];
+static e2e_local_pvs vols;                /* the class and the PVs made for this run */
 
 /* The node the PV bound to claim ns/claim requires ("" when unbound or not of ours). */
 static void pv_node_of(const char *claim, char *out, size_t cap)
@@ -112,7 +54,8 @@ static void pv_node_of(const char *claim, char *out, size_t cap)
         const cJSON *term = cJSON_GetArrayItem(gd_json_path(pv, "spec.nodeAffinity.required.nodeSelectorTerms"), 0);
         const cJSON *req = cJSON_GetArrayItem(gd_json_path(term, "matchExpressions"), 0);
         const cJSON *v = cJSON_GetArrayItem(gd_json_path(req, "values"), 0);
-        if (!strcmp(gd_json_str_or(pv, "spec.storageClassName", ""), sc) && cJSON_IsString(v))
+        if (!strcmp(gd_json_str_or(pv, "spec.storageClassName", ""), vols.class_name) &&
+            cJSON_IsString(v))
             snprintf(out, cap, "%s", v->valuestring);
     }
     cJSON_Delete(pv);
@@ -125,19 +68,16 @@ static int setup(void **state)
     gd_log_init("itest", GD_LOG_WARN, 0, 2);
     c = e2e_client();
     if (!c || !e2e_install_crds(c) || !e2e_ns_create(c, "localpv", ns, sizeof ns)) return -1;
-    snprintf(sc, sizeof sc, "local-static-%d", (int)getpid());
-    snprintf(voldir, sizeof voldir, "/tmp/godis-itest-localpv-vols-%d", (int)getpid());
-    if (mkdir(voldir, 0700) != 0 || !make_class()) return -1;
-    int nodes = make_pvs();
-    if (nodes < 3) {
-        fprintf(stderr, "localpv: %d nodes, want at least 3\n", nodes);
+    if (!e2e_local_pvs_create(c, &vols, "localpv", PVS_PER_NODE, "128Mi")) return -1;
+    if (vols.nodes < 3) {
+        fprintf(stderr, "localpv: %d nodes, want at least 3\n", vols.nodes);
         return -1;
     }
     e2e_log_dir(logdir, sizeof logdir, "localpv");
     snprintf(rundir, sizeof rundir, "/tmp/godis-itest-localpv-%d", (int)getpid());
     snprintf(mgr_log, sizeof mgr_log, "%s/manager.log", logdir);
     manager = e2e_start_manager(rundir, mgr_log, 1, false, NULL, 0);
-    fprintf(stderr, "localpv: logs in %s, %d PVs on %d nodes\n", logdir, npvs, nodes);
+    fprintf(stderr, "localpv: logs in %s, %d PVs on %d nodes\n", logdir, vols.n, vols.nodes);
     return manager > 0 ? 0 : -1;
 }
 
@@ -146,10 +86,8 @@ static int teardown(void **state)
     (void)state;
     e2e_stop(manager, 15000);
     e2e_ns_delete(c, ns);
-    for (int i = 0; i < npvs; i++) k8s_delete(c, &K8S_RES_PVS, NULL, pvs[i], NULL, NULL);
-    k8s_delete(c, &K8S_RES_STORAGECLASSES, NULL, sc, NULL, NULL);
+    e2e_local_pvs_delete(c, &vols);
     e2e_remove_dir(rundir);
-    e2e_remove_dir(voldir);
     k8s_client_destroy(&c);
     return 0;
 }
@@ -250,7 +188,8 @@ static void test_no_pin_on_pvs_that_name_their_node(void **state)
 {
     (void)state;
     char spec[300];
-    snprintf(spec, sizeof spec, "{\"replicas\":3,\"storage\":{\"size\":\"64Mi\",\"storageClassName\":\"%s\"}}", sc);
+    snprintf(spec, sizeof spec, "{\"replicas\":3,\"storage\":{\"size\":\"64Mi\",\"storageClassName\":\"%s\"}}",
+             vols.class_name);
     assert_true(e2e_cluster_create_spec(c, ns, "lp", spec));
     assert_true(e2e_wait_converged(c, ns, "lp", 3, 180000));
     e2e_member m[8];

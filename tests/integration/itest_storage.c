@@ -34,6 +34,7 @@
 #include "e2e_operator.h"
 #include "e2e_procs.h"
 #include "e2e_sampler.h"
+#include "e2e_storage.h"
 #include "e2e_webhook.h"
 #include "gd_json.h"
 #include "gd_log.h"
@@ -45,19 +46,6 @@ static char ns[128], rundir[256], logdir[256], mgr_log[512];
 static char sc_grow[64], sc_fixed[64];     /* StorageClasses made for this run */
 
 /* ---------- helpers ---------- */
-
-static bool make_class(const char *name, bool expand)
-{
-    char body[512];
-    snprintf(body, sizeof body, "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\","
-             "\"metadata\":{\"name\":\"%s\"},\"provisioner\":\"kubernetes.io/host-path\","
-             "\"reclaimPolicy\":\"Delete\",\"volumeBindingMode\":\"WaitForFirstConsumer\"%s}", name,
-             expand ? ",\"allowVolumeExpansion\":true" : "");
-    cJSON *o = cJSON_Parse(body);
-    gd_err e = k8s_create(c, &K8S_RES_STORAGECLASSES, NULL, o, NULL, NULL);
-    cJSON_Delete(o);
-    return e == GD_OK || e == GD_ERR_ALREADY_EXISTS;
-}
 
 static void write_data(const char *cluster, const char *prefix)
 {
@@ -218,7 +206,9 @@ static int setup(void **state)
     if (!c || !e2e_install_crds(c) || !e2e_ns_create(c, "storage", ns, sizeof ns)) return -1;
     snprintf(sc_grow, sizeof sc_grow, "itest-expandable-%d", (int)getpid());
     snprintf(sc_fixed, sizeof sc_fixed, "itest-fixed-%d", (int)getpid());
-    if (!make_class(sc_grow, true) || !make_class(sc_fixed, false)) return -1;
+    if (!e2e_storage_class_create(c, sc_grow, "kubernetes.io/host-path", "Delete", true) ||
+        !e2e_storage_class_create(c, sc_fixed, "kubernetes.io/host-path", "Delete", false))
+        return -1;
     e2e_log_dir(logdir, sizeof logdir, "storage");
     snprintf(rundir, sizeof rundir, "/tmp/godis-itest-storage-%d", (int)getpid());
     snprintf(mgr_log, sizeof mgr_log, "%s/manager.log", logdir);
