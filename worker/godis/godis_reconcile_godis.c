@@ -27,6 +27,7 @@ typedef struct {
     godis_child_spec spec;
     bool volume_lost;
     char pvc_uid[64];        /* the member's PVC now ("" when there is none) */
+    cJSON *pvc;              /* and the claim itself (NULL: none, or not read) */
 } godis_ctx;
 
 /* Creates a missing child, repairs a drifted one. Returns GD_OK when nothing was written
@@ -88,7 +89,8 @@ typedef enum { VOL_OK, VOL_MISSING_NEW, VOL_LOST, VOL_NOT_OURS } vol_state;
 /* The member had its volume once it ran on it: status.volumeClaimUID records the PVC then.
  * From there on, that PVC missing (as the API server says, not just the cache, which may lag
  * between kinds), replaced by another, being deleted or Lost means the member's data is
- * gone. Before, a missing PVC is simply created. */
+ * gone. Before, a missing PVC is simply created. The claim read is kept in g->pvc (the pin
+ * decision reads it too). */
 static vol_state volume_state(godis_ctx *g, char *uid, size_t cap)
 {
     char claim[300];
@@ -105,7 +107,7 @@ static vol_state volume_state(godis_ctx *g, char *uid, size_t cap)
         st = VOL_LOST;
     else if (!gd_meta_owned_by(pvc, "Godis", g->spec.godis_uid))
         st = VOL_NOT_OURS;
-    cJSON_Delete(pvc);
+    g->pvc = pvc;
     return st;
 }
 
@@ -208,7 +210,13 @@ static godis_result update_state(godis_ctx *g)
         gd_err err = gw_update_status(g->e, &K8S_RES_GODISES, obj);
         cJSON_Delete(obj);
         if (err) r = gw_result(err);
-        else if (g->volume_lost && !was_lost)
+        else if (record_node && godis_pin_node_for_claim(g->e, g->pvc, node))
+            /* The pin follows from this write, and nothing else wakes this Godis for it: its
+             * own status updates are filtered out (mapping.h), and its pod's and ReplicaSet's
+             * events may all have come before this reconcile ran (a busy worker, one that
+             * took over shards). The next run waits for the cache to show this write. */
+            r = (godis_result){.kind = GODIS_REQUEUE};
+        if (!err && g->volume_lost && !was_lost)
             godis_emit_event(g->e, g->godis, "Warning", "VolumeLost",
                              "the member's PersistentVolumeClaim is gone: the member is lost and "
                              "will be replaced by a new id (never restarted on an empty volume)");
@@ -259,6 +267,9 @@ static godis_result reconcile_godis_ctx(godis_ctx *g)
         godis_emit_event(g->e, g->godis, "Warning", "VolumeNotOwned", msg);
         return update_state(g);
     }
+    /* After volume_state: the pin decision reads the claim it read. */
+    g->spec.node = godis_pin_node_for_claim(g->e, g->pvc,
+                                            gd_json_str_or(g->godis, "status.volumeNode", NULL));
     bool retired = rs_retired(g);
     bool any = false;
     for (int i = 0; i < 3; i++) {
@@ -317,12 +328,12 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
     gd_json_bool(g.godis, "spec.preferred", &preferred);
     g.spec = (godis_child_spec){
         .ns = ns, .cluster = cluster, .godis = name, .godis_uid = gd_meta_uid(g.godis),
-        .id = id, .preferred = preferred,
-        .node = godis_pin_node(e, ns, name, gd_json_str_or(g.godis, "status.volumeNode", NULL))};
+        .id = id, .preferred = preferred};
     godis_child_spec_from_cluster(&g.spec, g.cluster);
     r = reconcile_godis_ctx(&g);
 out:
     cJSON_Delete(g.godis);
     cJSON_Delete(g.cluster);
+    cJSON_Delete(g.pvc);
     return r;
 }
