@@ -112,6 +112,7 @@ static void test_godis_deleted_during_bootstrap_not_recreated(void **state)
         sync_view(&w);
     }
     assert_string_equal(w.v.phase, "Initializing");
+    assert_false(godis_plan_next(&w.v).at_once);   /* the normal record waits for readiness */
     w.godis[2] = false;          /* gone outright; its pod outlives it for its grace period */
     w.running[2] = false;
     w.pod_gone_in[2] = 3;
@@ -119,6 +120,7 @@ static void test_godis_deleted_during_bootstrap_not_recreated(void **state)
     godis_step s = godis_plan_next(&w.v);
     assert_int_equal(s.kind, GP_FINISH_INIT);
     assert_string_equal(s.reason, "MemberDeleted");
+    assert_true(s.at_once);      /* written without waiting (godis_status.c) */
     run_until_converged(&w);
     assert_consistent(&w, 3);
     assert_false(w.raft[2]);

@@ -333,18 +333,25 @@ bool godis_pv_confines_to_node(const cJSON *pv, const char *node)
     return true;
 }
 
+const char *godis_pin_node_for_claim(godis_env *e, const cJSON *pvc, const char *volume_node)
+{
+    if (!volume_node || !*volume_node) return NULL;
+    const char *pv_name = gd_json_str_or(pvc, "spec.volumeName", "");
+    cJSON *pv = *pv_name ? e->get(e, "PersistentVolume", "", pv_name) : NULL;
+    bool confined = godis_pv_confines_to_node(pv, volume_node);
+    cJSON_Delete(pv);
+    return confined ? NULL : volume_node;
+}
+
 const char *godis_pin_node(godis_env *e, const char *ns, const char *godis, const char *volume_node)
 {
     if (!volume_node || !*volume_node) return NULL;
     char claim[300];
     snprintf(claim, sizeof claim, "data-%s", godis);
     cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
-    const char *pv_name = gd_json_str_or(pvc, "spec.volumeName", "");
-    cJSON *pv = *pv_name ? e->get(e, "PersistentVolume", "", pv_name) : NULL;
-    bool confined = godis_pv_confines_to_node(pv, volume_node);
-    cJSON_Delete(pv);
+    const char *node = godis_pin_node_for_claim(e, pvc, volume_node);
     cJSON_Delete(pvc);
-    return confined ? NULL : volume_node;
+    return node;
 }
 
 bool godis_reserved_pod_label(const char *key)

@@ -111,6 +111,9 @@ bool godis_pv_confines_to_node(const cJSON *pv, const char *node);
 struct godis_env;
 const char *godis_pin_node(struct godis_env *e, const char *ns, const char *godis,
                            const char *volume_node);
+/* The same, for a caller that holds the claim already (borrowed; NULL: not known). */
+const char *godis_pin_node_for_claim(struct godis_env *e, const cJSON *pvc,
+                                     const char *volume_node);
 
 /* Whether the only change godis_replicaset_fix makes to actual is the pin to the data's
  * node that desired has and actual lacks (a member that has just recorded its volumeNode):

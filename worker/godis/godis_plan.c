@@ -325,12 +325,15 @@ static godis_step plan_initializing(const godis_view *v)
         return step(GP_ENSURE_CONFIGMAP, 0, "Initializing", "ConfigMap with the initial members");
     for (int i = 0; i < v->nmembers; i++) {
         const godis_member *m = observed(v, v->members[i]);
-        if ((!m || !m->godis_exists) && initial_member_ran(m))
+        if ((!m || !m->godis_exists) && initial_member_ran(m)) {
             /* (the phase Running waits for readiness, godis_status.c: a Godis deleted while
              * its member runs must not be re-created under its id meanwhile) */
-            return step(GP_FINISH_INIT, v->members[i], "MemberDeleted",
-                        "an initial member's Godis is gone after it may have run: "
-                        "the bootstrap is recorded as done and the member replaced under a new id");
+            godis_step s = step(GP_FINISH_INIT, v->members[i], "MemberDeleted",
+                                "an initial member's Godis is gone after it may have run: the "
+                                "bootstrap is recorded as done and the member replaced under a new id");
+            s.at_once = true;
+            return s;
+        }
         if (!m || !m->godis_exists) {
             godis_step s = step(GP_CREATE_GODIS, v->members[i], "Initializing", "initial member");
             s.preferred = true;

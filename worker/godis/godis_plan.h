@@ -132,6 +132,8 @@ typedef struct {
     bool warn;             /* GP_WAIT that needs the user (the member cannot be moved or
                               scheduled): condition message "member <id> <why>", and a
                               Warning Event when it appears or changes */
+    bool at_once;          /* GP_FINISH_INIT: written without waiting for readiness (an
+                              initial member deleted mid-bootstrap, godis_status.c) */
 } godis_step;
 
 godis_step godis_plan_next(const godis_view *v);

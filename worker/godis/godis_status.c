@@ -296,7 +296,7 @@ static bool progress_only(const cJSON *before, const cJSON *after)
  * the member is a lost one, replaced under a new id, never re-created under its own. */
 static bool init_waits_for_ready(const cJSON *base, const cJSON *st, const godis_step *s, int64_t gen)
 {
-    return s->kind == GP_FINISH_INIT && !strcmp(s->reason, "Initialized") &&
+    return s->kind == GP_FINISH_INIT && !s->at_once &&
            !condition_is(st, "Ready", "AllMembersReady", NULL) &&
            gd_json_int_or(base, "observedGeneration", -1) == gen;
 }
