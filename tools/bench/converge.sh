@@ -217,7 +217,7 @@ cleanup() {
   fi
   mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json \
     "$W"/*.log "$W"/apiserver.goroutines \
-    "$W"/audit_mix "$W"/floor_audit_mix "$W"/phases "$W"/floor_phases "$KEEP"/ 2>/dev/null || true
+    "$W"/audit_mix "$W"/floor_audit_mix "$W"/phases "$W"/floor_phases "$W"/events "$W"/floor_events "$KEEP"/ 2>/dev/null || true
   tools/devcluster down >/dev/null 2>&1 || true
   rm -rf "$W"
 }
@@ -315,6 +315,17 @@ phases() {
         ([$in.items[] | select(.[$a] != null and .[$b] != null) | (.[$b] | t) - (.[$a] | t)] | sort) as $d |
         "\($n) median \($d[(($d | length) - 1) / 2 | floor]) max \($d[-1])") | join(", "))))'
 }
+# event_reasons — the namespace's Events by reporting component and reason (each Event object
+# is one POST; repeats of it are PATCHes of its count), most first: the measured run posts
+# more Events than the floor, and who posts them says where the extra work is.
+event_reasons() {
+  api GET "/api/v1/namespaces/$NS/events" | jq -r '
+    [.items[] | {c: (.reportingComponent // .source.component // "" | if . == "" then "?" else . end),
+                 r: .reason, n: (.count // 1)}] | group_by([.c, .r]) |
+    map({c: .[0].c, r: .[0].r, objects: length, total: (map(.n) | add)}) | sort_by(-.objects) |
+    "Events by component and reason (objects, occurrences):",
+    (.[] | "  \(.c) \(.r) \(.objects) \(.total)")'
+}
 # cpu_ms NAME=PID... — CPU time (user+sys, ms) of each process and its descendants (those
 # still running, plus what reaped ones left in cutime/cstime), one "NAME MS" line each.
 cpu_ms() {
@@ -334,12 +345,16 @@ for arg in sys.argv[1:]:
     print(name, t * 1000 // hz)
 PY
 }
+cpu_delta() {  # cpu_delta BEFORE AFTER — each component's CPU seconds between two cpu_all
+  join "$1" "$2" | awk '{d = ($3 - $2) / 1000; t += d; printf "  %-24s %7.1f\n", $1, d}
+                        END {printf "  %-24s %7.1f\n", "total", t}'
+}
 cpu_all() {  # the control plane's components, the node agent with its pods, the operator
   local a=() c
   for c in etcd kube-apiserver kube-controller-manager kube-scheduler node-agent; do
     [ -f "$DEVCLUSTER_DIR/run/$c.pid" ] && a+=("$c=$(cat "$DEVCLUSTER_DIR/run/$c.pid")")
   done
-  cpu_ms "${a[@]}" operator="$MGR_PID"
+  cpu_ms "${a[@]}" ${MGR_PID:+operator="$MGR_PID"}
 }
 # request_mix BEFORE AFTER — the API server's requests during the run by verb and resource
 # (all clients; apiserver_request_total), the 25 largest, to say which client costs what.
@@ -392,9 +407,10 @@ res=$(bin/bench-converge --namespace "$NS" --count "$COUNT" --replicas "$REPLICA
 r1=$(flow_requests); w1=$(writes_total); cpu_all >"$W/cpu1"; api GET /metrics >"$W/api.metrics1"
 keep_control_plane_state
 log "CPU seconds during the run (machine: $(nproc) cores, load average $l0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end):"
-join "$W/cpu0" "$W/cpu1" | awk '{printf "  %-24s %7.1f\n", $1, ($3 - $2) / 1000}' >&2
+cpu_delta "$W/cpu0" "$W/cpu1" >&2
 request_mix "$W/api.metrics0" "$W/api.metrics1" >"$W/requests" && cat "$W/requests" >&2 || true
 phases >"$W/phases" 2>/dev/null && cat "$W/phases" >&2 || true
+event_reasons >"$W/events" 2>/dev/null && cat "$W/events" >&2 || true
 python3 tools/bench/audit_mix.py --audit "$W/audit.log" --user "$USER_CN" --clusters "$COUNT" --timeline 1 \
   >"$W/audit_mix" 2>&1 && sed -n '/^writes per second/q;p' "$W/audit_mix" >&2 || true
 [ -n "$res" ] || { log "bench-converge failed (exit $rc)"; tail -20 "$W/manager.log" >&2; exit 1; }
@@ -437,10 +453,15 @@ if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py), on a fresh control plane"
   fresh_devcluster
   local_volumes
+  cpu_all >"$W/floor_cpu0"
   floor=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$NS-floor" \
     --count "$COUNT" --timeout "$TIMEOUT") || log "converge_floor.py failed: ${floor:-no result}"
+  cpu_all >"$W/floor_cpu1"
   log "floor result: ${floor:-none}"
+  log "floor CPU seconds during its run (the machine is CPU bound in both: the difference in total is what the operator costs the control plane and itself):"
+  cpu_delta "$W/floor_cpu0" "$W/floor_cpu1" >&2
   NS="$NS-floor" phases >"$W/floor_phases" 2>/dev/null && sed 's/^/floor /' "$W/floor_phases" >&2 || true
+  NS="$NS-floor" event_reasons >"$W/floor_events" 2>/dev/null && sed 's/^/floor /' "$W/floor_events" >&2 || true
   cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/floor-audit.log" 2>/dev/null || true
   python3 tools/bench/audit_mix.py --audit "$W/floor-audit.log" --user admin --namespace "$NS-floor" \
     --clusters "$COUNT" --timeline 1 >"$W/floor_audit_mix" 2>&1 || true
