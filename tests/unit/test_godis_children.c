@@ -359,10 +359,10 @@ static void test_replicaset_fix(void **st)
     assert_false(godis_child_drifted("ReplicaSet", want, fixed));
     cJSON *pod = cJSON_CreateObject();
     gd_json_set(pod, "spec.containers", cJSON_Duplicate(gd_json_path(legacy, "spec.template.spec.containers"), 1));
-    assert_false(godis_pod_on_template(pod, want, legacy));      /* not adopted yet: unknown */
-    assert_true(godis_pod_on_template(pod, want, fixed));
+    assert_false(godis_pod_on_template(pod, godis_object_hash(want), legacy));      /* not adopted yet: unknown */
+    assert_true(godis_pod_on_template(pod, godis_object_hash(want), fixed));
     gd_json_set(pod, "metadata.annotations", cJSON_Parse("{\"" GODIS_ANN_TEMPLATE_HASH "\":\"0000000000\"}"));
-    assert_false(godis_pod_on_template(pod, want, fixed));       /* its own hash wins */
+    assert_false(godis_pod_on_template(pod, godis_object_hash(want), fixed)); /* its own wins */
     cJSON_Delete(pod);
     cJSON_Delete(fixed);
     /* On another revision (the spec changed): the rollout's. Only replicas and the pin. */

@@ -680,9 +680,9 @@ int godis_parse_initial_cluster(const char *value, int64_t *ids, int cap)
     return n;
 }
 
-bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs, const cJSON *rs)
+bool godis_pod_on_template(const cJSON *pod, const char *want, const cJSON *rs)
 {
-    const char *want = godis_object_hash(desired_rs), *have = godis_object_hash(pod);
+    const char *have = godis_object_hash(pod);
     if (!have) have = rs ? gd_meta_annotation(rs, GODIS_ANN_UNHASHED_PODS) : NULL;
     return have && want && !strcmp(have, want);
 }

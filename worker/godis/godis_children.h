@@ -80,10 +80,10 @@ const char *godis_object_hash(const cJSON *obj);
  * rollout, like any other. */
 #define GODIS_ANN_UNHASHED_PODS "godis.kumkeehyun.github.com/unhashed-pods-revision"
 
-/* Whether a pod runs the template of desired_rs (a godis_build_replicaset result): its hash
+/* Whether a pod runs the template revision want_hash (godis_template_hash): its hash
  * annotation says so, or — a pod made before template hashes, with none — the revision its
  * ReplicaSet rs (as it is; may be NULL) was adopted at. */
-bool godis_pod_on_template(const cJSON *pod, const cJSON *desired_rs, const cJSON *rs);
+bool godis_pod_on_template(const cJSON *pod, const char *want_hash, const cJSON *rs);
 
 /* What the Godis controller writes to an existing ReplicaSet (NULL: nothing). On the desired
  * revision, drift is repaired in full; a ReplicaSet from before template hashes is adopted in

@@ -127,16 +127,23 @@ void godis_ensure_pdb(godis_env *e, const char *key)
     char ns[256];
     snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
     cJSON *gc = e->get(e, "GodisCluster", ns, slash + 1);
+    godis_ensure_pdb_of(e, gc);
+    cJSON_Delete(gc);
+}
+
+void godis_ensure_pdb_of(godis_env *e, const cJSON *gc)
+{
     const char *uid = gc ? gd_meta_uid(gc) : "";
-    if (!gc || gd_meta_deleting(gc) || !uid[0] || seen(uid) || !quorum_ready(e, ns, slash + 1, gc) ||
-        (e->may_write && e->may_write(e) != GD_OK)) {
-        cJSON_Delete(gc);
+    const char *ns = gd_meta_namespace(gc), *name = gd_meta_name(gc);
+    if (!gc || !e->client || gd_meta_deleting(gc) || !uid[0] || !*ns || !*name || seen(uid) ||
+        !quorum_ready(e, ns, name, gc) || (e->may_write && e->may_write(e) != GD_OK))
         return;
-    }
+    char key[600];
+    snprintf(key, sizeof key, "%s/%s", ns, name);
     const k8s_resource *r = pdb_resource(e->client);
     if (r) {
         cJSON *pdb = godis_build_pdb(r == &PDB_V1 ? "policy/v1" : "policy/v1beta1",
-                                     ns, slash + 1, uid);
+                                     ns, name, uid);
         k8s_status st = {0};
         gd_err err = k8s_create(e->client, r, ns, pdb, NULL, &st);
         cJSON_Delete(pdb);
@@ -144,5 +151,4 @@ void godis_ensure_pdb(godis_env *e, const char *key)
         else gd_log(GD_LOG_WARN, "cannot create the PodDisruptionBudget (retried on the next "
                     "reconcile)", "cluster", key, "error", gd_strerror(err), "message", st.message, NULL);
     }
-    cJSON_Delete(gc);
 }

@@ -20,5 +20,8 @@ cJSON *godis_build_pdb(const char *api_version, const char *ns, const char *clus
  * Best effort: a failure is logged and tried again on the next reconcile; it never holds
  * the membership work up. Fenced like every write. */
 void godis_ensure_pdb(godis_env *e, const char *key);
+/* The same for the GodisCluster gc as the caller read it (borrowed): the cluster controller's
+ * reconcile, which has it already (a cache copy less per reconcile). */
+void godis_ensure_pdb_of(godis_env *e, const cJSON *gc);
 
 #endif

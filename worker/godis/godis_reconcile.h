@@ -39,6 +39,9 @@ struct godis_env {
                 int (*fn)(void *ud, const char *key, const cJSON *obj), void *ud);
     void (*metric)(godis_env *e, const char *family, const char *labels, double v, bool add);
     void (*metrics_forget)(godis_env *e);
+    /* Optional: called by the cluster controller with the live GodisCluster it read (borrowed),
+     * before any step: side work on the same copy (its PodDisruptionBudget), no second read. */
+    void (*cluster_read)(godis_env *e, const cJSON *cluster);
     int max_concurrent_rollouts;      /* per worker (godis_slots.h); 0: no limit */
     void *ud;
 };

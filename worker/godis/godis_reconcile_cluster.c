@@ -568,6 +568,7 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
         cJSON_Delete(c.cluster);
         return r;
     }
+    if (e->cluster_read) e->cluster_read(e, c.cluster);
     bool wrote = false;
     godis_result r = ensure_cluster_finalizer(e, c.cluster, &wrote);
     if (wrote) {

@@ -30,11 +30,12 @@ typedef struct {
     cJSON *pvc;              /* and the claim itself (NULL: none, or not read) */
 } godis_ctx;
 
-/* Creates a missing child, repairs a drifted one. Returns GD_OK when nothing was written
- * (*wrote false) or the write succeeded. */
-static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, bool *wrote)
+/* Creates a missing child, repairs a drifted one. have is the child as the cache has it
+ * (NULL: none); it is consumed. Returns GD_OK when nothing was written (*wrote false) or
+ * the write succeeded. */
+static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, cJSON *have,
+                           bool *wrote)
 {
-    cJSON *have = g->e->get(g->e, r->kind, g->spec.ns, gd_meta_name(want));
     gd_err err = GD_OK;
     *wrote = false;
     if (!have) {
@@ -116,7 +117,7 @@ static vol_state volume_state(godis_ctx *g, char *uid, size_t cap)
  * usual: a victim that must still vote for its own removal (2 -> 1) has to run. Only
  * scaleInID: a member missing from status.members may just be newer than this worker's
  * copy of the cluster (the Godis and GodisCluster caches are fed by different informers);
- * a stray's ReplicaSet, once stopped, is marked retired (rs_retired). A missing ConfigMap
+ * a stray's ReplicaSet, once stopped, is marked retired (GODIS_ANN_RETIRED). A missing ConfigMap
  * counts as not listing it: the children are then only left as they are (nothing here
  * deletes), and the retired mark keeps a stopped member stopped whatever this says. */
 static bool forgotten(godis_ctx *g)
@@ -133,13 +134,6 @@ static bool forgotten(godis_ctx *g)
     return true;
 }
 
-static bool rs_retired(godis_ctx *g)
-{
-    cJSON *rs = g->e->get(g->e, "ReplicaSet", g->spec.ns, g->spec.godis);
-    bool retired = rs && gd_meta_annotation(rs, GODIS_ANN_RETIRED) != NULL;
-    cJSON_Delete(rs);
-    return retired;
-}
 
 static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_name,
                              const char **node, cJSON **pods)
@@ -270,18 +264,26 @@ static godis_result reconcile_godis_ctx(godis_ctx *g)
     /* After volume_state: the pin decision reads the claim it read. */
     g->spec.node = godis_pin_node_for_claim(g->e, g->pvc,
                                             gd_json_str_or(g->godis, "status.volumeNode", NULL));
-    bool retired = rs_retired(g);
+    /* Read once: whether it is retired, then what ensure_child compares. */
+    cJSON *rs = g->e->get(g->e, "ReplicaSet", g->spec.ns, g->spec.godis);
+    bool retired = rs && gd_meta_annotation(rs, GODIS_ANN_RETIRED) != NULL;
     bool any = false;
     for (int i = 0; i < 3; i++) {
         if (i == 1 && vol != VOL_MISSING_NEW && vol != VOL_OK) continue;  /* never re-created */
         if (i == 2 && (retired || g->volume_lost)) continue;
         cJSON *want = build[i](&g->spec);
+        cJSON *have = i == 2 ? rs : g->e->get(g->e, res[i]->kind, g->spec.ns, gd_meta_name(want));
+        if (i == 2) rs = NULL;
         bool wrote = false;
-        gd_err err = ensure_child(g, res[i], want, &wrote);
+        gd_err err = ensure_child(g, res[i], want, have, &wrote);
         cJSON_Delete(want);
-        if (err) return gw_result(err);
+        if (err) {
+            cJSON_Delete(rs);
+            return gw_result(err);
+        }
         any |= wrote;
     }
+    cJSON_Delete(rs);
     if (any) return (godis_result){.kind = GODIS_REQUEUE};
     return update_state(g);
 }

@@ -93,7 +93,7 @@ static gd_result reconcile_cluster(rec_ctx *ctx, const char *key)
     env_init(&e, ctx);
     e.metric = env_metric;              /* the series are the cluster controller's keys */
     e.metrics_forget = env_metrics_forget;
-    godis_ensure_pdb(&e, key);
+    e.cluster_read = godis_ensure_pdb_of;
     return to_result(godis_reconcile_cluster(&e, key));
 }
 
