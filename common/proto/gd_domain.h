@@ -23,7 +23,8 @@ typedef enum {
                          * or metadata changed */
     GD_WAKE_OWNER,      /* Owns: its controller owner of owner_kind, else the object named by
                          * label; old and new owner both on a change; updates count unless
-                         * only resourceVersion/managedFields changed */
+                         * only resourceVersion/managedFields changed (and the status too
+                         * with ignore_status) */
     GD_WAKE_LABEL,      /* the object named by label, old and new (same update rule as Owns) */
     GD_WAKE_NODE_PODS,  /* Watches(Node): the object named by label on every Pod on the node;
                          * updates count when schedulability, taints or Ready changed */
@@ -34,6 +35,9 @@ typedef struct {
     const char *controller; /* whose queue: a controller name of the domain's reconcilers */
     const char *owner_kind; /* GD_WAKE_OWNER */
     const char *label;      /* GD_WAKE_OWNER (fallback), GD_WAKE_LABEL, GD_WAKE_NODE_PODS */
+    bool ignore_status;     /* GD_WAKE_OWNER: an update of the status alone wakes nothing (a
+                             * child whose status no reconcile reads; controller-runtime's
+                             * Owns with a generation-or-metadata predicate) */
 } gd_wake;
 
 /* Which shard an object of the kind belongs to (gd_shard_of_object). */

@@ -144,9 +144,21 @@ static void test_configmap_and_children(void **state)
     const char *rs3 = "{\"metadata\":{\"name\":\"ex-1\",\"namespace\":\"ns\",\"resourceVersion\":\"3\","
                       "\"ownerReferences\":[{\"kind\":\"Godis\",\"name\":\"ex-1\",\"controller\":true}]},"
                       "\"status\":{\"readyReplicas\":1}}";
+    /* its status (replica counts) is read by no reconcile: a status-only update wakes
+     * nothing; its spec, labels, annotations, owners and deletion do */
+    const char *rs4 = "{\"metadata\":{\"name\":\"ex-1\",\"namespace\":\"ns\",\"resourceVersion\":\"4\","
+                      "\"generation\":2,\"ownerReferences\":[{\"kind\":\"Godis\",\"name\":\"ex-1\","
+                      "\"controller\":true}]},\"spec\":{\"replicas\":0},\"status\":{\"readyReplicas\":1}}";
+    const char *rs5 = "{\"metadata\":{\"name\":\"ex-1\",\"namespace\":\"ns\",\"resourceVersion\":\"5\","
+                      "\"generation\":2,\"annotations\":{\"a\":\"b\"},\"ownerReferences\":[{\"kind\":"
+                      "\"Godis\",\"name\":\"ex-1\",\"controller\":true}]},\"spec\":{\"replicas\":0},"
+                      "\"status\":{\"readyReplicas\":1}}";
     assert_string_equal(run(NULL, "ReplicaSet", NULL, rs), "godis:ns/ex-1;");
-    assert_string_equal(run(NULL, "ReplicaSet", rs, rs2), "godis:ns/ex-1;");
+    assert_string_equal(run(NULL, "ReplicaSet", rs, rs2), "");   /* status only */
     assert_string_equal(run(NULL, "ReplicaSet", rs2, rs3), "");  /* resourceVersion only */
+    assert_string_equal(run(NULL, "ReplicaSet", rs3, rs4), "godis:ns/ex-1;");   /* spec */
+    assert_string_equal(run(NULL, "ReplicaSet", rs4, rs5), "godis:ns/ex-1;");   /* annotation */
+    assert_string_equal(run(NULL, "ReplicaSet", rs5, NULL), "godis:ns/ex-1;");  /* deleted */
     assert_string_equal(run(NULL, "Service", NULL,
                             "{\"metadata\":{\"name\":\"ex-1-endpoint\",\"namespace\":\"ns\","
                             "\"labels\":{\"node-name\":\"ex-1\"}}}"),

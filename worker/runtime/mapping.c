@@ -217,14 +217,16 @@ static void emit_label_both(emitter *e, const char *ctrl, const cJSON *old_obj,
 }
 
 /* Whether an update is worth a reconcile under the wake's rule (creates and deletes are). */
-static bool update_matters(gd_wake_rule rule, const cJSON *old_obj, const cJSON *new_obj)
+static bool update_matters(const gd_wake *w, const cJSON *old_obj, const cJSON *new_obj)
 {
     if (!old_obj || !new_obj)
         return true;
-    switch (rule) {
+    switch (w->rule) {
     case GD_WAKE_SELF: return mapping_for_update_matters(old_obj, new_obj);
     case GD_WAKE_NODE_PODS: return mapping_node_update_matters(old_obj, new_obj);
-    default: return mapping_owned_update_matters(old_obj, new_obj);
+    default:
+        return w->ignore_status ? differs(old_obj, new_obj, true, false)
+                                : mapping_owned_update_matters(old_obj, new_obj);
     }
 }
 
@@ -240,7 +242,7 @@ int mapping_event(cache *c, const char *kind, const cJSON *old_obj, const cJSON 
     const cJSON *obj = new_obj ? new_obj : old_obj;
     for (int i = 0; i < GD_DOMAIN_MAX_WAKES && wk->wakes[i].rule != GD_WAKE_NONE; i++) {
         const gd_wake *w = &wk->wakes[i];
-        if (!update_matters(w->rule, old_obj, new_obj))
+        if (!update_matters(w, old_obj, new_obj))
             continue;
         switch (w->rule) {
         case GD_WAKE_SELF: emit_self(&e, w->controller, obj); break;

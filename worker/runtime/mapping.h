@@ -10,7 +10,8 @@
  * Ready=True and is done, while the rollout it holds back waits for exactly that (it ran
  * before the write, in that same reconcile); other status changes are its own bookkeeping
  * and are not seen again. An owned or labelled object's update counts
- * unless only resourceVersion/managedFields changed; a Node's update counts only when
+ * unless only resourceVersion/managedFields changed (or, for a wake marked ignore_status,
+ * only those and its status: a ReplicaSet's); a Node's update counts only when
  * schedulability, taints or the Ready condition changed (heartbeats do not). Creates and
  * deletes always count. On an update whose owner or label changed, both the old and the new
  * one are woken. */
