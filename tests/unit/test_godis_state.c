@@ -230,7 +230,10 @@ static void test_volume_node_recorded(void **state)
     assert_int_equal(last_kind, GODIS_DONE);
 }
 
-/* One reconcile of ns/c-1: the PUTs to its ReplicaSet and the Events it posted. */
+static char rs_method[16];          /* of the last write to its ReplicaSet */
+static const char *rs_body;        /* and its body */
+
+/* One reconcile of ns/c-1: the writes (PUT, PATCH) to its ReplicaSet and the Events it posted. */
 static void rs_writes(client_fixture *f, const world *w, int *puts, int *events)
 {
     godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .ud = (void *)w,
@@ -241,7 +244,12 @@ static void rs_writes(client_fixture *f, const world *w, int *puts, int *events)
     for (int i = before; i < httpd_request_count(f->h); i++) {
         const httpd_req *q = httpd_request(f->h, i);
         if (strcmp(q->method, "POST") == 0 && strstr(q->uri, "/events")) (*events)++;
-        else if (strcmp(q->method, "PUT") == 0 && strstr(q->uri, "/replicasets/c-1")) (*puts)++;
+        else if ((!strcmp(q->method, "PUT") || !strcmp(q->method, "PATCH")) &&
+                 strstr(q->uri, "/replicasets/c-1")) {
+            (*puts)++;
+            snprintf(rs_method, sizeof rs_method, "%s", q->method);
+            rs_body = q->body;
+        }
     }
 }
 
@@ -258,11 +266,28 @@ static void test_pin_is_no_drift(void **state)
     rs_writes(f, &pinning, &puts, &events);
     assert_int_equal(puts, 1);
     assert_int_equal(events, 0);
+    /* a merge patch of the affinity alone, without a resourceVersion: kube-controller-manager
+     * rewrites the ReplicaSet's status at the same moment, and a PUT from the cache conflicted */
+    assert_string_equal(rs_method, "PATCH");
+    cJSON *p = cJSON_Parse(rs_body);
+    assert_non_null(p);
+    assert_null(gd_json_path(p, "metadata"));
+    assert_int_equal(cJSON_GetArraySize(p), 1);
+    const cJSON *term = cJSON_GetArrayItem(gd_json_path(p, "spec.template.spec.affinity.nodeAffinity."
+                                                           "requiredDuringSchedulingIgnoredDuringExecution."
+                                                           "nodeSelectorTerms"), 0);
+    char *text = cJSON_PrintUnformatted(term);
+    assert_non_null(text);
+    bool names_node = strstr(text, "\"node-a\"") != NULL;
+    cJSON_free(text);
+    cJSON_Delete(p);
+    assert_true(names_node);
     rs_drifted = true;
     rs_writes(f, &pinning, &puts, &events);
     rs_unpinned = rs_drifted = false;
     assert_int_equal(puts, 1);
     assert_int_equal(events, 1);
+    assert_string_equal(rs_method, "PUT");       /* real drift: the whole object, as before */
 }
 
 /* Where the member's PV already requires the node its data is on (local-path, local PVs),

@@ -59,6 +59,14 @@
 # the extra ~5 s is the scheduling tail (PVs bound, pods scheduled) while the API server also
 # serves the ~900 status and pin writes (and kube-controller-manager's ReplicaSet syncs the
 # pins cause).
+# 2026-11-27, later: both runs now print their CPU seconds. 100 x 3 on local volumes: the
+# run took 42.2 CPU-s against the floor's 22.7 (operator 6.2, kube-apiserver +7.2, node
+# agent +2.0, etcd +1.8, kube-controller-manager +1.5, scheduler +0.8), yet in other runs
+# the operator's run used only ~1.4 of the 2 cores: the critical path is then the volume
+# binding (the scheduler's PreBind waits on kube-controller-manager's PV controller, which
+# writes PV status, PVC and PVC status one claim at a time), each of whose writes is slower
+# while the API server also serves the operator. Pods are created as early as in the floor
+# (all by 7-8 s); created->scheduled is the gap (median 8-13 s against the floor's 6).
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,

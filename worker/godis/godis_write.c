@@ -153,6 +153,24 @@ static gd_err put(godis_env *e, const k8s_resource *r, const cJSON *obj, bool st
 }
 
 gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, false, NULL); }
+
+gd_err gw_merge_patch(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
+                      const cJSON *patch)
+{
+    gd_err err = fence(e);
+    if (err) return err;
+    char *body = cJSON_PrintUnformatted(patch);
+    if (!body) return GD_ERR_NOMEM;
+    cJSON *out = NULL;
+    k8s_status st = {0};
+    err = k8s_patch(e->client, r, ns, name, K8S_PATCH_MERGE, body, NULL, &out, &st);
+    free(body);
+    if (err == GD_OK && e->wrote)
+        e->wrote(e, r->kind, gd_meta_namespace(out), gd_meta_name(out), gd_meta_rv(out), false);
+    cJSON_Delete(out);
+    if (err) log_write_error("patch", r, name, &st);
+    return err;
+}
 gd_err gw_update_status(godis_env *e, const k8s_resource *r, const cJSON *obj) { return put(e, r, obj, true, NULL); }
 gd_err gw_update_status_out(godis_env *e, const k8s_resource *r, const cJSON *obj, cJSON **written)
 {

@@ -21,6 +21,10 @@ gd_err gw_create_or_adopt(godis_env *e, const k8s_resource *r, const cJSON *obj,
 /* PUT with obj's resourceVersion; GD_ERR_CONFLICT when the cache was stale. */
 gd_err gw_update(godis_env *e, const k8s_resource *r, const cJSON *obj);
 gd_err gw_update_status(godis_env *e, const k8s_resource *r, const cJSON *obj);
+/* A JSON merge patch (RFC 7386) of ns/name, without a resourceVersion: for a change that
+ * holds whatever else was written meanwhile (a field only ever added, never read back). */
+gd_err gw_merge_patch(godis_env *e, const k8s_resource *r, const char *ns, const char *name,
+                      const cJSON *patch);
 /* The same; on success *written is the object the API server returned (caller frees). */
 gd_err gw_update_status_out(godis_env *e, const k8s_resource *r, const cJSON *obj,
                             cJSON **written);
