@@ -39,9 +39,9 @@ static const gd_domain GODIS = {
     .nkinds = 9,
     .kinds = {
         {"GodisCluster", GD_PLACE_CLUSTER, false,
-         {{GD_WAKE_SELF, GODIS_CTRL_CLUSTER, NULL, NULL}}},
+         {{GD_WAKE_SELF, GODIS_CTRL_CLUSTER, NULL, NULL, false}}},
         {"Godis", GD_PLACE_OWNED, false,
-         {{GD_WAKE_SELF, GODIS_CTRL_MEMBER, NULL, NULL},
+         {{GD_WAKE_SELF, GODIS_CTRL_MEMBER, NULL, NULL, false},
           OWNED_BY(GODIS_CTRL_CLUSTER, "GodisCluster", GODIS_LABEL_CLUSTER)}},
         {"ConfigMap", GD_PLACE_OWNED, true,
          {OWNED_BY(GODIS_CTRL_CLUSTER, "GodisCluster", GODIS_LABEL_CLUSTER)}},
@@ -52,11 +52,11 @@ static const gd_domain GODIS = {
         {"PersistentVolumeClaim", GD_PLACE_OWNED, true,
          {OWNED_BY(GODIS_CTRL_MEMBER, "Godis", GODIS_LABEL_MEMBER)}},
         {"Pod", GD_PLACE_OWNED, true,
-         {{GD_WAKE_LABEL, GODIS_CTRL_MEMBER, NULL, GODIS_LABEL_MEMBER},
-          {GD_WAKE_LABEL, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER}}},
+         {{GD_WAKE_LABEL, GODIS_CTRL_MEMBER, NULL, GODIS_LABEL_MEMBER, false},
+          {GD_WAKE_LABEL, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER, false}}},
         {"Node", GD_PLACE_BROADCAST, false,
-         {{GD_WAKE_NODE_PODS, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER}}},
-        {"PersistentVolume", GD_PLACE_BROADCAST, false, {{GD_WAKE_NONE, NULL, NULL, NULL}}},
+         {{GD_WAKE_NODE_PODS, GODIS_CTRL_CLUSTER, NULL, GODIS_LABEL_CLUSTER, false}}},
+        {"PersistentVolume", GD_PLACE_BROADCAST, false, {{GD_WAKE_NONE, NULL, NULL, NULL, false}}},
     },
 };
 
