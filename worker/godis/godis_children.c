@@ -572,19 +572,18 @@ static bool container_differs(const cJSON *want, const cJSON *have)
     return false;
 }
 
-#define RS_PIN "spec.template.spec.affinity.nodeAffinity"
 
 /* A pin is never taken away: desired without one (its PV keeps the pod on the node by
  * itself, godis_pin_node) leaves a ReplicaSet pinned before as it is, as no write at all. */
 static bool keeps_pin(const cJSON *desired, const cJSON *actual)
 {
-    const cJSON *have = gd_json_path(actual, RS_PIN);
-    return !gd_json_path(desired, RS_PIN) && have && is_pin(have);
+    const cJSON *have = gd_json_path(actual, GODIS_RS_PIN);
+    return !gd_json_path(desired, GODIS_RS_PIN) && have && is_pin(have);
 }
 
 static bool pin_differs(const cJSON *desired, const cJSON *actual)
 {
-    return !keeps_pin(desired, actual) && path_differs(desired, actual, RS_PIN);
+    return !keeps_pin(desired, actual) && path_differs(desired, actual, GODIS_RS_PIN);
 }
 
 static bool labels_missing(const cJSON *desired, const cJSON *actual)
@@ -648,7 +647,7 @@ cJSON *godis_child_repair(const char *kind, const cJSON *desired, const cJSON *a
         gd_json_set(fixed, "spec.replicas", cJSON_CreateNumber(1));
         gd_json_set(fixed, "spec.template", cJSON_Duplicate(gd_json_path(desired, "spec.template"), 1));
         if (keeps_pin(desired, actual))
-            gd_json_set(fixed, RS_PIN, cJSON_Duplicate(gd_json_path(actual, RS_PIN), 1));
+            gd_json_set(fixed, GODIS_RS_PIN, cJSON_Duplicate(gd_json_path(actual, GODIS_RS_PIN), 1));
         const char *hash = godis_object_hash(desired);
         cJSON *ann = gd_json_path(fixed, "metadata.annotations");
         if (hash && !cJSON_IsObject(ann)) {
@@ -707,10 +706,9 @@ cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual)
         gd_json_set(fixed, "spec.replicas", cJSON_CreateNumber(1));
         changed = true;
     }
-    static const char pin[] = "spec.template.spec.affinity.nodeAffinity";
-    const cJSON *want_pin = gd_json_path(desired, pin);
-    if (want_pin && path_differs(desired, actual, pin)) {
-        gd_json_set(fixed, pin, cJSON_Duplicate(want_pin, 1));
+    const cJSON *want_pin = gd_json_path(desired, GODIS_RS_PIN);
+    if (want_pin && path_differs(desired, actual, GODIS_RS_PIN)) {
+        gd_json_set(fixed, GODIS_RS_PIN, cJSON_Duplicate(want_pin, 1));
         changed = true;
     }
     if (labels_missing(desired, actual)) {
@@ -730,11 +728,10 @@ cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual)
 
 bool godis_replicaset_pin_only(const cJSON *desired, const cJSON *actual)
 {
-    static const char pin[] = "spec.template.spec.affinity.nodeAffinity";
-    const cJSON *want_pin = gd_json_path(desired, pin);
-    if (!want_pin || gd_json_path(actual, pin)) return false;
+    const cJSON *want_pin = gd_json_path(desired, GODIS_RS_PIN);
+    if (!want_pin || gd_json_path(actual, GODIS_RS_PIN)) return false;
     cJSON *pinned = cJSON_Duplicate(actual, 1);
-    gd_json_set(pinned, pin, cJSON_Duplicate(want_pin, 1));
+    gd_json_set(pinned, GODIS_RS_PIN, cJSON_Duplicate(want_pin, 1));
     cJSON *more = godis_replicaset_fix(desired, pinned);
     bool only = more == NULL;
     cJSON_Delete(more);

@@ -94,6 +94,9 @@ bool godis_pod_on_template(const cJSON *pod, const char *want_hash, const cJSON 
  * confines it: godis_pin_node) is no drift and is kept by every repair: never unpinned. */
 cJSON *godis_replicaset_fix(const cJSON *desired, const cJSON *actual);
 
+/* Where a member's ReplicaSet carries the pin to its data's node. */
+#define GODIS_RS_PIN "spec.template.spec.affinity.nodeAffinity"
+
 /* Whether PersistentVolume pv (NULL: not known) keeps every pod that mounts it on node by
  * itself: spec.nodeAffinity.required, each of whose nodeSelectorTerms requires exactly that
  * node (kubernetes.io/hostname In [node] or metadata.name In [node]), as rancher local-path,

@@ -33,10 +33,9 @@ typedef struct {
 /* The desired ReplicaSet's node pin, as a merge patch of the ReplicaSet. */
 static gd_err pin_replicaset(godis_ctx *g, const cJSON *want)
 {
-    static const char pin[] = "spec.template.spec.affinity.nodeAffinity";
     cJSON *patch = cJSON_CreateObject();
-    gd_json_set(patch, pin, cJSON_Duplicate(gd_json_path(want, pin), 1));
-    gd_err err = gd_json_path(patch, pin) ? gw_merge_patch(g->e, &K8S_RES_REPLICASETS, g->spec.ns,
+    gd_json_set(patch, GODIS_RS_PIN, cJSON_Duplicate(gd_json_path(want, GODIS_RS_PIN), 1));
+    gd_err err = gd_json_path(patch, GODIS_RS_PIN) ? gw_merge_patch(g->e, &K8S_RES_REPLICASETS, g->spec.ns,
                                                            gd_meta_name(want), patch)
                                           : GD_ERR_NOMEM;
     cJSON_Delete(patch);
@@ -150,7 +149,6 @@ static bool forgotten(godis_ctx *g)
         if (ids[i] == g->spec.id) return false;
     return true;
 }
-
 
 static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_name,
                              const char **node, cJSON **pods)
