@@ -100,7 +100,12 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *is
         ? add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") &&
           add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature,keyEncipherment") &&
           add_ext(x, &ctx, NID_ext_key_usage, "serverAuth") &&
-          add_ext(x, &ctx, NID_subject_alt_name, san)
+          add_ext(x, &ctx, NID_subject_alt_name, san) &&
+          /* names its CA by key, not only by name: while the caBundle holds the old CA and
+           * the new one (same name), an OpenSSL client otherwise checks the signature
+           * against the first of them and fails (Go's client tries both) */
+          add_ext(x, &ctx, NID_subject_key_identifier, "hash") &&
+          add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always")
         : add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
           add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") &&
           add_ext(x, &ctx, NID_subject_key_identifier, "hash");

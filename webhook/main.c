@@ -148,7 +148,6 @@ static int64_t dir_stamp(const char *dir)
 typedef struct {
     flags *f;
     k8s_client *client;
-    wh_server_opts so;
     wh_server *srv;
     wh_certs certs;
     wh_rotation rot;          /* a renewal (self-managed) or a CA change (--cert-dir) under way */
@@ -188,16 +187,10 @@ static void try_register(webhook *w, int64_t now)
     w->next_register_ms = now + w->f->register_every_ms;
 }
 
-/* Serves new certificates: the new server starts on the same port (SO_REUSEPORT) before
- * the old one stops, so the endpoint never stops answering. */
+/* Serves new certificates on the same server: no connection is touched (cert_slot.h). */
 static bool switch_certs(webhook *w, wh_certs *fresh)
 {
-    wh_server_opts so = w->so;
-    so.port = wh_server_port(w->srv);
-    wh_server *n = wh_server_start(&so, fresh);
-    if (!n) return false;
-    wh_server_stop(&w->srv);
-    w->srv = n;
+    if (!wh_server_set_certs(w->srv, fresh)) return false;
     wh_certs_free(&w->certs);
     w->certs = *fresh;
     memset(fresh, 0, sizeof *fresh);
@@ -334,9 +327,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "godis-webhook: %s\n", err);
         return GD_EXIT_FATAL_CONFIG;
     }
-    w.so = (wh_server_opts){.host = f.host, .port = f.port, .client_ca = client_ca,
-                            .review = wh_handle_review, .ud = &h};
-    if (!(w.srv = wh_server_start(&w.so, &w.certs))) return GD_EXIT_FAILURE;
+    wh_server_opts so = {.host = f.host, .port = f.port, .client_ca = client_ca,
+                         .review = wh_handle_review, .ud = &h};
+    if (!(w.srv = wh_server_start(&so, &w.certs))) return GD_EXIT_FAILURE;
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include "cert_slot.h"
 #include "gd_httpd.h"
 #include "gd_log.h"
 #include "review.h"
@@ -18,9 +19,16 @@
 struct wh_server {
     struct MHD_Daemon *d;
     wh_server_opts o;
-    char *cert, *key, *ca;    /* MHD keeps pointers to these */
+    wh_cert_slot *pair;       /* what each handshake serves (cert_slot.h) */
+    char *ca;                 /* MHD keeps a pointer to it */
     int port;
 };
+
+/* A connection's own state: the server, and the pair its handshake took. */
+typedef struct {
+    wh_server *s;
+    wh_keypair *pair;
+} conn_state;
 
 typedef struct {
     char *buf;
@@ -107,6 +115,46 @@ static void on_done(void *cls, struct MHD_Connection *c, void **state,
     *state = NULL;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **state,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)c;
+    wh_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_state *cs = calloc(1, sizeof *cs);
+        if (cs) cs->s = s;
+        *state = cs;              /* NULL: its handshake fails, nothing else does */
+        return;
+    }
+    conn_state *cs = *state;
+    if (cs) wh_cert_slot_release(s->pair, &cs->pair);
+    free(cs);
+    *state = NULL;
+}
+
+/* GnuTLS asks for the certificate of each handshake. The callback has no user pointer; MHD
+ * sets the session's pointer to the connection (libmicrohttpd 0.9.75, as Debian 12 ships it),
+ * and the connection's state names the server. If a later MHD stops doing that, handshakes
+ * fail with a logged reason, and test_webhook's server tests fail. */
+static int pick_certificate(gnutls_session_t tls, const gnutls_datum_t *req_ca_dn, int nreqs,
+                            const gnutls_pk_algorithm_t *algos, int nalgos,
+                            gnutls_pcert_st **pcert, unsigned *npcert, gnutls_privkey_t *key)
+{
+    (void)req_ca_dn; (void)nreqs; (void)algos; (void)nalgos;
+    struct MHD_Connection *c = gnutls_session_get_ptr(tls);
+    const union MHD_ConnectionInfo *ci =
+        c ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+    conn_state *cs = ci ? ci->socket_context : NULL;
+    if (!cs) {
+        GD_WARN("webhook HTTPS server", "error", "a TLS handshake without its connection's state "
+                "(out of memory, or a libmicrohttpd that no longer links the TLS session to it)");
+        return -1;
+    }
+    wh_cert_slot_release(cs->s->pair, &cs->pair);     /* a second handshake on the connection */
+    cs->pair = wh_cert_slot_take(cs->s->pair, pcert, npcert, key);
+    return cs->pair ? 0 : -1;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -130,7 +178,6 @@ static int listen_on(const char *host, int port, int *err)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
         bind(fd, (const struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 256) != 0) {
         *err = errno;
         if (fd >= 0) close(fd);
@@ -148,11 +195,14 @@ wh_server *wh_server_start(const wh_server_opts *o, const wh_certs *certs)
         GD_ERROR("cannot listen for the webhook", "address", addr, "error", strerror(err));
         return NULL;
     }
+    char why[300] = "out of memory";
     wh_server *s = calloc(1, sizeof *s);
-    if (!s || !(s->cert = strdup(certs->cert_pem)) || !(s->key = strdup(certs->key_pem)) ||
+    if (!s || !(s->pair = wh_cert_slot_new(certs->cert_pem, certs->key_pem, why, sizeof why)) ||
         (o->client_ca && !(s->ca = strdup(o->client_ca)))) {
+        GD_ERROR("cannot start the webhook HTTPS server", "address", addr, "error", why);
         close(fd);
-        if (s) { free(s->cert); free(s->key); free(s); }
+        if (s) wh_cert_slot_destroy(&s->pair);
+        free(s);
         return NULL;
     }
     s->o = *o;
@@ -160,9 +210,9 @@ wh_server *wh_server_start(const wh_server_opts *o, const wh_certs *certs)
     int k = 0;
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
-    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->key};
-    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)pick_certificate};
     if (s->ca) opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->ca};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_done, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 512, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL};
@@ -172,10 +222,11 @@ wh_server *wh_server_start(const wh_server_opts *o, const wh_certs *certs)
                             (uint16_t)o->port, NULL, NULL, on_request, s,
                             MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!s->d) {
-        GD_ERROR("cannot start the webhook HTTPS server (is the certificate/key pair valid?)",
-                 "address", addr);
+        GD_ERROR("cannot start the webhook HTTPS server", "address", addr);
         close(fd);
-        free(s->cert); free(s->key); free(s->ca); free(s);
+        wh_cert_slot_destroy(&s->pair);
+        free(s->ca);
+        free(s);
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -185,12 +236,24 @@ wh_server *wh_server_start(const wh_server_opts *o, const wh_certs *certs)
 
 int wh_server_port(const wh_server *s) { return s ? s->port : 0; }
 
+bool wh_server_set_certs(wh_server *s, const wh_certs *certs)
+{
+    char why[300];
+    if (wh_cert_slot_set(s->pair, certs->cert_pem, certs->key_pem, why, sizeof why) == GD_OK)
+        return true;
+    GD_ERROR("cannot serve the new webhook certificate (keeping the one served)", "error", why);
+    return false;
+}
+
+int wh_server_pairs_alive(wh_server *s) { return s ? wh_cert_slot_alive(s->pair) : 0; }
+
 void wh_server_stop(wh_server **sp)
 {
     if (!sp || !*sp) return;
     wh_server *s = *sp;
-    MHD_stop_daemon(s->d);
-    free(s->cert); free(s->key); free(s->ca);
+    MHD_stop_daemon(s->d);    /* every connection closed: every pair released */
+    wh_cert_slot_destroy(&s->pair);
+    free(s->ca);
     free(s);
     *sp = NULL;
 }

@@ -23,11 +23,17 @@ typedef struct {
     void *ud;
 } wh_server_opts;
 
-/* Starts serving with certs (copied). SO_REUSEPORT, so a renewal starts the new server
- * before it stops the old one. NULL (and a logged reason) on failure. */
+/* Starts serving with certs (copied). NULL (and a logged reason) on failure: the port is
+ * taken, or the pair does not parse or does not match. */
 wh_server *wh_server_start(const wh_server_opts *o, const wh_certs *certs);
 int  wh_server_port(const wh_server *s);
-/* Stops accepting, finishes the answers in progress, frees. */
+/* A renewal or a changed --cert-dir: handshakes from now on get the new pair (copied); the
+ * connections open, and the answers in progress on them, go on untouched (cert_slot.h says
+ * why this is not a new server). false (and a logged reason): the old pair is still served. */
+bool wh_server_set_certs(wh_server *s, const wh_certs *certs);
+/* The pairs still in memory: the served one and the replaced ones an open connection holds. */
+int  wh_server_pairs_alive(wh_server *s);
+/* Stops accepting, closes the connections (an answer in progress is cut), frees: at exit. */
 void wh_server_stop(wh_server **s);
 
 #endif

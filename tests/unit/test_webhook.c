@@ -1,8 +1,8 @@
 /* test_webhook.c — the eviction webhook's parts without an API server: AdmissionReview
  * parsing (both Eviction versions, dry runs, every malformed shape → a reason, never a
  * crash), the decision table (allow / 404 / 429 / mark), the per-cluster limiter, the
- * OpenSSL certificates and caBundle merging, the registered webhook entry, and the HTTPS
- * server (TLS, 400 on a bad body, the client-CA requirement) dialled with libcurl. */
+ * OpenSSL certificates and caBundle merging, and the registered webhook entry. The HTTPS
+ * server is test_webhook_server.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -440,6 +440,24 @@ static void test_certs_generate_and_verify(void **st)
     assert_int_equal(count_certs(b5), 1);
     char *b6 = wh_ca_bundle_merge("garbage", c.ca_pem, now, 8);
     assert_int_equal(count_certs(b6), 1);
+    /* with both CAs trusted (they share a name), an OpenSSL client finds each serving
+     * certificate's own CA: the leaf names it by key identifier */
+    X509_STORE *both = X509_STORE_new();
+    X509 *ca1 = first_cert(c.ca_pem), *ca2 = first_cert(c2.ca_pem);
+    X509_STORE_add_cert(both, ca1);
+    X509_STORE_add_cert(both, ca2);
+    const char *leaves[] = {c.cert_pem, c2.cert_pem};
+    for (int i = 0; i < 2; i++) {
+        X509 *l = first_cert(leaves[i]);
+        X509_STORE_CTX *vc = X509_STORE_CTX_new();
+        X509_STORE_CTX_init(vc, both, l, NULL);
+        assert_int_equal(X509_verify_cert(vc), 1);
+        X509_STORE_CTX_free(vc);
+        X509_free(l);
+    }
+    X509_STORE_free(both);
+    X509_free(ca1);
+    X509_free(ca2);
     free(b1); free(b2); free(b3); free(b4); free(b5); free(b6);
     wh_certs_free(&c);
     wh_certs_free(&c2);
@@ -522,62 +540,6 @@ static void test_webhook_entry_and_url(void **st)
     assert_false(wh_url_host("https://[::1/eviction", h, sizeof h));
 }
 
-/* ---- the HTTPS server, dialled with libcurl ---- */
-static int echo_review(void *ud, const char *body, size_t len, char **out, const char **type)
-{
-    (void)ud;
-    wh_review r;
-    char why[300];
-    if (wh_review_parse(body, len, &r, why, sizeof why) != GD_OK) {
-        *out = strdup(why);
-        *type = "text/plain";
-        return 400;
-    }
-    wh_verdict v = {.allowed = true, .code = 200};
-    *out = wh_review_response(&r, &v);
-    return 200;
-}
-
-typedef struct { char buf[8192]; size_t n; } sink;
-static size_t on_data(char *p, size_t s, size_t n, void *ud)
-{
-    sink *k = ud;
-    size_t len = s * n, room = sizeof k->buf - 1 - k->n;
-    if (len > room) len = room;
-    memcpy(k->buf + k->n, p, len);
-    k->n += len;
-    k->buf[k->n] = '\0';
-    return s * n;
-}
-
-static long post(int port, const char *path, const char *body, const char *ca_pem,
-                 const char *cert, const char *key, sink *out)
-{
-    CURL *c = curl_easy_init();
-    char url[128];
-    snprintf(url, sizeof url, "https://127.0.0.1:%d%s", port, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    struct curl_blob ca = {(void *)ca_pem, strlen(ca_pem), CURL_BLOB_COPY};
-    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
-    if (cert) {
-        struct curl_blob cb = {(void *)cert, strlen(cert), CURL_BLOB_COPY};
-        struct curl_blob kb = {(void *)key, strlen(key), CURL_BLOB_COPY};
-        curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cb);
-        curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-        curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &kb);
-        curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
-    }
-    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    memset(out, 0, sizeof *out);
-    long code = 0;
-    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup(c);
-    return code;
-}
-
 /* A failed registration says which request failed with its own status, never the message
  * of the request before it (a GET's NotFound quoted for a failed create misled a flake hunt),
  * and is retried soon: 0.5 s doubling up to 5 s. */
@@ -612,63 +574,6 @@ static void test_register_failure_names_the_request(void **st)
     assert_int_equal(seen[7], 5000);
 }
 
-static void test_server_https(void **st)
-{
-    (void)st;
-    const char *hosts[] = {"127.0.0.1"};
-    wh_certs c;
-    char why[300];
-    assert_int_equal(wh_certs_generate(hosts, 1, 600, &c, why, sizeof why), GD_OK);
-    wh_server_opts o = {.host = "127.0.0.1", .port = 0, .review = echo_review};
-    wh_server *s = wh_server_start(&o, &c);
-    assert_non_null(s);
-    int port = wh_server_port(s);
-    assert_true(port > 0);
-    sink out;
-    char *good = review_json("admission.k8s.io/v1", "policy/v1", "p", "", "");
-    assert_int_equal(post(port, "/eviction", good, c.ca_pem, NULL, NULL, &out), 200);
-    assert_non_null(strstr(out.buf, "\"uid\":\"u-1\""));
-    assert_int_equal(post(port, "/eviction", "{not json", c.ca_pem, NULL, NULL, &out), 400);
-    assert_non_null(strstr(out.buf, "not valid JSON"));
-    assert_int_equal(post(port, "/other", good, c.ca_pem, NULL, NULL, &out), 404);
-    assert_int_equal(post(port, "/eviction", NULL, c.ca_pem, NULL, NULL, &out), 405);
-    assert_int_equal(post(port, "/healthz", NULL, c.ca_pem, NULL, NULL, &out), 200);
-    /* a body over the cap is refused, the server keeps serving */
-    size_t big = WH_REVIEW_MAX_BODY + 10;
-    char *huge = malloc(big + 1);
-    memset(huge, ' ', big);
-    huge[big] = '\0';
-    assert_int_equal(post(port, "/eviction", huge, c.ca_pem, NULL, NULL, &out), 413);
-    free(huge);
-    /* renewal: a second server on the same port, then the first stops; clients never see
-     * a refused connection and trust the new certificate through its CA */
-    wh_certs c2;
-    assert_int_equal(wh_certs_generate(hosts, 1, 600, &c2, why, sizeof why), GD_OK);
-    wh_server_opts o2 = o;
-    o2.port = port;
-    wh_server *s2 = wh_server_start(&o2, &c2);
-    assert_non_null(s2);
-    wh_server_stop(&s);
-    assert_null(s);
-    assert_int_equal(post(port, "/eviction", good, c2.ca_pem, NULL, NULL, &out), 200);
-    wh_server_stop(&s2);
-    wh_certs_free(&c2);
-
-    /* --client-ca: without a certificate, or with one from another CA → 403 */
-    httpd_tls_material *m = httpd_tls_material_new();
-    assert_non_null(m);
-    wh_server_opts oc = {.host = "127.0.0.1", .port = 0, .client_ca = m->ca_pem, .review = echo_review};
-    s = wh_server_start(&oc, &c);
-    assert_non_null(s);
-    port = wh_server_port(s);
-    assert_int_equal(post(port, "/eviction", good, c.ca_pem, NULL, NULL, &out), 403);
-    assert_int_equal(post(port, "/eviction", good, c.ca_pem, m->rogue_cert_pem, m->rogue_key_pem, &out), 403);
-    assert_int_equal(post(port, "/eviction", good, c.ca_pem, m->client_cert_pem, m->client_key_pem, &out), 200);
-    wh_server_stop(&s);
-    httpd_tls_material_destroy(&m);
-    free(good);
-    wh_certs_free(&c);
-}
 
 int main(void)
 {
@@ -687,7 +592,6 @@ int main(void)
         cmocka_unit_test(test_certs_load_dir),
         cmocka_unit_test(test_webhook_entry_and_url),
         cmocka_unit_test(test_register_failure_names_the_request),
-        cmocka_unit_test(test_server_https),
     };
     int rc = cmocka_run_group_tests_name("webhook", tests, NULL, NULL);
     curl_global_cleanup();
