@@ -153,7 +153,8 @@ typedef struct {
     wh_rotation rot;          /* a renewal (self-managed) or a CA change (--cert-dir) under way */
     char *drop_ca;            /* a retired CA the next registration leaves out */
     bool registered;          /* the current CA is in the configuration */
-    int64_t next_register_ms, register_backoff_ms;
+    wh_retry reg;             /* the next registration: periodic, or a retry after a failure */
+    wh_retry publish;         /* the renewal's CA publish (rot_publish) */
 } webhook;
 
 static wh_reg_opts reg_opts(const flags *f)
@@ -165,14 +166,13 @@ static wh_reg_opts reg_opts(const flags *f)
 
 static void try_register(webhook *w, int64_t now)
 {
-    if (w->f->no_register || now < w->next_register_ms) return;
+    if (w->f->no_register || !wh_retry_due(&w->reg, now)) return;
     wh_reg_opts ro = reg_opts(w->f);
     ro.drop_ca = w->drop_ca;
     char why[700];
     bool changed = false;
     if (wh_register(w->client, &ro, w->certs.ca_pem, &changed, why, sizeof why) != GD_OK) {
-        w->register_backoff_ms = wh_register_backoff_ms(w->register_backoff_ms);
-        w->next_register_ms = now + w->register_backoff_ms;
+        wh_retry_failed(&w->reg, now);
         GD_WARN("cannot register the webhook configuration; retrying", "error", why);
         return;
     }
@@ -183,8 +183,8 @@ static void try_register(webhook *w, int64_t now)
     free(w->drop_ca);
     w->drop_ca = NULL;
     w->registered = true;
-    w->register_backoff_ms = 0;
-    w->next_register_ms = now + w->f->register_every_ms;
+    wh_retry_done(&w->reg);
+    w->reg.next_ms = now + w->f->register_every_ms;
 }
 
 /* Serves new certificates on the same server: no connection is touched (cert_slot.h). */
@@ -212,13 +212,18 @@ static gd_err rot_generate(void *ud, wh_certs *out)
 static bool rot_publish(void *ud, const char *ca_pem)
 {
     webhook *w = ud;
+    int64_t now = gd_mono_ms();
+    if (!wh_retry_due(&w->publish, now)) return false;     /* a later pass tries again */
     wh_reg_opts ro = reg_opts(w->f);
     char why[700];
     bool changed = false;
     if (wh_register(w->client, &ro, ca_pem, &changed, why, sizeof why) != GD_OK) {
-        GD_WARN("cannot register the renewed webhook CA; retrying", "error", why);
+        char wait[24];
+        snprintf(wait, sizeof wait, "%lld", (long long)wh_retry_failed(&w->publish, now));
+        GD_WARN("cannot register the renewed webhook CA; retrying", "error", why, "retry_in_ms", wait);
         return false;
     }
+    wh_retry_done(&w->publish);
     return true;
 }
 
@@ -236,7 +241,7 @@ static bool rot_serve(void *ud, wh_certs *fresh)
     snprintf(na, sizeof na, "%lld", (long long)w->certs.not_after_s);
     if (w->f->cert_dir) {
         GD_INFO("webhook certificates reloaded", "dir", w->f->cert_dir, "not_after_unix", na);
-        w->next_register_ms = 0;      /* a ca.crt that is new to the bundle (or first there) */
+        w->reg.next_ms = 0;           /* a ca.crt that is new to the bundle (or first there) */
     } else {
         GD_INFO("webhook certificate renewed", "not_after_unix", na);
         /* the new CA is already in the bundle; the periodic registration now merges it */
@@ -272,7 +277,7 @@ static void renew(webhook *w, int64_t now, int64_t stamp)
     if (wh_rotation_old_ca_expired(&w->rot, wall)) {
         free(w->drop_ca);
         w->drop_ca = wh_rotation_take_retired_ca(&w->rot);
-        w->next_register_ms = now;
+        w->reg.next_ms = now;
     }
 }
 

@@ -203,6 +203,17 @@ int64_t wh_register_backoff_ms(int64_t prev_ms)
     return next > WH_REGISTER_BACKOFF_MAX_MS ? WH_REGISTER_BACKOFF_MAX_MS : next;
 }
 
+bool wh_retry_due(const wh_retry *r, int64_t now_ms) { return now_ms >= r->next_ms; }
+
+int64_t wh_retry_failed(wh_retry *r, int64_t now_ms)
+{
+    r->backoff_ms = wh_register_backoff_ms(r->backoff_ms);
+    r->next_ms = now_ms + r->backoff_ms;
+    return r->backoff_ms;
+}
+
+void wh_retry_done(wh_retry *r) { *r = (wh_retry){0}; }
+
 /* "https://HOST[:PORT]/path" → HOST (brackets of an IPv6 literal removed). */
 bool wh_url_host(const char *url, char *host, size_t cap)
 {

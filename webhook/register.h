@@ -47,6 +47,17 @@ char *wh_registered_bundle(k8s_client *c, const char *name);
 #define WH_REGISTER_BACKOFF_MAX_MS 5000
 int64_t wh_register_backoff_ms(int64_t prev_ms);
 
+/* A write to the API server retried with that backoff: due at once, after each failure
+ * 0.5 s, 1 s, ... 5 s later, at once again after a success. (The renewal's CA publish
+ * retried every 200 ms pass, with a warning each time, while the API server was down.) */
+typedef struct {
+    int64_t next_ms, backoff_ms;
+} wh_retry;
+bool wh_retry_due(const wh_retry *r, int64_t now_ms);
+/* Returns the wait before the next try, for the log. */
+int64_t wh_retry_failed(wh_retry *r, int64_t now_ms);
+void wh_retry_done(wh_retry *r);
+
 /* "https://HOST[:PORT]/path" → HOST (an IPv6 literal without its brackets); false for
  * anything else (another scheme, no host, userinfo). */
 bool wh_url_host(const char *url, char *host, size_t cap);

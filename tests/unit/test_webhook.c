@@ -574,6 +574,25 @@ static void test_register_failure_names_the_request(void **st)
     assert_int_equal(seen[7], 5000);
 }
 
+/* The renewal's CA publish: due at once; after failures at 0.5, 1, 2, 4, 5, 5 s; at once
+ * again after a success. */
+static void test_publish_retry_backs_off(void **st)
+{
+    (void)st;
+    wh_retry r = {0};
+    assert_true(wh_retry_due(&r, 0));
+    int64_t now = 1000, waits[] = {500, 1000, 2000, 4000, 5000, 5000};
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++) {
+        assert_int_equal(wh_retry_failed(&r, now), waits[i]);
+        assert_false(wh_retry_due(&r, now + waits[i] - 1));   /* no try in between */
+        now += waits[i];
+        assert_true(wh_retry_due(&r, now));
+    }
+    wh_retry_done(&r);
+    assert_true(wh_retry_due(&r, now));
+    assert_int_equal(wh_retry_failed(&r, now), 500);
+}
+
 
 int main(void)
 {
@@ -592,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_certs_load_dir),
         cmocka_unit_test(test_webhook_entry_and_url),
         cmocka_unit_test(test_register_failure_names_the_request),
+        cmocka_unit_test(test_publish_retry_backs_off),
     };
     int rc = cmocka_run_group_tests_name("webhook", tests, NULL, NULL);
     curl_global_cleanup();
