@@ -336,25 +336,32 @@ event_reasons() {
 }
 # cpu_ms NAME=PID... — CPU time (user+sys, ms) of each process and its descendants (those
 # still running, plus what reaped ones left in cutime/cstime), one "NAME MS" line each.
+# NAME=comm:PROG instead: every running process named PROG (a part of the operator's tree,
+# e.g. its workers; such rows are already in their parent's and left out of the total).
 cpu_ms() {
   python3 - "$@" <<'PY'
 import os, sys
-hz = os.sysconf("SC_CLK_TCK"); kids = {}; ticks = {}
+hz = os.sysconf("SC_CLK_TCK"); kids = {}; ticks = {}; comm = {}
 for p in os.listdir("/proc"):
     if not p.isdigit(): continue
-    try: f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+    try: raw = open(f"/proc/{p}/stat").read()
     except OSError: continue
+    f = raw.rsplit(")", 1)[1].split()
+    comm[int(p)] = raw[raw.index("(") + 1:raw.rindex(")")]
     kids.setdefault(int(f[1]), []).append(int(p))
     ticks[int(p)] = sum(int(x) for x in f[11:15])
 for arg in sys.argv[1:]:
-    name, pid = arg.split("="); todo, t = [int(pid)], 0
+    name, pid = arg.split("=")
+    todo = [q for q, c in comm.items() if c == pid[5:]] if pid.startswith("comm:") else [int(pid)]
+    t = 0
     while todo:
         q = todo.pop(); t += ticks.get(q, 0); todo += kids.get(q, [])
     print(name, t * 1000 // hz)
 PY
 }
 cpu_delta() {  # cpu_delta BEFORE AFTER — each component's CPU seconds between two cpu_all
-  join "$1" "$2" | awk '{d = ($3 - $2) / 1000; t += d; printf "  %-24s %7.1f\n", $1, d}
+  join "$1" "$2" | awk '{d = ($3 - $2) / 1000; if ($1 !~ /^operator\//) t += d
+                         printf "  %-24s %7.1f\n", $1, d}
                         END {printf "  %-24s %7.1f\n", "total", t}'
 }
 cpu_all() {  # the control plane's components, the node agent with its pods, the operator
@@ -362,7 +369,8 @@ cpu_all() {  # the control plane's components, the node agent with its pods, the
   for c in etcd kube-apiserver kube-controller-manager kube-scheduler node-agent; do
     [ -f "$DEVCLUSTER_DIR/run/$c.pid" ] && a+=("$c=$(cat "$DEVCLUSTER_DIR/run/$c.pid")")
   done
-  cpu_ms "${a[@]}" ${MGR_PID:+operator="$MGR_PID"}
+  cpu_ms "${a[@]}" ${MGR_PID:+operator="$MGR_PID" operator/informers=comm:godis-informer \
+    operator/workers=comm:godis-worker}
 }
 # request_mix BEFORE AFTER — the API server's requests during the run by verb and resource
 # (all clients; apiserver_request_total), the 25 largest, to say which client costs what.
