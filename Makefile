@@ -144,6 +144,7 @@ test_informer_reflector_LINK := informer/store informer/counters informer/reflec
 test_gd_sub_LINK := informer/store informer/counters informer/publisher worker/runtime/cache worker/runtime/cache_sub
 test_informer_pub_LINK := informer/store informer/counters informer/publisher
 test_cache_LINK := worker/runtime/cache
+test_cache_view_LINK := worker/runtime/cache
 test_mapping_LINK := worker/runtime/cache worker/runtime/mapping
 test_workqueue_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics
 test_workqueue_priority_LINK := worker/runtime/workqueue worker/runtime/workqueue_metrics

@@ -113,6 +113,14 @@ bool gd_sub_synced(const gd_sub *s)
 
 /* ------------------------------------------------------------ replica changes */
 
+static void release_old(gd_sub *s, cJSON *old)
+{
+    if (s->store.release)
+        s->store.release(s->store.ud, old);
+    else
+        cJSON_Delete(old);
+}
+
 void gd_sub_notify(gd_sub *s, gd_ev ev, const char *key, int shard, const cJSON *old,
                    const cJSON *new_obj, bool resync)
 {
@@ -138,7 +146,7 @@ void gd_sub_upsert(gd_sub *s, const char *key, const gd_sub_rec *rec, const gd_s
         gd_sub_notify(s, GD_EV_ADDED, key, rec->shard, NULL, nobj, resync);
     else if (force || strcmp(prev->rv, rec->rv) != 0 || prev->shard != rec->shard)
         gd_sub_notify(s, GD_EV_MODIFIED, key, rec->shard, old, nobj, resync);
-    cJSON_Delete(old);
+    release_old(s, old);
 }
 
 void gd_sub_remove(gd_sub *s, const char *key, bool resync)
@@ -148,7 +156,7 @@ void gd_sub_remove(gd_sub *s, const char *key, bool resync)
     if (!s->store.take(s->store.ud, key, &old, &rec))
         return;
     gd_sub_notify(s, GD_EV_DELETED, key, rec.shard, old, NULL, resync);
-    cJSON_Delete(old);
+    release_old(s, old);
 }
 
 /* ------------------------------------------------------------ status (HEARTBEAT, SYNCED, END) */

@@ -81,6 +81,9 @@ typedef struct {
      * above; NULL when absent. Lets a resync skip parsing and storing an object it has. */
     const cJSON *(*restamp)(void *ud, const char *key, const gd_sub_rec *rec);
     size_t (*count)(void *ud);
+    /* Optional: takes an object put or take handed back, once the handler has seen it
+     * (a store whose readers may still borrow it frees it later); NULL: cJSON_Delete. */
+    void   (*release)(void *ud, cJSON *old);
 } gd_sub_store;
 
 typedef struct {

@@ -35,13 +35,13 @@
 #include "godis_retire.c"
 #include "godis_reconcile_godis.c"
 
-static cJSON *env_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *env_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     if (!kind || !ns || !name) abort();
     return NULL;
 }
 
-static cJSON *env_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *env_list(godis_env *e, const char *kind, const char *ns, const char *k,
                        const char *v)
 {
     return cJSON_CreateArray();

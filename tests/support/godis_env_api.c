@@ -6,7 +6,7 @@
 #include <string.h>
 #include "gd_json.h"
 
-static cJSON *api_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *api_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     const k8s_resource *r = k8s_resource_lookup(kind);
     if (!r) return NULL;
@@ -15,7 +15,7 @@ static cJSON *api_get(godis_env *e, const char *kind, const char *ns, const char
     return out;
 }
 
-static cJSON *api_list(godis_env *e, const char *kind, const char *ns, const char *key,
+static const cJSON *api_list(godis_env *e, const char *kind, const char *ns, const char *key,
                        const char *value)
 {
     const k8s_resource *r = k8s_resource_lookup(kind);

@@ -480,6 +480,25 @@ static void test_reconciler_cache_helpers(void **state)
     l = rec_cache_list(&ctx, "Godis", NULL, NULL, NULL);
     assert_int_equal(cJSON_GetArraySize(l), 0);
     cJSON_Delete(l);
+    /* inside the controller's view section the reads lend the cached objects: handles that
+     * refer to them, still reading as they were when the feed replaces them */
+    ctx.view_slot = cache_view_begin(c);
+    ctx.viewing = true;
+    g = rec_cache_get(&ctx, "Godis", "ns", "ex-1");
+    assert_true(g->type & cJSON_IsReference);
+    l = rec_cache_list(&ctx, "Godis", "ns", "cluster-name", "ex");
+    assert_int_equal(cJSON_GetArraySize(l), 2);
+    assert_true(cJSON_GetArrayItem(l, 0)->type & cJSON_IsReference);
+    put_obj(c, "Godis", "ns/ex-1", "{\"metadata\":{\"name\":\"ex-1\",\"namespace\":\"ns\","
+                                   "\"resourceVersion\":\"7\"}}");
+    assert_string_equal(gd_meta_rv(g), "5");
+    assert_string_equal(gd_meta_rv(cJSON_GetArrayItem(l, 0)), "5");
+    cJSON_Delete(g);                    /* the handles only */
+    cJSON_Delete(l);
+    assert_int_equal(cache_retired_count(c), 1);
+    cache_view_end(c, ctx.view_slot);
+    ctx.viewing = false;
+    assert_int_equal(cache_retired_count(c), 0);
     /* a reported write holds the key until the cache shows it */
     rec_wrote(&ctx, "Godis", "ns", "ex-2", "9", false);
     assert_int_equal(ctx.writes, 1);

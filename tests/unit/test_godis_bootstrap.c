@@ -28,7 +28,7 @@
     "\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"cu\",\"resourceVersion\":\"%s\","         \
     "\"generation\":1},\"spec\":{\"replicas\":3}"
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     char buf[512];
     if (strcmp(kind, "GodisCluster") != 0 || strcmp(name, "c") != 0) return NULL;
@@ -36,7 +36,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return cJSON_Parse(buf);
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     return cJSON_CreateArray();                               /* no children yet */

@@ -462,7 +462,7 @@ typedef struct {
     int reads;
 } pin_cache;
 
-static cJSON *pin_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *pin_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     pin_cache *pc = e->ud;
     pc->reads++;

@@ -35,7 +35,7 @@
 
 /* Scaling out to 4: the intent recorded, the ConfigMap already listing 4, member 4's Godis
  * created (join=true) and its pod Ready: next is meet. */
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     if (strcmp(kind, "GodisCluster") == 0 && strcmp(name, "c") == 0)
         return cJSON_Parse(
@@ -58,7 +58,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return NULL;
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     cJSON *arr = cJSON_CreateArray();

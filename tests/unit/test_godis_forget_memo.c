@@ -31,7 +31,7 @@
 
 static bool no_configmap;           /* the ConfigMap was deleted meanwhile */
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e;
     (void)ns;
@@ -48,7 +48,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return gfc_child(kind, name, 2, 2);
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     (void)e;
@@ -111,11 +111,11 @@ static void test_configmap_rebuilt_then_forget_not_skipped(void **state)
 {
     client_fixture *f = *state;
     no_configmap = true;
-    cJSON *live = fake_get(NULL, "GodisCluster", "ns", "c");   /* the API server agrees */
+    const cJSON *live = fake_get(NULL, "GodisCluster", "ns", "c");   /* the API server agrees */
     char *body = cJSON_PrintUnformatted(live);
     client_push(f->h, 200, NULL, body);
     free(body);
-    cJSON_Delete(live);
+    godis_drop(live);
     godis_result r = reconcile(f);
     no_configmap = false;
     assert_int_equal(r.kind, GODIS_ERROR);                  /* the forget, on the closed port */

@@ -17,7 +17,7 @@
 
 #define THREADS 8
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e;
     char buf[300];
@@ -30,7 +30,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
  * second Ready pod (a rollout's), which must not count twice. */
 static int ready = 3;
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     (void)e;

@@ -143,7 +143,7 @@ static int64_t id_of(const char *name)
     return dash ? strtoll(dash + 1, NULL, 10) : 0;
 }
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e, (void)ns;
     int64_t id = id_of(name);
@@ -152,7 +152,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return NULL;
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k, const char *v)
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k, const char *v)
 {
     (void)e, (void)ns, (void)k;
     cJSON *out = cJSON_CreateArray();
@@ -224,7 +224,7 @@ static outcome run(client_fixture *f, int desired, bool paused)
     godis_env e = {.client = f->c, .get = fake_get, .list = fake_list, .godis_port = 6379,
                    .each = limit ? fake_each : NULL, .max_concurrent_rollouts = limit,
                    .metric = fake_metric};
-    cJSON *cluster = cJSON_Duplicate(W.cluster, 1);
+    const cJSON *cluster = cJSON_Duplicate(W.cluster, 1);
     godis_rollout ro = {.e = &e, .ns = "ns", .name = "c", .cluster = &cluster, .v = &v,
                         .phase = "Running", .writable = true, .member_check = fake_check};
     int before = httpd_request_count(f->h);
@@ -236,11 +236,11 @@ static outcome run(client_fixture *f, int desired, bool paused)
     if (ro.status_base && !cJSON_Compare(ro.status_base, gd_json_path(cluster, "status"), 1)) {
         o.status_writes++;
         cJSON_Delete(W.cluster);
-        W.cluster = cluster;
+        W.cluster = (cJSON *)cluster;       /* the rollout's own copy, staged: the test's now */
         cluster = NULL;
     }
     cJSON_Delete(ro.status_base);
-    cJSON_Delete(cluster);
+    godis_drop(cluster);
     for (int i = before; i < httpd_request_count(f->h); i++) {
         const httpd_req *q = httpd_request(f->h, i);
         cJSON *body = q->body ? cJSON_Parse(q->body) : NULL;

@@ -32,7 +32,7 @@ static const char *pv_node;      /* its PVC is bound to pv-1, whose nodeAffinity
     "\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"cu\",\"generation\":1},"                  \
     "\"spec\":{\"replicas\":3}}"
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     const world *w = e->ud;
     char buf[2048];
@@ -82,7 +82,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return child;
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     const world *w = e->ud;

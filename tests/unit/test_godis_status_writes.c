@@ -29,7 +29,7 @@ static int godis_port;     /* where the members' godis answers (0: a closed port
 static bool no_godis;      /* a new cluster's: no Godis objects yet */
 static int nready;         /* members 1..nready have a Ready pod, the others a pod not Ready */
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e;
     (void)ns;
@@ -42,7 +42,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return gfc_child(kind, name, 3, 3);
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     (void)e;

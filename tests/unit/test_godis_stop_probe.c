@@ -137,7 +137,7 @@ static cJSON *pod_on_own_node(int64_t id)
     return pod;
 }
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e;
     (void)ns;
@@ -153,7 +153,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return gfc_child(kind, name, N, N);
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     (void)e;

@@ -157,7 +157,7 @@ static void test_storage_condition(void **state)
 
 static const char *fake_class;
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e; (void)ns;
     if (strcmp(kind, "PersistentVolumeClaim") || strcmp(name, "data-c-1") || !fake_class) return NULL;

@@ -46,7 +46,7 @@ static cJSON *cluster(const char *rv, const char *phase, int next_id, int scale_
 
 static int cm_members = 3;          /* members the ConfigMap lists */
 
-static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     (void)e;
     (void)ns;
@@ -59,7 +59,7 @@ static cJSON *fake_get(godis_env *e, const char *kind, const char *ns, const cha
     return gfc_child(kind, name, 3, 4);
 }
 
-static cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
+static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, const char *k,
                         const char *v)
 {
     (void)e;

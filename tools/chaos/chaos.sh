@@ -30,4 +30,14 @@ echo "[chaos] starting a devcluster without node agents in $DEVCLUSTER_DIR" >&2
 tools/devcluster up --nodes 0 >"$ROOT/build/chaos/devcluster-up.log" 2>&1 ||
   { tail -20 "$ROOT/build/chaos/devcluster-up.log" >&2; echo "chaos: 0 faults, 0 checks, 1 violations, converged in 0.0 s"; exit 1; }
 eval "$(tools/devcluster env)" || exit 1
+# Reconciles read the cache's objects lent, not copied; a worker that modified one aborts
+# in this mode (worker/runtime/cache.h). The manager respawns it, so the logs say it.
+export GODIS_CACHE_VERIFY=1
 bin/chaos --faults "$faults" --seed "$seed" --out "$out" "$@"
+rc=$?
+if grep -rl "a reader modified a cached object" "$out" >/dev/null 2>&1; then
+  echo "[chaos] a reconcile modified a cached object it was lent (GODIS_CACHE_VERIFY):" \
+    "$(grep -rl "a reader modified a cached object" "$out" | head -3)" >&2
+  exit 1
+fi
+exit $rc

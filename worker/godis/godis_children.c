@@ -337,9 +337,9 @@ const char *godis_pin_node_for_claim(godis_env *e, const cJSON *pvc, const char 
 {
     if (!volume_node || !*volume_node) return NULL;
     const char *pv_name = gd_json_str_or(pvc, "spec.volumeName", "");
-    cJSON *pv = *pv_name ? e->get(e, "PersistentVolume", "", pv_name) : NULL;
+    const cJSON *pv = *pv_name ? e->get(e, "PersistentVolume", "", pv_name) : NULL;
     bool confined = godis_pv_confines_to_node(pv, volume_node);
-    cJSON_Delete(pv);
+    godis_drop(pv);
     return confined ? NULL : volume_node;
 }
 
@@ -348,9 +348,9 @@ const char *godis_pin_node(godis_env *e, const char *ns, const char *godis, cons
     if (!volume_node || !*volume_node) return NULL;
     char claim[300];
     snprintf(claim, sizeof claim, "data-%s", godis);
-    cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
+    const cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
     const char *node = godis_pin_node_for_claim(e, pvc, volume_node);
-    cJSON_Delete(pvc);
+    godis_drop(pvc);
     return node;
 }
 

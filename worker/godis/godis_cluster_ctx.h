@@ -15,9 +15,11 @@
 
 typedef struct {
     godis_env *e;
-    cJSON *cluster;          /* our copy of the GodisCluster */
-    cJSON *godises;          /* array from the cache */
-    cJSON *configmap;        /* or NULL */
+    const cJSON *cluster;    /* the GodisCluster read (lent by the cache, godis_drop) or, after
+                              * a status write, the one the API server returned */
+    const cJSON *godises_list; /* the cluster's Godis objects as listed (godis_drop) */
+    cJSON *godises;          /* ours: references to those, plus unlabelled ones (copies) */
+    const cJSON *configmap;  /* or NULL */
     cJSON *written;          /* our last status write as the API server returned it */
     const char *ns, *name, *uid;
     godis_view v;

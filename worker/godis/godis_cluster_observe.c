@@ -22,7 +22,7 @@ static bool node_bad(godis_cluster_ctx *cx, const char *node_name)
 {
     godis_env *e = cx->e;
     if (!node_name || !*node_name) return false;
-    cJSON *node = e->get(e, "Node", "", node_name);
+    const cJSON *node = e->get(e, "Node", "", node_name);
     if (!node) return false;
     bool bad = false;
     bool unsched = false;
@@ -41,7 +41,7 @@ static bool node_bad(godis_cluster_ctx *cx, const char *node_name)
             bad = true;
         }
     }
-    cJSON_Delete(node);
+    godis_drop(node);
     return bad;
 }
 
@@ -49,7 +49,7 @@ static bool node_bad(godis_cluster_ctx *cx, const char *node_name)
 static void observe_runtime(godis_cluster_ctx *c, int idx, const char *godis_name)
 {
     godis_member *m = &c->v.observed[idx];
-    cJSON *pods = c->e->list(c->e, "Pod", c->ns, "node-name", godis_name);
+    const cJSON *pods = c->e->list(c->e, "Pod", c->ns, "node-name", godis_name);
     const cJSON *pod;
     cJSON_ArrayForEach(pod, pods) {
         m->pod_exists = true;
@@ -67,10 +67,10 @@ static void observe_runtime(godis_cluster_ctx *c, int idx, const char *godis_nam
             m->blocked_why = c->blocked_why[idx];
         }
     }
-    cJSON_Delete(pods);
-    cJSON *rs = c->e->get(c->e, "ReplicaSet", c->ns, godis_name);
+    godis_drop(pods);
+    const cJSON *rs = c->e->get(c->e, "ReplicaSet", c->ns, godis_name);
     if (rs && gd_json_int_or(rs, "spec.replicas", 1) != 0) m->running = true;
-    cJSON_Delete(rs);
+    godis_drop(rs);
 }
 
 static void observe_godis(godis_cluster_ctx *c, const cJSON *g)
@@ -95,9 +95,9 @@ static void observe_godis(godis_cluster_ctx *c, const cJSON *g)
      * Ready there, with that node bad or gone, can only come back by migrating (new id). */
     const char *home = gd_json_str_or(g, "status.volumeNode", "");
     if (!m->ready && *home) {
-        cJSON *node = c->e->get(c->e, "Node", "", home);
+        const cJSON *node = c->e->get(c->e, "Node", "", home);
         m->node_bad |= !node || node_bad(c, home);
-        cJSON_Delete(node);
+        godis_drop(node);
     }
 }
 
@@ -141,10 +141,10 @@ static void add_unlabelled_godises(godis_cluster_ctx *c)
 {
     const godis_view *v = &c->v;
     if (!v->members_recorded) {
-        cJSON *all = c->e->list(c->e, "Godis", c->ns, NULL, NULL);
+        const cJSON *all = c->e->list(c->e, "Godis", c->ns, NULL, NULL);
         const cJSON *g;
         cJSON_ArrayForEach(g, all) add_if_ours(c, g);
-        cJSON_Delete(all);
+        godis_drop(all);
         return;
     }
     int64_t ids[GODIS_MAX_MEMBERS + 2];
@@ -156,9 +156,9 @@ static void add_unlabelled_godises(godis_cluster_ctx *c)
         char name[300];
         snprintf(name, sizeof name, "%s-%lld", c->name, (long long)ids[i]);
         if (listed(c, name)) continue;
-        cJSON *g = c->e->get(c->e, "Godis", c->ns, name);
+        const cJSON *g = c->e->get(c->e, "Godis", c->ns, name);
         add_if_ours(c, g);
-        cJSON_Delete(g);
+        godis_drop(g);
     }
 }
 
@@ -195,7 +195,12 @@ void godis_cluster_observe(godis_cluster_ctx *c)
         v->configmap_parsed = n >= 0;
         v->cm_n = n > 0 ? n : 0;
     }
-    c->godises = c->e->list(c->e, "Godis", c->ns, "cluster-name", c->name);
+    /* an array of our own over the listed ones (references), as unlabelled ones join it */
+    c->godises_list = c->e->list(c->e, "Godis", c->ns, "cluster-name", c->name);
+    c->godises = cJSON_CreateArray();
+    const cJSON *listed_g;
+    cJSON_ArrayForEach(listed_g, c->godises_list)
+        cJSON_AddItemToArray(c->godises, cJSON_CreateObjectReference(listed_g->child));
     add_unlabelled_godises(c);
     const cJSON *g;
     cJSON_ArrayForEach(g, c->godises) observe_godis(c, g);

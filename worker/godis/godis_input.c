@@ -56,7 +56,7 @@ static void check_name(godis_input *in, findings *fs, int64_t id, const char *ro
     if (id <= 0 || observed_godis(in->v, id)) return;
     char name[300];
     snprintf(name, sizeof name, "%s-%lld", in->name, (long long)id);
-    cJSON *g = in->e->get(in->e, "Godis", in->ns, name);
+    const cJSON *g = in->e->get(in->e, "Godis", in->ns, name);
     if (g && !gd_meta_owned_by(g, "GodisCluster", in->uid)) {
         const cJSON *owner = gd_meta_controller_owner(g);
         add(fs, "ForeignGodis", true, "Godis %s is not controlled by this GodisCluster (controller: "
@@ -64,13 +64,13 @@ static void check_name(godis_input *in, findings *fs, int64_t id, const char *ro
             "ownerReference is fixed", name, owner ? gd_json_str_or(owner, "kind", "?") : "none",
             owner ? gd_json_str_or(owner, "name", "?") : "", role, (long long)id);
     }
-    cJSON_Delete(g);
+    godis_drop(g);
 }
 
 static void check_annotations(godis_input *in, findings *fs)
 {
     godis_view *v = in->v;
-    cJSON *pods = in->e->list(in->e, "Pod", in->ns, "cluster-name", in->name);
+    const cJSON *pods = in->e->list(in->e, "Pod", in->ns, "cluster-name", in->name);
     for (int i = 0; i < v->nobserved; i++) {
         godis_member *m = &v->observed[i];
         if (!m->reschedule) continue;
@@ -95,7 +95,7 @@ static void check_annotations(godis_input *in, findings *fs)
         }
         m->reschedule = asked;
     }
-    cJSON_Delete(pods);
+    godis_drop(pods);
 }
 
 /* initial-cluster must be exactly id@<the member's peer URL>, comma-separated. */
@@ -205,7 +205,7 @@ static const cJSON *condition(const cJSON *cluster, const char *type)
 /* Valid condition and Events; writes only when the condition changes. */
 static void report(godis_input *in, const findings *fs)
 {
-    cJSON *cluster = *in->cluster;
+    const cJSON *cluster = *in->cluster;
     const cJSON *old = condition(cluster, "Valid");
     if (!fs->n && !old) return;
     char msg[1024] = "";
@@ -230,7 +230,7 @@ static void report(godis_input *in, const findings *fs)
         for (int i = 0; i < fs->n; i++)
             godis_emit_event(in->e, cluster, "Warning", fs->f[i].reason, fs->f[i].msg);
         if (written) {
-            cJSON_Delete(*in->cluster);
+            godis_drop(*in->cluster);
             *in->cluster = written;             /* the planner's write needs the new rv */
         }
     }

@@ -35,7 +35,7 @@ typedef enum { GODIS_INPUT_OK = 0, GODIS_INPUT_HOLD } godis_input_verdict;
 typedef struct {
     godis_env *e;
     const char *ns, *name, *uid;
-    cJSON **cluster;            /* replaced by the written object after a status write */
+    const cJSON **cluster;      /* replaced by the written object after a status write */
     godis_view *v;              /* adjusted: invalid reschedule requests cleared, a ConfigMap
                                  * with foreign URLs marked for rewriting */
     const cJSON *godises;       /* this cluster's Godis objects (array) */

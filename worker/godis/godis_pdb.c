@@ -104,7 +104,7 @@ static bool quorum_ready(godis_env *e, const char *ns, const char *name, const c
     int members = cJSON_GetArraySize(gd_json_path(gc, "status.members"));
     if (members <= 0) return false;               /* not recorded yet: nothing runs */
     if (!e->list) return true;
-    cJSON *pods = e->list(e, "Pod", ns, "cluster-name", name);
+    const cJSON *pods = e->list(e, "Pod", ns, "cluster-name", name);
     const char *seen_members[64];
     int ready = 0;
     const cJSON *p;
@@ -116,7 +116,7 @@ static bool quorum_ready(godis_env *e, const char *ns, const char *name, const c
         if (!dup && ready < (int)(sizeof seen_members / sizeof seen_members[0]))
             seen_members[ready++] = m;
     }
-    cJSON_Delete(pods);
+    godis_drop(pods);
     return ready >= members / 2 + 1;
 }
 
@@ -126,9 +126,9 @@ void godis_ensure_pdb(godis_env *e, const char *key)
     if (!slash || !e->client) return;
     char ns[256];
     snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
-    cJSON *gc = e->get(e, "GodisCluster", ns, slash + 1);
+    const cJSON *gc = e->get(e, "GodisCluster", ns, slash + 1);
     godis_ensure_pdb_of(e, gc);
-    cJSON_Delete(gc);
+    godis_drop(gc);
 }
 
 void godis_ensure_pdb_of(godis_env *e, const cJSON *gc)

@@ -82,7 +82,7 @@ bool godis_pod_unschedulable(const cJSON *pod, char *msg, size_t cap)
 void godis_place_observe(godis_env *e, const cJSON *cluster, godis_view *v,
                          char pod_node[][GODIS_NODE_NAME_MAX], char why[][GODIS_BLOCKED_WHY_MAX])
 {
-    cJSON *nodes = NULL;
+    const cJSON *nodes = NULL;
     const char *members[GODIS_MAX_MEMBERS];
     int nm = 0;
     for (int i = 0; i < v->nobserved; i++)
@@ -99,5 +99,5 @@ void godis_place_observe(godis_env *e, const cJSON *cluster, godis_view *v,
             m->blocked_why = why[i];
         }
     }
-    cJSON_Delete(nodes);
+    godis_drop(nodes);
 }

@@ -15,13 +15,18 @@
 typedef struct godis_env godis_env;
 struct godis_env {
     k8s_client *client;
-    /* Cache reads: a copy the caller frees, or NULL when absent. kind: "GodisCluster",
-     * "Godis", "ConfigMap", "Service", "PersistentVolumeClaim", "ReplicaSet", "Pod", "Node",
-     * "PersistentVolume" (cluster-scoped kinds with ns ""). */
-    cJSON *(*get)(godis_env *e, const char *kind, const char *ns, const char *name);
-    /* Objects of kind in ns carrying label key=value, as a cJSON array the caller frees. */
-    cJSON *(*list)(godis_env *e, const char *kind, const char *ns, const char *label_key,
-                   const char *label_value);
+    /* Cache reads, NULL when absent. kind: "GodisCluster", "Godis", "ConfigMap", "Service",
+     * "PersistentVolumeClaim", "ReplicaSet", "Pod", "Node", "PersistentVolume"
+     * (cluster-scoped kinds with ns ""). What they return is a handle the caller gives back
+     * with godis_drop. In the worker it lends the cached object itself (valid until the
+     * reconcile returns, no copy made), so it is const all the way down: nothing reached
+     * through it may be modified, not even a child found with cJSON_GetObjectItem (which
+     * drops the const); cJSON_Duplicate what is to change. GODIS_CACHE_VERIFY=1 catches a
+     * reconcile that breaks this (cache.h). */
+    const cJSON *(*get)(godis_env *e, const char *kind, const char *ns, const char *name);
+    /* Objects of kind in ns carrying label key=value, as an array handle (godis_drop). */
+    const cJSON *(*list)(godis_env *e, const char *kind, const char *ns, const char *label_key,
+                         const char *label_value);
     /* Before every write: GD_OK, or GD_ERR_FENCED when writing is no longer allowed. */
     gd_err (*may_write)(godis_env *e);
     /* After every successful write: the object written and the resourceVersion the API
@@ -58,6 +63,9 @@ typedef struct {
     int64_t after_ms;
     gd_err err;
 } godis_result;
+
+/* Gives back what get or list returned (frees a handle; a lent object stays the cache's). */
+static inline void godis_drop(const cJSON *handle) { cJSON_Delete((cJSON *)handle); }
 
 /* key: "namespace/name". */
 godis_result godis_reconcile_cluster(godis_env *e, const char *key);

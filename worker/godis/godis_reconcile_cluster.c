@@ -409,7 +409,7 @@ static bool absorb_own_write(godis_cluster_ctx *c, const godis_step *s)
 {
     if (s->kind == GP_RECORD_INIT) {
         if (!c->written) return false;
-        cJSON_Delete(c->cluster);
+        godis_drop(c->cluster);
         c->cluster = c->written;
         c->written = NULL;
         c->uid = gd_meta_uid(c->cluster);   /* pointed into the object just freed */
@@ -565,14 +565,14 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     if (!c.cluster) return godis_release_orphans(e, ns, name);   /* the rest goes by GC */
     if (gd_meta_deleting(c.cluster)) {
         godis_result r = godis_release_cluster(e, c.cluster);
-        cJSON_Delete(c.cluster);
+        godis_drop(c.cluster);
         return r;
     }
     if (e->cluster_read) e->cluster_read(e, c.cluster);
     bool wrote = false;
     godis_result r = ensure_cluster_finalizer(e, c.cluster, &wrote);
     if (wrote) {
-        cJSON_Delete(c.cluster);
+        godis_drop(c.cluster);
         return r;
     }
     c.uid = gd_meta_uid(c.cluster);
@@ -582,10 +582,11 @@ godis_result godis_reconcile_cluster(godis_env *e, const char *key)
     if (c.storage_wait_ms > 0 && r.err == GD_OK &&
         (r.kind == GODIS_DONE || (r.kind == GODIS_REQUEUE_AFTER && r.after_ms > c.storage_wait_ms)))
         r = (godis_result){.kind = GODIS_REQUEUE_AFTER, .after_ms = c.storage_wait_ms};
-    cJSON_Delete(c.cluster);
+    godis_drop(c.cluster);
     cJSON_Delete(c.written);
-    cJSON_Delete(c.godises);
-    cJSON_Delete(c.configmap);
+    cJSON_Delete(c.godises);              /* references first, then what they refer to */
+    godis_drop(c.godises_list);
+    godis_drop(c.configmap);
     cJSON_Delete(c.status_base);
     return r;
 }

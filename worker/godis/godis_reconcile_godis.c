@@ -23,11 +23,11 @@
 
 typedef struct {
     godis_env *e;
-    cJSON *godis, *cluster;
+    const cJSON *godis, *cluster;  /* lent by the cache (godis_drop) */
     godis_child_spec spec;
     bool volume_lost;
     char pvc_uid[64];        /* the member's PVC now ("" when there is none) */
-    cJSON *pvc;              /* and the claim itself (NULL: none, or not read) */
+    const cJSON *pvc;        /* and the claim itself (NULL: none, or not read; godis_drop) */
 } godis_ctx;
 
 /* The desired ReplicaSet's node pin, as a merge patch of the ReplicaSet. */
@@ -45,7 +45,7 @@ static gd_err pin_replicaset(godis_ctx *g, const cJSON *want)
 /* Creates a missing child, repairs a drifted one. have is the child as the cache has it
  * (NULL: none); it is consumed. Returns GD_OK when nothing was written (*wrote false) or
  * the write succeeded. */
-static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, cJSON *have,
+static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, const cJSON *have,
                            bool *wrote)
 {
     gd_err err = GD_OK;
@@ -89,7 +89,7 @@ static gd_err ensure_child(godis_ctx *g, const k8s_resource *r, cJSON *want, cJS
         }
     }
 out:
-    cJSON_Delete(have);
+    godis_drop(have);
     return err;
 }
 
@@ -113,7 +113,7 @@ static vol_state volume_state(godis_ctx *g, char *uid, size_t cap)
     char claim[300];
     snprintf(claim, sizeof claim, "data-%s", g->spec.godis);
     const char *had = gd_json_str_or(g->godis, "status.volumeClaimUID", "");
-    cJSON *pvc = g->e->get(g->e, "PersistentVolumeClaim", g->spec.ns, claim);
+    const cJSON *pvc = g->e->get(g->e, "PersistentVolumeClaim", g->spec.ns, claim);
     if (!pvc && *had) pvc = pvc_from_api(g, claim);
     snprintf(uid, cap, "%s", pvc ? gd_meta_uid(pvc) : "");
     vol_state st = VOL_OK;
@@ -141,17 +141,17 @@ static bool forgotten(godis_ctx *g)
     if (gd_json_int_or(g->cluster, "status.scaleInID", 0) != g->spec.id) return false;
     char cm_name[300];
     snprintf(cm_name, sizeof cm_name, "%s-config", g->spec.cluster);
-    cJSON *cm = g->e->get(g->e, "ConfigMap", g->spec.ns, cm_name);
+    const cJSON *cm = g->e->get(g->e, "ConfigMap", g->spec.ns, cm_name);
     int64_t ids[64];
     int n = godis_parse_initial_cluster(gd_json_str_or(cm, "data.initial-cluster", NULL), ids, 64);
-    cJSON_Delete(cm);
+    godis_drop(cm);
     for (int i = 0; i < n; i++)
         if (ids[i] == g->spec.id) return false;
     return true;
 }
 
 static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_name,
-                             const char **node, cJSON **pods)
+                             const char **node, const cJSON **pods)
 {
     *pods = g->e->list(g->e, "Pod", g->spec.ns, "node-name", g->spec.godis);
     const char *state = "Pending";
@@ -174,7 +174,7 @@ static const char *pod_state(godis_ctx *g, const char **ip, const char **pod_nam
 static godis_result update_state(godis_ctx *g)
 {
     const char *ip = "", *pod_name = "", *node = "";
-    cJSON *pods = NULL;
+    const cJSON *pods = NULL;
     const char *state = pod_state(g, &ip, &pod_name, &node, &pods);
     godis_result r = {.kind = GODIS_DONE};
     /* Written on a change of state, and of pod IP only while Running (clients dial it).
@@ -230,7 +230,7 @@ static godis_result update_state(godis_ctx *g)
                              "the member's PersistentVolumeClaim is gone: the member is lost and "
                              "will be replaced by a new id (never restarted on an empty volume)");
     }
-    cJSON_Delete(pods);
+    godis_drop(pods);
     return r;
 }
 
@@ -280,25 +280,25 @@ static godis_result reconcile_godis_ctx(godis_ctx *g)
     g->spec.node = godis_pin_node_for_claim(g->e, g->pvc,
                                             gd_json_str_or(g->godis, "status.volumeNode", NULL));
     /* Read once: whether it is retired, then what ensure_child compares. */
-    cJSON *rs = g->e->get(g->e, "ReplicaSet", g->spec.ns, g->spec.godis);
+    const cJSON *rs = g->e->get(g->e, "ReplicaSet", g->spec.ns, g->spec.godis);
     bool retired = rs && gd_meta_annotation(rs, GODIS_ANN_RETIRED) != NULL;
     bool any = false;
     for (int i = 0; i < 3; i++) {
         if (i == 1 && vol != VOL_MISSING_NEW && vol != VOL_OK) continue;  /* never re-created */
         if (i == 2 && (retired || g->volume_lost)) continue;
         cJSON *want = build[i](&g->spec);
-        cJSON *have = i == 2 ? rs : g->e->get(g->e, res[i]->kind, g->spec.ns, gd_meta_name(want));
+        const cJSON *have = i == 2 ? rs : g->e->get(g->e, res[i]->kind, g->spec.ns, gd_meta_name(want));
         if (i == 2) rs = NULL;
         bool wrote = false;
         gd_err err = ensure_child(g, res[i], want, have, &wrote);
         cJSON_Delete(want);
         if (err) {
-            cJSON_Delete(rs);
+            godis_drop(rs);
             return gw_result(err);
         }
         any |= wrote;
     }
-    cJSON_Delete(rs);
+    godis_drop(rs);
     if (any) return (godis_result){.kind = GODIS_REQUEUE};
     return update_state(g);
 }
@@ -349,8 +349,8 @@ godis_result godis_reconcile_godis(godis_env *e, const char *key)
     godis_child_spec_from_cluster(&g.spec, g.cluster);
     r = reconcile_godis_ctx(&g);
 out:
-    cJSON_Delete(g.godis);
-    cJSON_Delete(g.cluster);
-    cJSON_Delete(g.pvc);
+    godis_drop(g.godis);
+    godis_drop(g.cluster);
+    godis_drop(g.pvc);
     return r;
 }

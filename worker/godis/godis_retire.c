@@ -31,13 +31,13 @@ static void set_annotation(cJSON *obj, const char *key, const char *value)
 static bool node_ready(godis_env *e, const char *node_name)
 {
     if (!node_name || !*node_name) return true;        /* not scheduled: nothing runs */
-    cJSON *node = e->get(e, "Node", "", node_name);
+    const cJSON *node = e->get(e, "Node", "", node_name);
     bool ready = node == NULL;                          /* unknown node: treat as ours to wait for */
     const cJSON *c;
     cJSON_ArrayForEach(c, gd_json_path(node, "status.conditions"))
         if (strcmp(gd_json_str_or(c, "type", ""), "Ready") == 0)
             ready = strcmp(gd_json_str_or(c, "status", ""), "True") == 0;
-    cJSON_Delete(node);
+    godis_drop(node);
     return ready;
 }
 
@@ -86,16 +86,22 @@ int godis_probe_survivors(godis_env *e, const char *ns, const char *cluster, god
 
 static gd_err scale_to_zero(godis_env *e, const char *ns, const char *godis)
 {
-    cJSON *rs = e->get(e, "ReplicaSet", ns, godis);
+    const cJSON *rs = e->get(e, "ReplicaSet", ns, godis);
     if (!rs) return GD_OK;
     gd_err err = GD_OK;
     bool retired = gd_meta_annotation(rs, GODIS_ANN_RETIRED) != NULL;
     if (gd_json_int_or(rs, "spec.replicas", 1) != 0 || !retired) {
-        set_annotation(rs, GODIS_ANN_RETIRED, "true");
-        gd_json_set(rs, "spec.replicas", cJSON_CreateNumber(0));
-        err = gw_update(e, &K8S_RES_REPLICASETS, rs);
+        cJSON *upd = cJSON_Duplicate(rs, 1);     /* rs is the cache's */
+        if (!upd) {
+            godis_drop(rs);
+            return GD_ERR_NOMEM;
+        }
+        set_annotation(upd, GODIS_ANN_RETIRED, "true");
+        gd_json_set(upd, "spec.replicas", cJSON_CreateNumber(0));
+        err = gw_update(e, &K8S_RES_REPLICASETS, upd);
+        cJSON_Delete(upd);
     }
-    cJSON_Delete(rs);
+    godis_drop(rs);
     return err;
 }
 
@@ -103,7 +109,7 @@ gd_err godis_stop_member(godis_env *e, const char *ns, const char *godis)
 {
     gd_err err = scale_to_zero(e, ns, godis);
     if (err) return err;
-    cJSON *pods = e->list(e, "Pod", ns, "node-name", godis);
+    const cJSON *pods = e->list(e, "Pod", ns, "node-name", godis);
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
         if (gd_meta_deleting(p) && node_ready(e, gd_json_str_or(p, "spec.nodeName", NULL)))
@@ -112,7 +118,7 @@ gd_err godis_stop_member(godis_env *e, const char *ns, const char *godis)
         gd_err e2 = gw_delete_grace(e, &K8S_RES_PODS, ns, gd_meta_name(p), gd_meta_uid(p), grace);
         if (e2 && !err) err = e2;
     }
-    cJSON_Delete(pods);
+    godis_drop(pods);
     return err;
 }
 
@@ -187,18 +193,21 @@ static gd_err retain_volume(godis_env *e, const cJSON *godis)
     const char *ns = gd_meta_namespace(godis), *name = gd_meta_name(godis);
     char claim[300];
     snprintf(claim, sizeof claim, "data-%s", name);
-    cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
+    const cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
     if (!pvc || gd_meta_deleting(pvc) || !gd_json_path(pvc, "metadata.ownerReferences")) {
-        cJSON_Delete(pvc);
+        godis_drop(pvc);
         return GD_OK;
     }
-    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc, "metadata"),
+    cJSON *upd = cJSON_Duplicate(pvc, 1);       /* pvc is the cache's */
+    godis_drop(pvc);
+    if (!upd) return GD_ERR_NOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(upd, "metadata"),
                                             "ownerReferences");
     char from[400];
     snprintf(from, sizeof from, "%s/%s", name, gd_meta_uid(godis));
-    set_annotation(pvc, GODIS_ANN_RETAINED_FROM, from);
-    gd_err err = gw_update(e, &K8S_RES_PVCS, pvc);
-    cJSON_Delete(pvc);
+    set_annotation(upd, GODIS_ANN_RETAINED_FROM, from);
+    gd_err err = gw_update(e, &K8S_RES_PVCS, upd);
+    cJSON_Delete(upd);
     return err;
 }
 
@@ -216,7 +225,7 @@ godis_result godis_release_cluster(godis_env *e, const cJSON *cluster)
 {
     bool retain = godis_retain_volumes(cluster);
     const char *ns = gd_meta_namespace(cluster);
-    cJSON *godises = e->list(e, "Godis", ns, "cluster-name", gd_meta_name(cluster));
+    const cJSON *godises = e->list(e, "Godis", ns, "cluster-name", gd_meta_name(cluster));
     gd_err err = GD_OK;
     const cJSON *g;
     cJSON_ArrayForEach(g, godises) {
@@ -224,14 +233,14 @@ godis_result godis_release_cluster(godis_env *e, const cJSON *cluster)
         if (retain && !err) err = retain_volume(e, g);
         if (!err) err = godis_drop_finalizer(e, &K8S_RES_GODISES, g, GODIS_FINALIZER);
     }
-    cJSON_Delete(godises);
+    godis_drop(godises);
     if (!err) err = godis_drop_finalizer(e, &K8S_RES_GODISCLUSTERS, cluster, GODIS_CLUSTER_FINALIZER);
     return err ? gw_result(err) : (godis_result){.kind = GODIS_DONE};
 }
 
 godis_result godis_release_orphans(godis_env *e, const char *ns, const char *name)
 {
-    cJSON *godises = e->list(e, "Godis", ns, "cluster-name", name);
+    const cJSON *godises = e->list(e, "Godis", ns, "cluster-name", name);
     gd_err err = GD_OK;
     const cJSON *g;
     cJSON_ArrayForEach(g, godises) {
@@ -242,6 +251,6 @@ godis_result godis_release_orphans(godis_env *e, const char *ns, const char *nam
         gd_err e2 = godis_drop_finalizer(e, &K8S_RES_GODISES, g, GODIS_FINALIZER);
         if (e2 && !err) err = e2;
     }
-    cJSON_Delete(godises);
+    godis_drop(godises);
     return err ? gw_result(err) : (godis_result){.kind = GODIS_DONE};
 }

@@ -25,7 +25,7 @@ typedef struct {
     char name[300];
     cJSON *desired;          /* the member's ReplicaSet on the spec's revision: built only
                                 when it is written (ro_desired) */
-    cJSON *rs;               /* as the cache has it, or NULL */
+    const cJSON *rs;         /* as the cache has it (lent: godis_drop), or NULL */
     bool rs_current;         /* its ReplicaSet is on the spec's revision */
     bool pod_current;        /* a pod (not being deleted) runs the spec's revision */
     bool stale_pods;         /* a pod (not being deleted) runs another revision */
@@ -68,7 +68,7 @@ static void ro_observe_member(ro_rollout_ctx *x, ro_member *m, int64_t id)
     m->rs = e->get(e, "ReplicaSet", ro->ns, m->name);
     const char *h = m->rs ? godis_object_hash(m->rs) : NULL;
     m->rs_current = h && !strcmp(h, x->hash);
-    cJSON *pods = e->list(e, "Pod", ro->ns, "node-name", m->name);
+    const cJSON *pods = e->list(e, "Pod", ro->ns, "node-name", m->name);
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
         if (gd_meta_deleting(p)) continue;
@@ -80,7 +80,7 @@ static void ro_observe_member(ro_rollout_ctx *x, ro_member *m, int64_t id)
         m->serving |= ready;
         m->ready |= current && ready;
     }
-    cJSON_Delete(pods);
+    godis_drop(pods);
     m->unhashed = m->rs && !h;
 }
 
@@ -91,7 +91,7 @@ static const cJSON *ro_desired(ro_rollout_ctx *x, ro_member *m)
     if (m->desired) return m->desired;
     godis_rollout *ro = x->ro;
     godis_env *e = ro->e;
-    cJSON *g = e->get(e, "Godis", ro->ns, m->name);
+    const cJSON *g = e->get(e, "Godis", ro->ns, m->name);
     bool preferred = false;
     gd_json_bool(g, "spec.preferred", &preferred);
     godis_child_spec s = {.ns = ro->ns, .cluster = ro->name, .godis = m->name,
@@ -100,7 +100,7 @@ static const cJSON *ro_desired(ro_rollout_ctx *x, ro_member *m)
                                                  gd_json_str_or(g, "status.volumeNode", NULL))};
     godis_child_spec_from_cluster(&s, *ro->cluster);
     m->desired = godis_build_replicaset(&s);
-    cJSON_Delete(g);
+    godis_drop(g);
     return m->desired;
 }
 
@@ -128,7 +128,7 @@ static void ro_release(ro_rollout_ctx *x)
     cJSON_Delete(x->ident);
     for (int i = 0; i < x->n; i++) {
         cJSON_Delete(x->m[i].desired);
-        cJSON_Delete(x->m[i].rs);
+        godis_drop(x->m[i].rs);
     }
 }
 
@@ -214,7 +214,7 @@ static gd_err ro_write_status(ro_rollout_ctx *x, const ro_status_change *c, bool
         cJSON *written = NULL;
         err = gw_update_status_out(ro->e, &K8S_RES_GODISCLUSTERS, obj, &written);
         if (!err && written) {
-            cJSON_Delete(*ro->cluster);
+            godis_drop(*ro->cluster);
             *ro->cluster = written;
         }
     }
@@ -223,14 +223,20 @@ static gd_err ro_write_status(ro_rollout_ctx *x, const ro_status_change *c, bool
     return err;
 }
 
-/* ro_apply on *cluster itself, unwritten; the status before goes to ro->status_base. */
+/* ro_apply on *cluster, unwritten; the status before goes to ro->status_base. The cluster
+ * the reconcile read is lent by the cache (godis_env.get): it becomes a copy of the
+ * reconcile's own first. */
 static void ro_stage_status(ro_rollout_ctx *x, const ro_status_change *c)
 {
     godis_rollout *ro = x->ro;
-    cJSON *st = cJSON_GetObjectItemCaseSensitive(*ro->cluster, "status");
+    cJSON *own = cJSON_Duplicate(*ro->cluster, 1);
+    if (!own) return;                     /* nothing staged: the next reconcile does it */
+    godis_drop(*ro->cluster);
+    *ro->cluster = own;
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(own, "status");
     if (!cJSON_IsObject(st)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(*ro->cluster, "status");
-        st = cJSON_AddObjectToObject(*ro->cluster, "status");
+        cJSON_DeleteItemFromObjectCaseSensitive(own, "status");
+        st = cJSON_AddObjectToObject(own, "status");
     }
     cJSON_Delete(ro->status_base);
     ro->status_base = cJSON_Duplicate(st, 1);
@@ -374,7 +380,7 @@ static godis_result ro_drive(ro_rollout_ctx *x, ro_member *m)
     }
     if (!m->rs) return ro_requeue_after(ROLLOUT_RECHECK_MS);   /* the Godis controller makes it */
     if (m->stale_pods) {
-        cJSON *pods = e->list(e, "Pod", x->ro->ns, "node-name", m->name);
+        const cJSON *pods = e->list(e, "Pod", x->ro->ns, "node-name", m->name);
         gd_err err = GD_OK;
         const cJSON *p;
         cJSON_ArrayForEach(p, pods) {
@@ -384,7 +390,7 @@ static godis_result ro_drive(ro_rollout_ctx *x, ro_member *m)
             else ro_event(x, "Normal", "MemberReplaced", "member %lld: pod %s replaced to roll out "
                        "revision %s (same id, same volume)", (long long)m->id, gd_meta_name(p), x->hash);
         }
-        cJSON_Delete(pods);
+        godis_drop(pods);
         if (!err) godis_metrics_change(e, x->ro->ns, x->ro->name, "replace");
         return err ? gw_result(err) : ro_requeue_after(ROLLOUT_RECHECK_MS);
     }

@@ -42,7 +42,8 @@ typedef struct godis_rollout godis_rollout;
 struct godis_rollout {
     godis_env *e;
     const char *ns, *name;
-    cJSON **cluster;            /* replaced by the written object after a status write */
+    const cJSON **cluster;      /* replaced by the written object after a status write,
+                                 * or by a copy of its own to stage status on */
     const godis_view *v;        /* the planner's view: members, readiness, intents */
     const char *phase;          /* status.status */
     bool writable;              /* the cluster took a write (Ready=True) */

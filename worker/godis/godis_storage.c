@@ -149,9 +149,9 @@ bool godis_storage_wrong_class(godis_env *e, const cJSON *cluster, const char *n
     if (!want || !*want) return false;
     char claim[300];
     snprintf(claim, sizeof claim, "data-%s", godis);
-    cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
+    const cJSON *pvc = e->get(e, "PersistentVolumeClaim", ns, claim);
     bool wrong = pvc && !gd_meta_deleting(pvc) && strcmp(gs_pvc_class(pvc), want) != 0;
-    cJSON_Delete(pvc);
+    godis_drop(pvc);
     return wrong;
 }
 
@@ -246,7 +246,7 @@ static void gs_write_condition(godis_storage *s, bool want_cond, bool status, co
     else if (want_cond && status && old && !was_true)
         godis_emit_event(s->e, *s->cluster, "Normal", "VolumesResized", msg);
     if (written) {
-        cJSON_Delete(*s->cluster);
+        godis_drop(*s->cluster);
         *s->cluster = written;            /* the next status write needs the new rv */
     }
 }
@@ -265,7 +265,7 @@ void godis_storage_run(godis_storage *s)
     gs_quantity_text(want, want_text, sizeof want_text);
     const char *want_class = gd_json_str_or(*s->cluster, "spec.storage.storageClassName", NULL);
     godis_vol_report rep[GODIS_MAX_MEMBERS];
-    cJSON *pvcs[GODIS_MAX_MEMBERS] = {0};
+    const cJSON *pvcs[GODIS_MAX_MEMBERS] = {0};
     gs_class_verdict seen[GS_MAX_CLASSES];
     int nseen = 0, n = 0;
     bool unknown = false, blocked = false;
@@ -297,7 +297,7 @@ void godis_storage_run(godis_storage *s)
         for (int i = 0; i < n; i++)
             if (rep[i].state == GODIS_VOL_GROW && gs_expand(s, pvcs[i], want, want_text, rep[i].id) == GD_OK)
                 rep[i].state = GODIS_VOL_RESIZING;
-    for (int i = 0; i < n; i++) cJSON_Delete(pvcs[i]);
+    for (int i = 0; i < n; i++) godis_drop(pvcs[i]);
     const char *reason;
     char msg[900];
     bool status = godis_storage_condition(rep, n, want_text, &reason, msg, sizeof msg);

@@ -72,7 +72,7 @@ bool godis_storage_wrong_class(godis_env *e, const cJSON *cluster, const char *n
 typedef struct {
     godis_env *e;
     const char *ns, *name;
-    cJSON **cluster;           /* replaced by the written object after a status write */
+    const cJSON **cluster;     /* replaced by the written object after a status write */
     const godis_view *v;
     int64_t wait_ms;           /* out: > 0: look again then (a resize under way, or refused
                                 * by a class that may be edited: it is not watched) */

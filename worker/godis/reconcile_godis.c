@@ -20,13 +20,13 @@ typedef struct {
     int godis_port;
 } godis_set_opts;
 
-static cJSON *env_get(godis_env *e, const char *kind, const char *ns, const char *name)
+static const cJSON *env_get(godis_env *e, const char *kind, const char *ns, const char *name)
 {
     return rec_cache_get(e->ud, kind, ns, name);
 }
 
-static cJSON *env_list(godis_env *e, const char *kind, const char *ns, const char *key,
-                       const char *value)
+static const cJSON *env_list(godis_env *e, const char *kind, const char *ns, const char *key,
+                             const char *value)
 {
     cJSON *arr = rec_cache_list(e->ud, kind, ns, key, value);
     return arr ? arr : cJSON_CreateArray();

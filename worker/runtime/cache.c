@@ -2,6 +2,8 @@
  * update or delete unfiles it from exactly those buckets without re-reading the old JSON. */
 #include "cache.h"
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +13,14 @@
 #include "gd_domain.h"
 #include "gd_map.h"
 
-typedef struct {
+typedef struct item {
     cJSON *obj;
     char *idx[CACHE_IDX__COUNT];    /* index values, NULL when not indexed */
     int shard;
     uint64_t seq;                   /* the feed's stamp (cache_stamp) */
     char *rv;                       /* NULL: none given */
+    struct cache *owner;            /* where a replaced object goes to be retired */
+    uint64_t sum;                   /* GODIS_CACHE_VERIFY: the object's checksum when stored */
 } item;
 
 typedef struct {
@@ -24,15 +28,126 @@ typedef struct {
     gd_map *index[CACHE_IDX__COUNT];      /* value -> set of keys (gd_map, NULL values) */
 } store;
 
+/* An object replaced or removed while view sections may still read it (cache.h). */
+typedef struct retired {
+    cJSON *obj;
+    uint64_t tag;                   /* the epoch it was retired at */
+    struct retired *next;
+} retired;
+
+#define CACHE_VIEWS 256              /* view sections open at once (reconcile threads) */
+
 struct cache {
     pthread_rwlock_t lock;
     gd_map *kinds;                        /* kind -> store */
+    bool verify;                          /* GODIS_CACHE_VERIFY=1 */
+    /* Epoch-based reclamation. Each retirement takes the next epoch; a view section
+     * records the epoch it began at (+1, 0 meaning free). A retired object can only have
+     * been seen by sections that began at or before its epoch, so it is freed once every
+     * open section began after it. */
+    _Atomic uint64_t epoch;
+    _Atomic uint64_t view[CACHE_VIEWS];
+    _Atomic size_t nretired;
+    pthread_mutex_t retired_lock;
+    retired *retired_head, *retired_tail; /* in epoch order */
 };
+
+static void verify_unchanged(const item *it, const char *kind, const char *key);
+
+static void retire(struct cache *c, cJSON *obj)
+{
+    if (!obj)
+        return;
+    retired *r = malloc(sizeof *r);
+    if (!r) {                       /* cannot keep it for the readers: leak, never free early */
+        gd_log(GD_LOG_ERROR, "cache: out of memory retiring an object (leaked)", NULL);
+        return;
+    }
+    r->obj = obj;
+    r->next = NULL;
+    pthread_mutex_lock(&c->retired_lock);
+    r->tag = atomic_fetch_add(&c->epoch, 1);
+    if (c->retired_tail)
+        c->retired_tail->next = r;
+    else
+        c->retired_head = r;
+    c->retired_tail = r;
+    atomic_fetch_add(&c->nretired, 1);
+    pthread_mutex_unlock(&c->retired_lock);
+}
+
+/* Frees the retired objects no open section can hold. Outside the cache lock: the frees
+ * never hold up readers. */
+static void reclaim(struct cache *c)
+{
+    if (atomic_load(&c->nretired) == 0)
+        return;
+    uint64_t oldest = UINT64_MAX;
+    for (int i = 0; i < CACHE_VIEWS; i++) {
+        uint64_t v = atomic_load(&c->view[i]);
+        if (v && v - 1 < oldest)
+            oldest = v - 1;
+    }
+    pthread_mutex_lock(&c->retired_lock);
+    retired *free_list = NULL, **tail = &free_list;
+    size_t n = 0;
+    while (c->retired_head && c->retired_head->tag < oldest) {
+        retired *r = c->retired_head;
+        c->retired_head = r->next;
+        *tail = r;
+        tail = &r->next;
+        n++;
+    }
+    *tail = NULL;
+    if (!c->retired_head)
+        c->retired_tail = NULL;
+    atomic_fetch_sub(&c->nretired, n);
+    pthread_mutex_unlock(&c->retired_lock);
+    while (free_list) {
+        retired *r = free_list;
+        free_list = r->next;
+        cJSON_Delete(r->obj);
+        free(r);
+    }
+}
+
+int cache_view_begin(cache *c)
+{
+    uint64_t at = atomic_load(&c->epoch) + 1;
+    for (;;) {
+        for (int i = 0; i < CACHE_VIEWS; i++) {
+            uint64_t free_slot = 0;
+            if (atomic_load(&c->view[i]) == 0 &&
+                atomic_compare_exchange_strong(&c->view[i], &free_slot, at))
+                return i;
+        }
+        sched_yield();              /* more sections than slots: wait for one to end */
+    }
+}
+
+void cache_view_end(cache *c, int slot)
+{
+    if (slot < 0 || slot >= CACHE_VIEWS)
+        return;
+    atomic_store(&c->view[slot], 0);
+    reclaim(c);
+}
+
+void cache_retire(cache *c, cJSON *obj)
+{
+    retire(c, obj);
+    reclaim(c);
+}
+
+size_t cache_retired_count(cache *c) { return atomic_load(&c->nretired); }
 
 static void item_free(void *p)
 {
     item *it = p;
-    cJSON_Delete(it->obj);
+    if (it->owner)
+        retire(it->owner, it->obj);
+    else
+        cJSON_Delete(it->obj);
     for (int i = 0; i < CACHE_IDX__COUNT; i++)
         free(it->idx[i]);
     free(it->rv);
@@ -65,6 +180,9 @@ cache *cache_new(void)
         return NULL;
     }
     pthread_rwlock_init(&c->lock, NULL);
+    pthread_mutex_init(&c->retired_lock, NULL);
+    const char *v = getenv("GODIS_CACHE_VERIFY");
+    c->verify = v && strcmp(v, "1") == 0;
     return c;
 }
 
@@ -72,9 +190,14 @@ void cache_destroy(cache **pc)
 {
     if (!pc || !*pc)
         return;
-    gd_map_destroy(&(*pc)->kinds);
-    pthread_rwlock_destroy(&(*pc)->lock);
-    free(*pc);
+    cache *c = *pc;
+    gd_map_destroy(&c->kinds);          /* every object retired: no section is open now */
+    for (int i = 0; i < CACHE_VIEWS; i++)
+        atomic_store(&c->view[i], 0);
+    reclaim(c);
+    pthread_mutex_destroy(&c->retired_lock);
+    pthread_rwlock_destroy(&c->lock);
+    free(c);
     *pc = NULL;
 }
 
@@ -159,6 +282,31 @@ static gd_err file(store *s, const char *key, item *it)
     return GD_OK;
 }
 
+/* ---- GODIS_CACHE_VERIFY: borrowed objects are never modified ---- */
+
+/* FNV-1a of the object's JSON: computed only in verify mode (tests), never in production. */
+static uint64_t checksum(const cJSON *obj)
+{
+    char *txt = cJSON_PrintUnformatted(obj);
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = txt ? txt : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    free(txt);
+    return h;
+}
+
+/* An object leaving the cache is as it was stored: reconcilers read borrowed objects
+ * (cache_view_begin) and must copy before they change anything. A change means a reader
+ * wrote into memory other readers share, so it is fatal in verify mode. */
+static void verify_unchanged(const item *it, const char *kind, const char *key)
+{
+    if (!it->owner || !it->owner->verify || !it->obj || checksum(it->obj) == it->sum)
+        return;
+    gd_log(GD_LOG_ERROR, "cache: a reader modified a cached object (GODIS_CACHE_VERIFY)",
+           "kind", kind, "key", key, NULL);
+    abort();
+}
+
 /* ---- writes ---- */
 
 gd_err cache_apply(cache *c, cache_op op, const char *kind, const char *key, int shard,
@@ -194,6 +342,9 @@ static gd_err apply_change(cache *c, cache_op op, const char *kind, const char *
         if (!it)
             return GD_ERR_NOMEM;
         it->obj = *obj;
+        it->owner = c;
+        if (c->verify)
+            it->sum = checksum(it->obj);
         it->shard = st->shard;
         it->seq = st->seq;
         if (st->rv[0] && !(it->rv = strdup(st->rv))) {
@@ -211,6 +362,7 @@ static gd_err apply_change(cache *c, cache_op op, const char *kind, const char *
     }
     item *old = gd_map_get(s->items, key);
     if (old) {
+        verify_unchanged(old, kind, key);
         if (old_st)
             stamp_of(old, old_st);
         unfile(s, key, old);
@@ -239,6 +391,7 @@ out:
         it->obj = NULL;         /* still the caller's */
         item_free(it);
     }
+    reclaim(c);
     if (rc == GD_ERR_NOMEM)
         gd_log(GD_LOG_ERROR, "cache: out of memory applying a change", "kind", kind, "key",
                key, NULL);
@@ -298,8 +451,10 @@ static int drop_in_store(store *s, drop_ctx *d)
     gd_map_each(s->items, collect_drop, d);
     for (int i = 0; i < d->n; i++) {
         item *it = gd_map_get(s->items, d->keys[i]);
-        if (it)
+        if (it) {
+            verify_unchanged(it, "(dropped shard)", d->keys[i]);
             unfile(s, d->keys[i], it);
+        }
         gd_map_del(s->items, d->keys[i]);
         free(d->keys[i]);
     }
@@ -340,6 +495,7 @@ int cache_drop_shards(cache *c, const char *kind, const int *shards, int n)
     pthread_rwlock_unlock(&c->lock);
     free(d->keys);
     free(d);
+    reclaim(c);
     return total;
 }
 

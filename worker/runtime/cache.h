@@ -9,8 +9,9 @@
  *                                                member's children and pods)
  * Written by the subscriber threads, one per kind, each the only writer of its kind (the
  * cache is their replica store, cache_sub.h), read by many (reconcile threads, mappings)
- * under a readers/writer lock. Reads hand out deep copies or run a callback under the read
- * lock, so no caller ever sees an object change under it. */
+ * under a readers/writer lock. Reads hand out deep copies, run a callback under the read
+ * lock, or, inside a view section, lend the cached object itself (cache_view_begin), so no
+ * caller ever sees an object change under it. */
 #ifndef WORKER_CACHE_H
 #define WORKER_CACHE_H
 #include <stdbool.h>
@@ -98,6 +99,22 @@ typedef int (*cache_fn)(void *ud, const char *key, const cJSON *obj);
 int    cache_each_indexed(cache *c, const char *kind, cache_index idx, const char *value,
                           cache_fn fn, void *ud);
 int    cache_each(cache *c, const char *kind, cache_fn fn, void *ud);
+
+/* A view section (one reconcile): every object a read hands out borrowed while it is open
+ * (cache_read's and the each functions' fn, rec_cache_get's and rec_cache_list's handles)
+ * stays valid and unchanged until cache_view_end, even if the feed replaces or removes it
+ * meanwhile: a replaced object is retired, and freed once every section that began before
+ * it was retired has ended (epoch-based reclamation). No copy is made. Readers must never
+ * modify a borrowed object: GODIS_CACHE_VERIFY=1 (the tests) checksums each object when
+ * stored and aborts if it left the cache changed. Returns the section's slot; a thread holds
+ * at most one section. */
+int    cache_view_begin(cache *c);
+void   cache_view_end(cache *c, int slot);
+/* An object a write handed back (old_out, cache_take) while view sections may be open:
+ * retired like a replaced one instead of freed at once. Without sections, cJSON_Delete. */
+void   cache_retire(cache *c, cJSON *obj);
+/* Retired objects not yet freed (some view section that began before them is open). */
+size_t cache_retired_count(cache *c);
 
 /* The controller's read-your-own-writes lookup (gd_rv_lookup_fn); ud is the cache. */
 bool   cache_rv_lookup(void *ud, const char *kind, const char *key, char *rv, size_t cap,

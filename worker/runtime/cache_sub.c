@@ -79,6 +79,12 @@ static cJSON *cs_copy(void *ud, const char *key)
     return cache_get(cs->cache, cs->kind, key);
 }
 
+static void cs_release(void *ud, cJSON *old)
+{
+    cache_sub *cs = ud;
+    cache_retire(cs->cache, old);
+}
+
 static size_t cs_count(void *ud)
 {
     cache_sub *cs = ud;
@@ -91,5 +97,5 @@ void cache_sub_store(cache_sub *cs, cache *c, const char *kind, gd_sub_store *ou
     snprintf(cs->kind, sizeof cs->kind, "%s", kind);
     *out = (gd_sub_store){.ud = cs, .get = cs_get, .put = cs_put, .take = cs_take,
                           .each = cs_each, .drop = cs_drop, .copy = cs_copy, .restamp = cs_restamp,
-                          .count = cs_count};
+                          .count = cs_count, .release = cs_release};
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cache.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_rectrace.h"
@@ -340,7 +341,13 @@ static void run_reconcile(controller *c, const char *key)
     pthread_mutex_unlock(&c->mu);
     int64_t t0 = gd_mono_ns();
     gd_rectrace('B', c->name, key);
+    if (c->env->cache) {
+        ctx.view_slot = cache_view_begin(c->env->cache);
+        ctx.viewing = true;
+    }
     gd_result r = c->o.reconcile(&ctx, key);
+    if (ctx.viewing)
+        cache_view_end(c->env->cache, ctx.view_slot);
     gd_rectrace('E', c->name, key);
     double secs = (double)(gd_mono_ns() - t0) / 1e9;
     pthread_mutex_lock(&c->mu);

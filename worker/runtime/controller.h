@@ -102,6 +102,9 @@ typedef struct {
     gd_worker_env *env;
     void *ud;                       /* the reconciler's own data */
     int writes;                     /* writes recorded by this reconcile */
+    bool viewing;                   /* a cache view section is open (run by the controller):
+                                     * rec_cache_get/list lend the cached objects */
+    int view_slot;
 } rec_ctx;
 
 typedef gd_result (*gd_reconcile_fn)(rec_ctx *ctx, const char *key);

@@ -29,24 +29,45 @@ const gd_reconciler_set *gd_reconciler_first(void) { return registry; }
 
 /* ---- cache access and write reporting for reconcilers ---- */
 
+/* A handle on a cached object: a reference (it stays the cache's) inside a view section,
+ * a deep copy outside one. */
+static cJSON *handle(const rec_ctx *ctx, const cJSON *obj)
+{
+    return ctx->viewing ? cJSON_CreateObjectReference(obj->child) : cJSON_Duplicate(obj, 1);
+}
+
+typedef struct {
+    const rec_ctx *ctx;
+    const char *label_key, *label_value;   /* label_key NULL: every object */
+    cJSON *out;
+} list_ctx;
+
+static void get_one(void *ud, const cJSON *obj)
+{
+    list_ctx *l = ud;
+    l->out = handle(l->ctx, obj);
+}
+
 cJSON *rec_cache_get(rec_ctx *ctx, const char *kind, const char *ns, const char *name)
 {
     if (!ctx || !ctx->env || !ctx->env->cache || !kind || !name)
         return NULL;
-    return cache_get_nsname(ctx->env->cache, kind, ns, name);
+    char key[512];
+    int n = (ns && *ns) ? snprintf(key, sizeof key, "%s/%s", ns, name)
+                        : snprintf(key, sizeof key, "%s", name);
+    if (n < 0 || (size_t)n >= sizeof key)
+        return NULL;
+    list_ctx l = {.ctx = ctx};
+    cache_read(ctx->env->cache, kind, key, get_one, &l);
+    return l.out;
 }
-
-typedef struct {
-    const char *label_key, *label_value;
-    cJSON *out;
-} list_ctx;
 
 static int add_if_labelled(void *ud, const char *key, const cJSON *obj)
 {
     list_ctx *l = ud;
     const char *v = l->label_key ? gd_meta_label(obj, l->label_key) : NULL;
     if (!l->label_key || (v && l->label_value && strcmp(v, l->label_value) == 0))
-        cJSON_AddItemToArray(l->out, cJSON_Duplicate(obj, 1));
+        cJSON_AddItemToArray(l->out, handle(l->ctx, obj));
     return 0;
 }
 
@@ -70,10 +91,11 @@ cJSON *rec_cache_list(rec_ctx *ctx, const char *kind, const char *ns, const char
         char v[512];
         if ((size_t)snprintf(v, sizeof v, "%s/%s", ns, label_value) >= sizeof v)
             return arr;
-        cJSON_Delete(arr);
-        return cache_list(c, kind, (cache_index)idx, v);
+        list_ctx l = {.ctx = ctx, .out = arr};
+        cache_each_indexed(c, kind, (cache_index)idx, v, add_if_labelled, &l);
+        return arr;
     }
-    list_ctx l = {label_key, label_value, arr};
+    list_ctx l = {ctx, label_key, label_value, arr};
     if (!*ns)                      /* cluster-scoped (Nodes): not in the namespace index */
         cache_each(c, kind, add_if_labelled, &l);
     else

@@ -54,7 +54,11 @@ typedef struct gd_reconciler_set {
 } gd_reconciler_set;
 
 /* ---- what a reconcile may use besides rec_may_write (controller.h) ----
- * Reads go to the worker's cache replica (deep copies the caller frees, NULL when absent);
+ * Reads go to the worker's cache replica, NULL when absent. Inside the controller's reconcile
+ * (ctx->viewing) they lend the cached objects themselves: the handle returned is a cJSON
+ * reference (cJSON_CreateObjectReference) that the caller frees with cJSON_Delete, which
+ * frees the handle only, and what it refers to must never be modified (copy it first);
+ * it is valid until the reconcile returns. Outside (tests), they are deep copies.
  * writes go through env->client after rec_may_write, and each successful write is reported
  * with rec_wrote so the next reconcile of the key waits for the cache to show it. */
 cJSON *rec_cache_get(rec_ctx *ctx, const char *kind, const char *ns, const char *name);
