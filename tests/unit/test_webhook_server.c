@@ -204,16 +204,22 @@ static void *call_once(void *arg)
     return NULL;
 }
 
+/* Two self-made pairs for 127.0.0.1, each with its own CA. */
+static void two_pairs(wh_certs *c1, wh_certs *c2)
+{
+    const char *hosts[] = {"127.0.0.1"};
+    char why[300];
+    assert_int_equal(wh_certs_generate(hosts, 1, 600, c1, why, sizeof why), GD_OK);
+    assert_int_equal(wh_certs_generate(hosts, 1, 600, c2, why, sizeof why), GD_OK);
+}
+
 /* An answer in progress when the certificate changes is finished, not cut: the bug this
  * replaced cut it, and the API server turned the EOF into a refused eviction. */
 static void test_cert_change_keeps_answer_in_progress(void **st)
 {
     (void)st;
-    const char *hosts[] = {"127.0.0.1"};
     wh_certs c1, c2;
-    char why[300];
-    assert_int_equal(wh_certs_generate(hosts, 1, 600, &c1, why, sizeof why), GD_OK);
-    assert_int_equal(wh_certs_generate(hosts, 1, 600, &c2, why, sizeof why), GD_OK);
+    two_pairs(&c1, &c2);
     slow w = {.delay_ms = 400};
     wh_server_opts o = {.host = "127.0.0.1", .review = slow_review, .ud = &w};
     wh_server *s = wh_server_start(&o, &c1);
@@ -240,11 +246,8 @@ static void test_cert_change_keeps_answer_in_progress(void **st)
 static void test_bad_pair_keeps_serving(void **st)
 {
     (void)st;
-    const char *hosts[] = {"127.0.0.1"};
     wh_certs c1, c2;
-    char why[300];
-    assert_int_equal(wh_certs_generate(hosts, 1, 600, &c1, why, sizeof why), GD_OK);
-    assert_int_equal(wh_certs_generate(hosts, 1, 600, &c2, why, sizeof why), GD_OK);
+    two_pairs(&c1, &c2);
     wh_server_opts o = {.host = "127.0.0.1", .review = echo_review};
     wh_certs mixed = c2;
     mixed.key_pem = c1.key_pem;
