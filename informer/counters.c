@@ -67,7 +67,7 @@ const char *inf_watch_end_name(inf_watch_end e)
         [INF_END_TIMEOUT] = "timeout", [INF_END_CLOSED] = "closed",
         [INF_END_STALLED] = "stalled", [INF_END_TRUNCATED] = "truncated",
         [INF_END_GARBAGE] = "garbage", [INF_END_EXPIRED] = "expired",
-        [INF_END_ERROR] = "error",
+        [INF_END_ERROR] = "error", [INF_END_QUIET] = "quiet",
     };
     return (unsigned)e < INF_END__COUNT ? N[e] : "unknown";
 }

@@ -132,6 +132,8 @@ typedef enum {
     INF_END_GARBAGE,     /* a line that is no watch event */
     INF_END_EXPIRED,     /* 410 Gone / Expired / too large resource version: relist */
     INF_END_ERROR,       /* any other ERROR event, HTTP error or transport failure */
+    INF_END_QUIET,       /* silent for the burst deadline right after a burst: we ended it
+                          * (a cacher may have dropped us; or the burst was over) */
     INF_END__COUNT
 } inf_watch_end;
 const char *inf_watch_end_name(inf_watch_end e);   /* "timeout", "closed", ... */
@@ -172,6 +174,10 @@ typedef struct {
     /* The watch progress deadline: no byte for this long (with bookmarks requested) ends
      * the watch, which is then re-established from the last resourceVersion. 0: none. */
     int64_t watch_idle_timeout_ms;
+    /* A burst (burst_events events within burst_window_ms) shortens that deadline to
+     * burst_deadline_ms for the rest of the watch. 0: 20 events, 10 s, 10 s. */
+    int burst_events;
+    int64_t burst_window_ms, burst_deadline_ms;
     const char *const *drop;
     size_t ndrop;
     /* Every list/watch result is handed to apply (main.c: inf_pub_apply, the store + PUB)

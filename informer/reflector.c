@@ -27,8 +27,12 @@
  *    from the last rv at once. (1.20 sends no bookmarks for a resource that has had no
  *    event since the API server started; such an idle watch is renewed every 150 s, one
  *    cheap request, and the rv it resumes from is still served.)
+ *  - A burst (20 events within 10 s) shortens that deadline to 10 s for the rest of the
+ *    watch: 1.20's cacher drops a watcher that falls behind in a burst and sends it nothing
+ *    more without ending the response, so silence right after a burst is re-watched soon
+ *    (note_event; the end is counted as "quiet").
  *  - Every end is counted by cause (inf_watch_end: timeout, closed, stalled, truncated,
- *    garbage, expired, error) and every abnormal one is logged with what was wrong. A
+ *    garbage, expired, error, quiet) and every abnormal one is logged with what was wrong. A
  *    stream cut inside an event, or a line that is no event, is never skipped silently: the
  *    watch ends and resumes from the last rv, so the server sends the lost event again; the
  *    same garbage at the same rv three times relists. */
@@ -46,6 +50,9 @@ typedef struct {
     inf_reflector_cfg *cfg;
     char rv[64];
     int events;                 /* events of the current watch */
+    long live_deadline;         /* the progress deadline now (note_event shortens it) */
+    int64_t burst_start_ms;     /* the current burst window */
+    int burst_n;                /* events in it */
     bool relist;                /* the current watch said 410 / too large rv */
     gd_err watch_err;           /* ERROR event other than 410, or GD_OK */
     char err_msg[256];
@@ -282,6 +289,29 @@ static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
 
 /* ------------------------------------------------------------ watch */
 
+/* A burst shortens the progress deadline. kube-apiserver 1.20's watch cache drops a
+ * watcher that falls behind in a burst and leaves its response open with nothing more sent
+ * (docs/architecture.md): the 150 s deadline, sized for bookmarks on an idle watch, then
+ * left the operator's Services unseen for a whole 100 x 3 converge, and its workers
+ * re-created them 1 500 times. Silence right after a burst is that or the burst's end; a
+ * re-watch from the last resourceVersion tells them apart for one cheap request. */
+static void note_event(refl *r)
+{
+    const inf_reflector_cfg *c = r->cfg;
+    if (c->watch_idle_timeout_ms <= 0)
+        return;
+    int64_t window = c->burst_window_ms > 0 ? c->burst_window_ms : 10000;
+    int64_t deadline = c->burst_deadline_ms > 0 ? c->burst_deadline_ms : 10000;
+    int burst = c->burst_events > 0 ? c->burst_events : 20;
+    int64_t now = gd_mono_ms();
+    if (now - r->burst_start_ms > window) {
+        r->burst_start_ms = now;
+        r->burst_n = 0;
+    }
+    if (++r->burst_n >= burst && deadline < r->live_deadline)
+        r->live_deadline = (long)deadline;
+}
+
 static int on_event(void *ud, const char *type, cJSON *obj)
 {
     refl *r = ud;
@@ -304,6 +334,7 @@ static int on_event(void *ud, const char *type, cJSON *obj)
         set_rv(r, rv);
         return push(r, INF_UPD_RV, NULL, NULL, 0) == GD_OK ? 0 : 1;
     }
+    note_event(r);
     inf_update_kind qt;
     gd_ev ev = gd_ev_parse(type);
     if (ev == GD_EV_ADDED || ev == GD_EV_MODIFIED)
@@ -348,6 +379,7 @@ static int on_line(void *ud, const char *line, size_t n)
     if (!inf_obj_from_watch_line(c->kind, line, n, &ev, &o))
         return 0;
     r->events++;
+    note_event(r);
     set_rv(r, o->rv);
     gd_hop_rv(o->rv, GD_HOP_INF_QUEUED);
     return push(r, ev == GD_EV_DELETED ? INF_UPD_DELETE : INF_UPD_UPSERT, o, NULL, 0) == GD_OK
@@ -366,10 +398,14 @@ static inf_watch_end watch_once(refl *r, k8s_status *st, gd_err *ret)
         .allow_bookmarks = true,
         .stop = c->stop,
         .idle_timeout_ms = c->watch_idle_timeout_ms,
+        .idle_timeout_live = &r->live_deadline,
         .end_on_bad_event = true,
         .on_line = on_line,
     };
     r->events = 0;
+    r->live_deadline = (long)c->watch_idle_timeout_ms;
+    r->burst_start_ms = 0;
+    r->burst_n = 0;
     r->relist = false;
     r->watch_err = GD_OK;
     r->err_msg[0] = '\0';
@@ -390,7 +426,7 @@ static inf_watch_end watch_once(refl *r, k8s_status *st, gd_err *ret)
         return gd_mono_ms() - started + 100 >= (int64_t)timeout_s * 1000 ? INF_END_TIMEOUT
                                                                           : INF_END_CLOSED;
     if (e == GD_ERR_TIMEOUT)      /* our progress deadline, or timeoutSeconds overrun */
-        return INF_END_STALLED;
+        return r->live_deadline < c->watch_idle_timeout_ms ? INF_END_QUIET : INF_END_STALLED;
     if (e == GD_ERR_CLOSED)
         return INF_END_TRUNCATED;
     if (strcmp(st->reason, K8S_REASON_GARBAGE) == 0)
@@ -477,6 +513,10 @@ void *inf_reflector_run(void *arg)
             /* nothing to back off from: the deadline already spaced the attempts */
             GD_WARN("watch made no progress; re-watching from the last resourceVersion",
                     "kind", c->kind, "rv", r.rv, "events", evs, "detail", why);
+            continue;
+        case INF_END_QUIET:
+            GD_INFO("watch silent right after a burst; re-watching from the last resourceVersion",
+                    "kind", c->kind, "rv", r.rv, "events", evs);
             continue;
         case INF_END_TRUNCATED:
             GD_WARN("watch stream cut; re-watching from the last resourceVersion", "kind",

@@ -435,6 +435,7 @@ gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
         .watch_timeout_s = lo ? lo->timeout_seconds : 0,
         .sink = watch_sink, .sink_ud = w, .stop = o ? o->stop : NULL,
         .idle_timeout_ms = o ? o->idle_timeout_ms : 0,
+        .idle_timeout_live = o ? o->idle_timeout_live : NULL,
     };
     k8s_status local;
     if (!st)

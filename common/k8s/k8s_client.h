@@ -152,6 +152,9 @@ typedef struct {
      * stopped feeding a watch without ending it (or a response end we never saw) then
      * costs this long, not the whole timeoutSeconds. */
     long idle_timeout_ms;
+    /* Optional: read on every pass instead of idle_timeout_ms, so the caller's event
+     * handlers (which run on the watching thread) may shorten it while a burst flows. */
+    const long *idle_timeout_live;
     /* A line that is no watch event (bad JSON, no type/object, over max_event_bytes) ends
      * the watch with GD_ERR_PARSE / GD_ERR_TOO_LARGE, st->reason K8S_REASON_GARBAGE, and no
      * event after it is delivered. Without it the line is logged and dropped: a consumer

@@ -318,6 +318,13 @@ typedef struct {
     char retry_after[32];
 } xfer;
 
+/* The progress deadline now: the caller's live value when it gave one. */
+static long idle_deadline_ms(const k8s_http_req *rq)
+{
+    return rq->idle_timeout_live && rq->idle_timeout_ms > 0 ? *rq->idle_timeout_live
+                                                            : rq->idle_timeout_ms;
+}
+
 static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
@@ -509,13 +516,13 @@ static CURLcode perform_stoppable(CURL *h, const volatile int *stop, xfer *x, bo
     }
     int running = 1;
     bool done = false;
-    long idle_ms = x->rq->idle_timeout_ms;
     x->last_rx_ms = gd_mono_ms();
     while (!done) {
         if (stop_requested(stop)) {
             *cancelled = true;
             break;
         }
+        long idle_ms = idle_deadline_ms(x->rq);
         if (idle_ms > 0 && gd_mono_ms() - x->last_rx_ms >= idle_ms) {
             x->stalled = true;
             break;
@@ -576,7 +583,7 @@ static gd_err outcome(const k8s_http_req *rq, const xfer *x, CURLcode cc, long c
         snprintf(st->reason, sizeof st->reason, "%s", K8S_REASON_STALLED);
         snprintf(st->message, sizeof st->message,
                  "no byte from the server for %ld ms (progress deadline)%s",
-                 rq->idle_timeout_ms, x->streaming == 1 ? "" : "; no response yet");
+                 idle_deadline_ms(rq), x->streaming == 1 ? "" : "; no response yet");
     } else if (x->sink_stopped) {
         err = GD_ERR_CANCELLED;           /* the sink asked to stop; it knows why */
         st->err = err;

@@ -56,6 +56,7 @@ typedef struct {
      * ends the transfer with GD_ERR_TIMEOUT and K8S_REASON_STALLED in st->reason: a watch
      * whose server stopped sending must end even when the connection stays up. */
     long idle_timeout_ms;
+    const long *idle_timeout_live;   /* k8s_watch_opts.idle_timeout_live */
 } k8s_http_req;
 
 typedef struct {

@@ -363,6 +363,52 @@ static void test_silent_watch_rewatches(void **state)
     free(t);
 }
 
+/* Silence right after a burst ends the watch at the burst deadline ("quiet"), not the
+ * progress deadline: kube-apiserver 1.20's cacher drops a watcher that falls behind in a
+ * burst and leaves its response open. A watch that had a few events only keeps the long
+ * deadline. */
+static void test_silence_after_burst_rewatches_soon(void **state)
+{
+    fx *f = *state;
+    int64_t quick = test_scaled_ms(300);
+    f->cfg.page_size = 0;
+    f->cfg.watch_idle_timeout_ms = 60000;           /* never reached in this test */
+    f->cfg.burst_events = 3;
+    f->cfg.burst_window_ms = 10000;
+    f->cfg.burst_deadline_ms = quick;
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_2});
+    httpd_push(f->h, &(httpd_resp){.body = EV("ADDED", "g", "17") EV("ADDED", "h", "18")
+                                               EV("ADDED", "i", "19"),
+                                   .chunk = 4096, .hang_ms = 60000});
+    httpd_push(f->h, &(httpd_resp){.body = EV("ADDED", "j", "20") EV("ADDED", "k", "21"),
+                                   .chunk = 4096, .hang_ms = 60000});
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+    inf_update *it = next_item(f, 5000);
+    assert_int_equal(it->type, INF_UPD_REPLACE);
+    inf_update_destroy(&it);
+    for (int i = 0; i < 3; i++) inf_update_destroy((it = next_item(f, 5000), &it));
+    int64_t silent_from = f->popped_at;
+    it = next_item(f, (int)quick + 5000);
+    expect_item(it, INF_UPD_UPSERT, "ns/j", "20");
+    int64_t gap = f->popped_at - silent_from;
+    inf_update_destroy(&it);
+    assert_true(gap >= quick - 50);
+    assert_true(gap < quick + 3000);                   /* not the 60 s */
+    assert_non_null(strstr(query(f, 2), "resourceVersion=19"));   /* resumed, not relisted */
+    assert_int_equal(ends(f, INF_END_QUIET), 1);
+    assert_int_equal(ends(f, INF_END_STALLED), 0);
+    inf_update_destroy((it = next_item(f, 5000), &it));
+    /* two events are no burst: this watch keeps the long deadline */
+    gd_sleep_ms((int)quick * 3);
+    assert_int_equal(httpd_request_count(f->h), 3);
+    assert_int_equal(ends(f, INF_END_QUIET), 1);
+    assert_int_equal(f->ctr.relists, 0);
+    assert_int_equal(f->ctr.watch_errors, 0);
+    char *t = inf_counters_render(&f->ctr, "ConfigMap");
+    assert_non_null(strstr(t, "cause=\"quiet\"} 1\n"));
+    free(t);
+}
+
 /* A stream cut inside an event: the whole events before the cut count, the partial one
  * is discarded, and the watch resumes from the last whole event, so the server sends the
  * cut one again. Counted and logged as "truncated". */
@@ -457,6 +503,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_watch_relist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_failure_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_watch_rewatches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_silence_after_burst_rewatches_soon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cut_watch_rewatches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_rewatches_then_relists, setup, teardown),
     };
