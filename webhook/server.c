@@ -135,7 +135,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **state,
 /* GnuTLS asks for the certificate of each handshake. The callback has no user pointer; MHD
  * sets the session's pointer to the connection (libmicrohttpd 0.9.75, as Debian 12 ships it),
  * and the connection's state names the server. If a later MHD stops doing that, handshakes
- * fail with a logged reason, and test_webhook's server tests fail. */
+ * fail with a logged reason, and test_webhook_server fails. */
 static int pick_certificate(gnutls_session_t tls, const gnutls_datum_t *req_ca_dn, int nreqs,
                             const gnutls_pk_algorithm_t *algos, int nalgos,
                             gnutls_pcert_st **pcert, unsigned *npcert, gnutls_privkey_t *key)

@@ -516,14 +516,17 @@ cJSON *cache_get(cache *c, const char *kind, const char *key)
     return copy;
 }
 
+bool cache_key(char *out, size_t cap, const char *ns, const char *name)
+{
+    int n = (ns && *ns) ? snprintf(out, cap, "%s/%s", ns, name ? name : "")
+                        : snprintf(out, cap, "%s", name ? name : "");
+    return n >= 0 && (size_t)n < cap;
+}
+
 cJSON *cache_get_nsname(cache *c, const char *kind, const char *ns, const char *name)
 {
     char key[512];
-    int n = (ns && *ns) ? snprintf(key, sizeof key, "%s/%s", ns, name ? name : "")
-                        : snprintf(key, sizeof key, "%s", name ? name : "");
-    if (n < 0 || (size_t)n >= sizeof key)
-        return NULL;
-    return cache_get(c, kind, key);
+    return cache_key(key, sizeof key, ns, name) ? cache_get(c, kind, key) : NULL;
 }
 
 bool cache_get_rv(cache *c, const char *kind, const char *key, char *rv, size_t cap,

@@ -77,6 +77,9 @@ bool   cache_get_stamp(cache *c, const char *kind, const char *key, cache_stamp 
 void   cache_each_stamp(cache *c, const char *kind,
                         void (*fn)(void *ud, const char *key, const cache_stamp *st), void *ud);
 
+/* The cache key of ns/name ("name" for a cluster-scoped object, ns NULL or ""); false when
+ * it does not fit in cap. */
+bool   cache_key(char *out, size_t cap, const char *ns, const char *name);
 /* Deep copy (caller cJSON_Delete's it), or NULL when absent. */
 cJSON *cache_get(cache *c, const char *kind, const char *key);
 cJSON *cache_get_nsname(cache *c, const char *kind, const char *ns, const char *name);

@@ -53,9 +53,7 @@ cJSON *rec_cache_get(rec_ctx *ctx, const char *kind, const char *ns, const char 
     if (!ctx || !ctx->env || !ctx->env->cache || !kind || !name)
         return NULL;
     char key[512];
-    int n = (ns && *ns) ? snprintf(key, sizeof key, "%s/%s", ns, name)
-                        : snprintf(key, sizeof key, "%s", name);
-    if (n < 0 || (size_t)n >= sizeof key)
+    if (!cache_key(key, sizeof key, ns, name))
         return NULL;
     list_ctx l = {.ctx = ctx};
     cache_read(ctx->env->cache, kind, key, get_one, &l);
@@ -117,9 +115,7 @@ void rec_wrote(rec_ctx *ctx, const char *kind, const char *ns, const char *name,
     if (!ctx || !kind || !name)
         return;
     char key[512];
-    int n = (ns && *ns) ? snprintf(key, sizeof key, "%s/%s", ns, name)
-                        : snprintf(key, sizeof key, "%s", name);
-    if (n < 0 || (size_t)n >= sizeof key)
+    if (!cache_key(key, sizeof key, ns, name))
         return;
     rec_record_write(ctx, kind, key, rv, deleted);
 }
