@@ -306,6 +306,40 @@ static void test_read_your_writes(void **state)
     fx_free(f);
 }
 
+/* A key held back by its own write is looked at less and less often while the cache lags (a
+ * stalled watch made a fixed 5-50 ms requeue spin), and the event that shows the write still
+ * reconciles it at once, not at the next requeue. */
+static void test_stale_requeue_backs_off(void **state)
+{
+    fixture *f = fx_new(2, true);
+    controller_own_all(f->c);
+    atomic_store(&f->st.cached_rv, 5);
+    atomic_store(&f->st.record_write, true);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    char key[32];
+    controller_enqueue(f->c, key_of(0, key));
+    assert_true(wait_for(&f->st.calls[0], 1, 2000));
+    wait_idle(f->c);
+    atomic_store(&f->st.record_write, false);
+    uint64_t s0 = stale_count(f->c);
+    controller_enqueue(f->c, key);
+    gd_sleep_ms(1500);                                      /* the cache lags 1.5 s */
+    uint64_t held = stale_count(f->c) - s0;
+    printf("# held back %llu times in 1.5 s (every 5 ms: ~300)\n", (unsigned long long)held);
+    assert_true(held >= 5);
+    assert_true(held <= 40);
+    assert_int_equal(atomic_load(&f->st.calls[0]), 1);
+    atomic_store(&f->st.cached_rv, 11);                     /* the write's event arrives */
+    int64_t t0 = gd_mono_ms();
+    controller_enqueue(f->c, key);
+    assert_true(wait_for(&f->st.calls[0], 2, 2000));
+    int64_t took = gd_mono_ms() - t0;
+    printf("# reconciled %lld ms after the event\n", (long long)took);
+    assert_true(took < test_scaled_ms(150));                /* the next requeue: ~375 ms */
+    wait_idle(f->c);
+    fx_free(f);
+}
+
 static void test_fence(void **state)
 {
     fixture *f = fx_new(2, false);
@@ -596,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_exclusivity_8),
         cmocka_unit_test(test_results),
         cmocka_unit_test(test_read_your_writes),
+        cmocka_unit_test(test_stale_requeue_backs_off),
         cmocka_unit_test(test_fence),
         cmocka_unit_test(test_revoke),
         cmocka_unit_test(test_stop_abandons_queued),

@@ -333,6 +333,88 @@ static void test_blocking_get(void **state)
     wq_destroy(&q);
 }
 
+/* Getters that serve a queue as a controller's threads do, until shutdown; they count keys. */
+typedef struct {
+    wq *q;
+    atomic_int got;
+} serve_ctx;
+
+static uint64_t wakeups_of(wq *q)
+{
+    wq_stats st;
+    wq_get_stats(q, &st);
+    return st.wakeups;
+}
+
+static void *serving_getter(void *arg)
+{
+    serve_ctx *s = arg;
+    bool shutdown = false;
+    for (;;) {
+        const char *k = wq_get(s->q, -1, &shutdown);
+        if (!k)
+            break;
+        atomic_fetch_add(&s->got, 1);
+        wq_done(s->q, k);
+    }
+    return NULL;
+}
+
+/* A delayed key coming due wakes about one getter, not every idle one: with 16 idle getters
+ * that each slept until the heap's head, every due key woke all 16 for one to take it (that
+ * was a quarter of a converging worker's CPU). Every key is still handed out, and not early. */
+static void test_due_key_wakes_one_getter(void **state)
+{
+    enum { GETTERS = 16, KEYS = 40 };
+    wq *q = new_queue(0);
+    serve_ctx s = {.q = q};
+    pthread_t th[GETTERS];
+    for (int i = 0; i < GETTERS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, serving_getter, &s), 0);
+    uint64_t before = wakeups_of(q);
+    int64_t t0 = gd_mono_ms();
+    for (int i = 0; i < KEYS; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "d%d", i);
+        assert_int_equal(wq_add_after(q, key, 20 + 3 * i), GD_OK);
+    }
+    WAIT_UNTIL(atomic_load(&s.got) == KEYS, 10000);
+    assert_int_equal(atomic_load(&s.got), KEYS);
+    assert_true(gd_mono_ms() - t0 >= 20 + 3 * (KEYS - 1) - 1);     /* the last one not early */
+    uint64_t wakeups = wakeups_of(q) - before;
+    printf("# %d delayed keys, %d getters: %llu wake-ups\n", KEYS, GETTERS,
+           (unsigned long long)wakeups);
+    assert_true(wakeups <= 4 * KEYS + GETTERS);
+    wq_shutdown(q);
+    for (int i = 0; i < GETTERS; i++)
+        pthread_join(th[i], NULL);
+    wq_destroy(&q);
+}
+
+/* A key queued while the only idle getter is the timer still goes out at once: the timer is
+ * woken for it, not left asleep until the delayed key it waits for. */
+static void test_timer_takes_queued_key(void **state)
+{
+    wq *q = new_queue(0);
+    assert_int_equal(wq_add_after(q, "later", 60000), GD_OK);
+    serve_ctx s = {.q = q};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, serving_getter, &s), 0);
+    WAIT_UNTIL(wakeups_of(q) > 0, 5000);        /* the getter sleeps as the timer */
+    assert_true(wakeups_of(q) > 0);
+    int64_t t0 = gd_mono_ms();
+    assert_int_equal(wq_add(q, "now"), GD_OK);
+    WAIT_UNTIL(atomic_load(&s.got) == 1, 5000);
+    assert_int_equal(atomic_load(&s.got), 1);
+    int64_t took = gd_mono_ms() - t0;
+    printf("# queued key taken by the timer after %lld ms\n", (long long)took);
+    /* woken, not found by its next 200 ms re-check */
+    assert_true(took < test_scaled_ms(150));
+    wq_shutdown(q);
+    pthread_join(th, NULL);
+    wq_destroy(&q);
+}
+
 /* ---- shutdown ---- */
 
 static void test_shutdown(void **state)
@@ -578,6 +660,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_add_after_ordering, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_add_after_heap_random, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_blocking_get, setup_clock, teardown_clock),
+        cmocka_unit_test(test_due_key_wakes_one_getter),
+        cmocka_unit_test(test_timer_takes_queued_key),
         cmocka_unit_test_setup_teardown(test_shutdown, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_shutdown_drain, setup_clock, teardown_clock),
         cmocka_unit_test_setup_teardown(test_shutdown_abandon, setup_clock, teardown_clock),

@@ -258,6 +258,13 @@ static bool exp_met(const controller *c, const expectation *e)
 
 bool controller_caught_up(controller *c, const char *key)
 {
+    return controller_caught_up_since(c, key, NULL);
+}
+
+bool controller_caught_up_since(controller *c, const char *key, int64_t *waited_ms)
+{
+    if (waited_ms)
+        *waited_ms = 0;
     if (!c->env->rv_lookup)
         return true;
     /* No reconcile of this controller has a write outstanding: nothing to wait for. A write
@@ -282,6 +289,8 @@ bool controller_caught_up(controller *c, const char *key)
     bool *met = n ? calloc((size_t)n, sizeof *met) : NULL;
     for (int i = 0; i < n; i++) {
         met[i] = !copy[i].objkey || exp_met(c, &copy[i]);
+        if (!met[i] && waited_ms && (now - copy[i].at_ns) / 1000000 > *waited_ms)
+            *waited_ms = (now - copy[i].at_ns) / 1000000;
         if (!met[i] && now - copy[i].at_ns > ttl) {
             gd_log(GD_LOG_WARN, "controller: cache never showed our write, giving up waiting",
                    "controller", c->name, "key", key, "kind", copy[i].kind, "object",
@@ -388,6 +397,23 @@ static void run_reconcile(controller *c, const char *key)
 }
 
 /* One key: shard gate, fence, read-your-own-writes, then the reconciler. */
+/* How long a key whose cache has not caught up waits before it is looked at again: the
+ * configured stale_requeue_ms at first, then a quarter of the time waited so far, up to
+ * STALE_REQUEUE_MAX_MS. The event that shows a child's write wakes the key at once anyway (it
+ * maps back to its owner); the requeue covers the rest (a status write of the key's own object
+ * wakes nothing) and events that are slow or never come, and adds at most a quarter of a wait
+ * that was already long. A fixed 50 ms
+ * turned a stalled watch (10 s until the informer re-watches) into ~30 000 requeues of a few
+ * hundred keys in one converge run. */
+#define STALE_REQUEUE_MAX_MS 500
+static int64_t stale_delay_ms(const controller *c, int64_t waited_ms)
+{
+    int64_t d = waited_ms / 4;
+    if (d > STALE_REQUEUE_MAX_MS)
+        d = STALE_REQUEUE_MAX_MS;
+    return d > c->o.stale_requeue_ms ? d : c->o.stale_requeue_ms;
+}
+
 static void process_key(controller *c, const char *key)
 {
     int shard = key_shard(c, key);
@@ -407,11 +433,12 @@ static void process_key(controller *c, const char *key)
         enqueue_gated(c, key, 0, false, false);        /* back to the queue, no penalty */
         return;
     }
-    if (!controller_caught_up(c, key)) {
+    int64_t waited_ms = 0;
+    if (!controller_caught_up_since(c, key, &waited_ms)) {
         pthread_mutex_lock(&c->mu);
         c->stats.stale++;
         pthread_mutex_unlock(&c->mu);
-        enqueue_gated(c, key, c->o.stale_requeue_ms, false, false);
+        enqueue_gated(c, key, stale_delay_ms(c, waited_ms), false, false);
         return;
     }
     run_reconcile(c, key);
@@ -425,7 +452,7 @@ static void *reconcile_thread(void *arg)
         while (!gd_fence_open(c->env->fence) && !wq_shutting_down(c->q))
             gd_sleep_ms(20);
         bool shutdown = false;
-        const char *key = wq_get(c->q, 200, &shutdown);
+        const char *key = wq_get(c->q, 1000, &shutdown);
         if (!key) {
             if (shutdown)
                 break;

@@ -10,7 +10,8 @@
  *   - read your own writes: every write a reconciler reports (rec_wrote, reconciler.h)
  *     records the resourceVersion it produced under the reconcile key; before the key is
  *     reconciled again the cache must have caught up with all of them, else the key is
- *     requeued shortly (stale_requeue_ms) without calling the reconciler. Expectations
+ *     requeued shortly (stale_requeue_ms, growing to 500 ms as the wait lengthens; a child's
+ *     event that shows the write wakes the key at once) without calling the reconciler. Expectations
  *     that never come true (the object left the cache) expire after expectation_ttl_ms.
  *   - fencing: threads take no key while the lease deadline has passed, and the write
  *     helpers refuse with GD_ERR_FENCED once it passes mid-reconcile; such a key goes back
@@ -167,6 +168,9 @@ void rec_record_write(rec_ctx *ctx, const char *kind, const char *objkey, const 
 /* True when the cache has caught up with every write recorded under key (and forgets
  * those that have). */
 bool controller_caught_up(controller *c, const char *key);
+/* The same; *waited_ms: how long the oldest write the cache has not shown yet was made ago
+ * (0 when caught up). */
+bool controller_caught_up_since(controller *c, const char *key, int64_t *waited_ms);
 
 /* ---- metrics ---- */
 typedef struct {

@@ -17,7 +17,9 @@
 #include "gd_log.h"
 #include "gd_time.h"
 
-#define MAX_WAIT_NS (10LL * 1000000000LL)   /* re-check at least this often (client-go maxWait) */
+/* The timer re-reads the clock at least this often: an injected clock (gd_clock_set, tests)
+ * moves without waking anyone. One thread per queue, so it costs 5 wake-ups a second. */
+#define TIMER_RECHECK_NS (200LL * 1000000)
 
 void wq_config_default(wq_config *c, const char *name)
 {
@@ -51,6 +53,7 @@ wq *wq_new(const wq_config *c)
     pthread_mutex_init(&q->mu, &ma);
     pthread_mutexattr_destroy(&ma);
     pthread_cond_init(&q->cond, &ca);
+    pthread_cond_init(&q->timer_cond, &ca);
     pthread_cond_init(&q->drained, &ca);
     pthread_condattr_destroy(&ca);
     gd_bucket_init(&q->bucket, c->qps, c->burst);
@@ -69,6 +72,7 @@ void wq_destroy(wq **pq)
     free(q->heap);
     gd_bucket_destroy(&q->bucket);
     pthread_cond_destroy(&q->cond);
+    pthread_cond_destroy(&q->timer_cond);
     pthread_cond_destroy(&q->drained);
     pthread_mutex_destroy(&q->mu);
     free(q);
@@ -229,6 +233,23 @@ static __thread wq *held[MAX_HELD];
 static __thread int held_adds[MAX_HELD];   /* keys queued meanwhile: getters to wake */
 static __thread int nheld;
 
+/* Under q->mu: wakes a getter for each of n keys just queued, idle ones first and then the
+ * timer (which, when every other getter is busy, is the only one that can take them). A
+ * getter signalled but not yet running counts as busy: a second signal to it would be lost. */
+static void wake_getters_locked(wq *q, int n)
+{
+    for (; n > 0; n--) {
+        if (q->idle > q->pending) {
+            q->pending++;
+            pthread_cond_signal(&q->cond);
+        } else {
+            if (q->timer_taken)
+                pthread_cond_signal(&q->timer_cond);
+            return;
+        }
+    }
+}
+
 /* Under q->mu: wakes one getter now, or at wq_release_wakeups when this thread holds them
  * (and has room to remember the queue; otherwise now). */
 static void wake_getter(wq *q)
@@ -237,7 +258,7 @@ static void wake_getter(wq *q)
         for (int i = 0; i < nheld; i++)
             if (held[i] == q) {
                 if (++held_adds[i] >= HOLD_MAX_KEYS) {
-                    pthread_cond_broadcast(&q->cond);
+                    wake_getters_locked(q, held_adds[i]);
                     held_adds[i] = 0;
                 }
                 return;
@@ -248,7 +269,7 @@ static void wake_getter(wq *q)
             return;
         }
     }
-    pthread_cond_signal(&q->cond);
+    wake_getters_locked(q, 1);
 }
 
 void wq_hold_wakeups(void) { hold_depth++; }
@@ -261,11 +282,7 @@ void wq_release_wakeups(void)
         /* one getter per key queued: waking all of them for one key would make the others
          * wake for nothing and sleep again */
         pthread_mutex_lock(&held[i]->mu);
-        if (held_adds[i] >= 64)
-            pthread_cond_broadcast(&held[i]->cond);
-        else
-            for (int n = 0; n < held_adds[i]; n++)
-                pthread_cond_signal(&held[i]->cond);
+        wake_getters_locked(held[i], held_adds[i]);
         pthread_mutex_unlock(&held[i]->mu);
     }
     nheld = 0;
@@ -273,7 +290,8 @@ void wq_release_wakeups(void)
 
 /* ---- the queue proper (all *_locked run under q->mu) ---- */
 
-static gd_err add_locked(wq *q, entry *e, int64_t now, bool low)
+/* wake: whether to wake a getter for it (not when the caller is a getter that takes it). */
+static gd_err add_locked(wq *q, entry *e, int64_t now, bool low, bool wake)
 {
     if (q->shutting_down)
         return GD_OK;
@@ -286,7 +304,8 @@ static gd_err add_locked(wq *q, entry *e, int64_t now, bool low)
             e->low = false;
             if (!e->processing) {
                 fifo_push(q, e);
-                wake_getter(q);
+                if (wake)
+                    wake_getter(q);
             }
         }
         return GD_OK;
@@ -302,17 +321,19 @@ static gd_err add_locked(wq *q, entry *e, int64_t now, bool low)
     if (e->processing)
         return GD_OK;   /* wq_done re-queues it: never two threads on one key */
     fifo_push(q, e);
-    wake_getter(q);
+    if (wake)
+        wake_getter(q);
     return GD_OK;
 }
 
-/* Moves every delayed key that is due into the queue (client-go's waitingLoop, run inline). */
-static void promote_locked(wq *q, int64_t now)
+/* Moves every delayed key that is due into the queue (client-go's waitingLoop, run inline).
+ * A getter calling it takes the first key itself (taker): nobody is woken for that one. */
+static void promote_locked(wq *q, int64_t now, bool taker)
 {
     while (q->nheap > 0 && q->heap[0]->ready_ns <= now) {
         entry *e = q->heap[0];
         heap_remove(q, e);
-        add_locked(q, e, now, false);
+        add_locked(q, e, now, false, !taker || fifo_first(q) != NULL);
         maybe_free(q, e);
     }
 }
@@ -325,7 +346,7 @@ static gd_err add_prio(wq *q, const char *key, bool low)
     gd_err rc = GD_OK;
     if (!q->shutting_down) {
         entry *e = lookup_or_create(q, key);
-        rc = e ? add_locked(q, e, gd_mono_ns(), low) : GD_ERR_NOMEM;
+        rc = e ? add_locked(q, e, gd_mono_ns(), low, true) : GD_ERR_NOMEM;
     }
     pthread_mutex_unlock(&q->mu);
     return rc;
@@ -350,7 +371,7 @@ gd_err wq_add_after_ns(wq *q, const char *key, int64_t delay_ns)
         goto out;
     }
     if (delay_ns <= 0) {
-        add_locked(q, e, now, false);
+        add_locked(q, e, now, false, true);
         goto out;
     }
     int64_t ready = now + delay_ns;
@@ -365,8 +386,13 @@ gd_err wq_add_after_ns(wq *q, const char *key, int64_t delay_ns)
         if (rc != GD_OK)
             maybe_free(q, e);
     }
-    if (rc == GD_OK && q->heap[0] == e)
-        pthread_cond_broadcast(&q->cond);   /* sleepers must shorten their wait */
+    if (rc == GD_OK && q->heap[0] == e) {
+        /* the timer must shorten its wait; with none, an idle getter becomes it */
+        if (q->timer_taken)
+            pthread_cond_signal(&q->timer_cond);
+        else
+            wake_getters_locked(q, 1);
+    }
 out:
     pthread_mutex_unlock(&q->mu);
     return rc;
@@ -446,6 +472,39 @@ static void wait_until(pthread_cond_t *c, pthread_mutex_t *mu, int64_t real_dead
     pthread_cond_timedwait(c, mu, &ts);
 }
 
+/* Under q->mu: sleeps until woken or until real_deadline (< 0: no deadline) on cond, as one of
+ * the idle getters. */
+static void wait_idle(wq *q, int64_t real_deadline)
+{
+    q->idle++;
+    if (real_deadline < 0)
+        pthread_cond_wait(&q->cond, &q->mu);
+    else
+        wait_until(&q->cond, &q->mu, real_deadline);
+    q->idle--;
+    if (q->pending > 0)
+        q->pending--;
+    q->wakeups++;
+}
+
+/* Under q->mu: sleeps as the queue's timer, until the heap's head is due (or real_deadline,
+ * or TIMER_RECHECK_NS). Only one getter waits for the head: when every sleeper waited for it,
+ * each due key and each new head woke all of them (up to --max-concurrent-reconciles) for one
+ * to take it, and those futile wake-ups were a quarter of a converging worker's CPU. */
+static void wait_timer(wq *q, int64_t now, int64_t real, int64_t real_deadline)
+{
+    int64_t wait = q->heap[0]->ready_ns - now;
+    if (wait > TIMER_RECHECK_NS)
+        wait = TIMER_RECHECK_NS;
+    int64_t until = real + (wait > 0 ? wait : 0);
+    if (real_deadline >= 0 && real_deadline < until)
+        until = real_deadline;
+    q->timer_taken = true;
+    wait_until(&q->timer_cond, &q->mu, until);
+    q->timer_taken = false;
+    q->wakeups++;
+}
+
 const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
 {
     if (shutdown)
@@ -455,7 +514,7 @@ const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
     for (;;) {
         int64_t now = gd_mono_ns();
         if (!q->shutting_down)
-            promote_locked(q, now);
+            promote_locked(q, now, true);
         if (fifo_first(q))
             break;
         if (q->shutting_down) {
@@ -466,25 +525,21 @@ const char *wq_get(wq *q, int64_t timeout_ms, bool *shutdown)
         }
         int64_t real = real_mono_ns();
         if (timeout_ms == 0 || (give_up >= 0 && real >= give_up)) {
+            if (q->nheap > 0 && !q->timer_taken)
+                wake_getters_locked(q, 1);      /* (this getter may have been the timer) */
             pthread_mutex_unlock(&q->mu);
             return NULL;
         }
-        /* Sleep until the caller's deadline or the next delayed key, whichever is first. */
-        int64_t until = give_up;
-        if (q->nheap > 0) {
-            int64_t wait = q->heap[0]->ready_ns - now;
-            if (wait > MAX_WAIT_NS)
-                wait = MAX_WAIT_NS;
-            if (until < 0 || real + wait < until)
-                until = real + wait;
-        }
-        if (until < 0)
-            pthread_cond_wait(&q->cond, &q->mu);
+        if (q->nheap > 0 && !q->timer_taken)
+            wait_timer(q, now, real, give_up);
         else
-            wait_until(&q->cond, &q->mu, until);
+            wait_idle(q, give_up);
     }
     entry *e = fifo_first(q);
     fifo_unlink(q, e);
+    /* Delayed keys with nobody timing them (this getter was the timer): another takes over. */
+    if (q->nheap > 0 && !q->timer_taken)
+        wake_getters_locked(q, 1);
     int64_t now = gd_mono_ns();
     q->depth--;
     q->gets++;
@@ -518,7 +573,7 @@ void wq_done(wq *q, const char *key)
     q->nprocessing--;
     if (e->dirty) {
         fifo_push(q, e);
-        pthread_cond_signal(&q->cond);
+        wake_getters_locked(q, 1);
     } else {
         maybe_free(q, e);
     }
@@ -537,6 +592,7 @@ static void shutdown_locked(wq *q)
         maybe_free(q, e);
     }
     pthread_cond_broadcast(&q->cond);
+    pthread_cond_broadcast(&q->timer_cond);
 }
 
 void wq_shutdown(wq *q)
@@ -587,7 +643,7 @@ int wq_len(wq *q)
 {
     pthread_mutex_lock(&q->mu);
     if (!q->shutting_down)
-        promote_locked(q, gd_mono_ns());
+        promote_locked(q, gd_mono_ns(), false);
     int n = q->nqueued;
     pthread_mutex_unlock(&q->mu);
     return n;

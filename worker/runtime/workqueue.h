@@ -122,6 +122,7 @@ void wq_metrics_render_family(wq *q, int fam, gd_sbuf *out);
 typedef struct {
     int64_t depth;
     uint64_t adds, retries, gets, dones;
+    uint64_t wakeups;   /* a getter's sleep in wq_get ended (woken, timed out, spurious) */
 } wq_stats;
 void wq_get_stats(wq *q, wq_stats *s);
 

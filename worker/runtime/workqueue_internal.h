@@ -24,7 +24,11 @@ typedef struct entry {
 
 struct wq {
     pthread_mutex_t mu;
-    pthread_cond_t  cond;       /* a key was queued, the heap head changed, or shutdown */
+    pthread_cond_t  cond;       /* a key was queued (or a timer is wanted), or shutdown */
+    pthread_cond_t  timer_cond; /* the timer: the heap head changed, or nobody else is idle */
+    int idle;                   /* getters waiting on cond */
+    int pending;                /* of those, signalled and not yet running */
+    bool timer_taken;           /* a getter waits on timer_cond for the heap's head */
     pthread_cond_t  drained;    /* processing became empty */
     wq_config cfg;
     gd_bucket bucket;
@@ -40,6 +44,7 @@ struct wq {
     /* metrics, as client-go's queueMetrics */
     int64_t depth;
     uint64_t adds, retries, gets, dones;
+    uint64_t wakeups;           /* wq_stats */
     gd_hist queue_dur, work_dur;
 };
 

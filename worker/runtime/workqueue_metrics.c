@@ -92,5 +92,6 @@ void wq_get_stats(wq *q, wq_stats *s)
     s->retries = q->retries;
     s->gets = q->gets;
     s->dones = q->dones;
+    s->wakeups = q->wakeups;
     pthread_mutex_unlock(&q->mu);
 }
