@@ -266,19 +266,27 @@ static void test_results(void **state)
     fx_free(f);
 }
 
-/* A write recorded at rv 10 holds the key back until the cache shows rv >= 10. */
-static void test_read_your_writes(void **state)
+/* A started controller whose key ns/k0 (into key) has been reconciled once and recorded a
+ * write at rv 10, while the cache shows rv 5: the key is held back until the cache catches up. */
+static fixture *fx_held_back(char key[32])
 {
     fixture *f = fx_new(2, true);
     controller_own_all(f->c);
     atomic_store(&f->st.cached_rv, 5);
     atomic_store(&f->st.record_write, true);
     assert_int_equal(controller_start(f->c), GD_OK);
-    char key[32];
     controller_enqueue(f->c, key_of(0, key));
     assert_true(wait_for(&f->st.calls[0], 1, 2000));
     wait_idle(f->c);
     atomic_store(&f->st.record_write, false);
+    return f;
+}
+
+/* A write recorded at rv 10 holds the key back until the cache shows rv >= 10. */
+static void test_read_your_writes(void **state)
+{
+    char key[32];
+    fixture *f = fx_held_back(key);
     controller_enqueue(f->c, key);
     assert_true(wait_stale(f->c, 2));                       /* looked at twice, ... */
     assert_int_equal(atomic_load(&f->st.calls[0]), 1);      /* held back: cache at 5 < 10 */
@@ -311,16 +319,8 @@ static void test_read_your_writes(void **state)
  * reconciles it at once, not at the next requeue. */
 static void test_stale_requeue_backs_off(void **state)
 {
-    fixture *f = fx_new(2, true);
-    controller_own_all(f->c);
-    atomic_store(&f->st.cached_rv, 5);
-    atomic_store(&f->st.record_write, true);
-    assert_int_equal(controller_start(f->c), GD_OK);
     char key[32];
-    controller_enqueue(f->c, key_of(0, key));
-    assert_true(wait_for(&f->st.calls[0], 1, 2000));
-    wait_idle(f->c);
-    atomic_store(&f->st.record_write, false);
+    fixture *f = fx_held_back(key);
     uint64_t s0 = stale_count(f->c);
     controller_enqueue(f->c, key);
     gd_sleep_ms(1500);                                      /* the cache lags 1.5 s */
