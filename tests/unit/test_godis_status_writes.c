@@ -218,6 +218,11 @@ static void test_bootstrap_phase_rides_on_readiness(void **state)
     assert_string_equal(gd_json_str_or(cached, "status.status", ""), "Running");
     assert_string_equal(condition("Ready", "status"), "True");
     assert_int_equal(gd_json_int_or(cached, "status.readyReplicas", -1), 3);
+    /* and it carries what the next reconcile would otherwise write 30 s later, alone: the
+     * rollout's counts and revision, and the steady state's Progressing message */
+    assert_non_null(gd_json_path(cached, "status.updatedReplicas"));
+    assert_non_null(gd_json_path(cached, "status.updateRevision"));
+    assert_string_equal(condition("Progressing", "message"), "membership matches spec");
     /* (what comes next is the fake world's: its ReplicaSets carry no template hash, so a
      * rollout would start) */
     stop_ok_server(ls, t);

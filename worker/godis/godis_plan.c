@@ -340,7 +340,9 @@ static godis_step plan_initializing(const godis_view *v)
             return s;
         }
     }
-    return step(GP_FINISH_INIT, 0, "Initialized", "all initial members created");
+    /* (the steady state's words: the next reconcile finds the condition as it would write
+     * it, instead of a message-only change written 30 s later, one more request a cluster) */
+    return step(GP_FINISH_INIT, 0, "Initialized", "membership matches spec");
 }
 
 static int count_lost(const godis_view *v)

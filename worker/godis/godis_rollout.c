@@ -505,10 +505,15 @@ bool godis_rollout_run(godis_rollout *ro, godis_result *r)
             /* The counts and revisions only, and only when the planner has nothing to do:
              * a membership step's own status write must come first and alone. They ride on
              * the planner's status write (settle): written here, they were a second write
-             * in most reconciles of a new cluster. */
+             * in most reconciles of a new cluster. The write that ends a bootstrap (phase
+             * Running) carries them too: left to the next reconcile, they were a change of
+             * counts alone, written GODIS_PROGRESS_WRITE_MS later, a third status write per
+             * new cluster. */
             ro_status_change c = {0};
-            bool settled = ro->v->members_recorded && !strcmp(ro->phase, "Running") &&
-                           godis_plan_next(ro->v).kind == GP_NOTHING;
+            godis_step_kind next_step = godis_plan_next(ro->v).kind;
+            bool settled = ro->v->members_recorded &&
+                           ((!strcmp(ro->phase, "Running") && next_step == GP_NOTHING) ||
+                            next_step == GP_FINISH_INIT);
             if (settled) ro_stage_status(&x, &c);
             took = false;
         }
