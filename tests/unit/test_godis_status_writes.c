@@ -256,6 +256,11 @@ static void test_bootstrap_phase_waits_no_longer(void **state)
     assert_int_equal(reconcile(f, &r), 1);
     assert_string_equal(gd_json_str_or(cached, "status.status", ""), "Running");
     assert_string_equal(condition("Ready", "status"), "False");
+    /* the bootstrap's last write said what the steady state says: nothing is left to write,
+     * now or later (its conditions' reasons and messages were a write of their own) */
+    assert_int_equal(reconcile(f, &r), 0);
+    godis_status_memo_reset();
+    assert_int_equal(reconcile(f, &r), 0);
 
     /* the members' Godis gone outright (finalizers stripped) while their pods are still
      * there: recorded at once, so that they are replaced under new ids (godis_plan.c) */

@@ -340,9 +340,10 @@ static godis_step plan_initializing(const godis_view *v)
             return s;
         }
     }
-    /* (the steady state's words: the next reconcile finds the condition as it would write
-     * it, instead of a message-only change written 30 s later, one more request a cluster) */
-    return step(GP_FINISH_INIT, 0, "Initialized", "membership matches spec");
+    /* (the steady state's reason and words, which the conditions quote: the next reconcile
+     * finds them as it would write them, instead of a change of reason or message alone,
+     * one more status write a new cluster) */
+    return step(GP_FINISH_INIT, 0, "Converged", "membership matches spec");
 }
 
 static int count_lost(const godis_view *v)
