@@ -256,12 +256,9 @@ static bool exp_met(const controller *c, const expectation *e)
     return cmp >= 0 || cmp == -2;   /* incomparable versions: do not block forever */
 }
 
-bool controller_caught_up(controller *c, const char *key)
-{
-    return controller_caught_up_since(c, key, NULL);
-}
-
-bool controller_caught_up_since(controller *c, const char *key, int64_t *waited_ms)
+/* controller_caught_up; *waited_ms (may be NULL): how long ago the oldest write the cache
+ * has not shown yet was made (0 when caught up). */
+static bool caught_up_since(controller *c, const char *key, int64_t *waited_ms)
 {
     if (waited_ms)
         *waited_ms = 0;
@@ -325,6 +322,11 @@ bool controller_caught_up_since(controller *c, const char *key, int64_t *waited_
     free(copy);
     free(met);
     return all;
+}
+
+bool controller_caught_up(controller *c, const char *key)
+{
+    return caught_up_since(c, key, NULL);
 }
 
 /* ---- the reconcile threads ---- */
@@ -434,7 +436,7 @@ static void process_key(controller *c, const char *key)
         return;
     }
     int64_t waited_ms = 0;
-    if (!controller_caught_up_since(c, key, &waited_ms)) {
+    if (!caught_up_since(c, key, &waited_ms)) {
         pthread_mutex_lock(&c->mu);
         c->stats.stale++;
         pthread_mutex_unlock(&c->mu);

@@ -168,9 +168,6 @@ void rec_record_write(rec_ctx *ctx, const char *kind, const char *objkey, const 
 /* True when the cache has caught up with every write recorded under key (and forgets
  * those that have). */
 bool controller_caught_up(controller *c, const char *key);
-/* The same; *waited_ms: how long the oldest write the cache has not shown yet was made ago
- * (0 when caught up). */
-bool controller_caught_up_since(controller *c, const char *key, int64_t *waited_ms);
 
 /* ---- metrics ---- */
 typedef struct {
