@@ -46,6 +46,7 @@
 #include "gd_log.h"
 #include "gd_proto.h"
 #include "gd_time.h"
+#include "gd_tokpack.h"
 
 
 void inf_update_destroy(inf_update **up)
@@ -262,9 +263,46 @@ static void pack_free(store_pack *pk)
     ZSTD_freeCCtx(pk->cctx);
     ZSTD_freeDCtx(pk->dctx);
     free(pk->zbuf);
+    free(pk->text);
+    free(pk->side);
     size_t train_at = pk->train_at;
     bool trained = pk->trained;
     *pk = (store_pack){.train_at = train_at, .trained = trained};
+}
+
+/* Grows the scratch buffers for a body of n bytes; false when memory is short. */
+static bool pack_scratch(store_pack *pk, size_t n)
+{
+    size_t bound = ZSTD_compressBound(n);
+    if (bound > pk->zcap) {
+        char *nb = realloc(pk->zbuf, bound);
+        if (!nb)
+            return false;
+        pk->zbuf = nb;
+        pk->zcap = bound;
+    }
+    if (n > pk->tcap) {
+        char *t = realloc(pk->text, n);
+        if (t)
+            pk->text = t;
+        unsigned char *sd = t ? realloc(pk->side, n) : NULL;
+        if (!sd)
+            return false;
+        pk->side = sd;
+        pk->tcap = n;
+    }
+    return true;
+}
+
+/* body's long random tokens split out (gd_tokpack): the text's length (0: out of memory)
+ * in pk->text, the tokens in pk->side. Only the text is worth compressing: the tokens are
+ * random, and out of it the text's matches run on across them (issue 23 item 3: 725 ->
+ * 600 bytes a benchmark ConfigMap). */
+static size_t split_tokens(store_pack *pk, const char *body, size_t n, size_t *side_len)
+{
+    if (!pack_scratch(pk, n))
+        return 0;
+    return gd_tokpack_split(body, n, pk->text, pk->side, side_len);
 }
 
 /* A packed copy of o in the slab, or NULL when o is to be kept as it is: no dictionary, o
@@ -282,16 +320,16 @@ static pk_rec *pack_obj(inf_store *s, const inf_obj *o)
         name = slash + 1;
     if (strlen(o->key) > REC_NAME_MAX || rl > REC_RV_MAX)
         return NULL;
-    size_t bound = ZSTD_compressBound(o->body_len);
-    if (bound > pk->zcap) {
-        char *nb = realloc(pk->zbuf, bound);
-        if (!nb)
-            return NULL;
-        pk->zbuf = nb;
-        pk->zcap = bound;
-    }
-    size_t z = ZSTD_compress2(pk->cctx, pk->zbuf, pk->zcap, o->body, o->body_len);
-    if (ZSTD_isError(z) || z >= o->body_len || z > REC_Z_MAX)
+    size_t side_len = 0, text_len = split_tokens(pk, o->body, o->body_len, &side_len);
+    if (!text_len)
+        return NULL;
+    unsigned char head[10];
+    size_t hl = gd_tokpack_put_len(head, side_len);
+    size_t z = ZSTD_compress2(pk->cctx, pk->zbuf, pk->zcap, pk->text, text_len);
+    if (ZSTD_isError(z))
+        return NULL;
+    z += hl + side_len;               /* the record's frame: side length, side, zstd frame */
+    if (z >= o->body_len || z > REC_Z_MAX)
         return NULL;
     uint32_t ns = slash ? ns_ref(&s->ns, o->key, (size_t)(slash - o->key)) : 0;
     if (!ns)
@@ -307,8 +345,38 @@ static pk_rec *pack_obj(inf_store *s, const inf_obj *o)
                   .shard1 = (uint32_t)(o->shard + 1), .ns = ns};
     memcpy(r->data, name, nl);
     memcpy(r->data + nl, o->rv, rl);
-    memcpy(r->data + nl + rl, pk->zbuf, z);
+    unsigned char *f = (unsigned char *)r->data + nl + rl;
+    memcpy(f, head, hl);
+    memcpy(f + hl, pk->side, side_len);
+    memcpy(f + hl + side_len, pk->zbuf, z - hl - side_len);
     return r;
+}
+
+/* The JSON of a record's frame (side length, side, zstd frame of the text) into out, exactly
+ * raw_len bytes; NULL, or what is wrong with the frame. */
+static const char *unpack_body(store_pack *pk, const unsigned char *f, size_t flen, char *out,
+                               size_t raw_len)
+{
+    size_t side_len = 0;
+    int hl = gd_tokpack_get_len(f, flen, &side_len);
+    if (hl < 0 || side_len > flen - (size_t)hl)
+        return "packed body's token length is past its end";
+    const unsigned char *side = f + hl, *z = side + side_len;
+    size_t zlen = flen - (size_t)hl - side_len;
+    if (!side_len) {       /* nothing was split out: the frame inflates to the JSON itself */
+        size_t r = ZSTD_decompress_usingDDict(pk->dctx, out, raw_len, z, zlen, pk->ddict);
+        if (ZSTD_isError(r))
+            return ZSTD_getErrorName(r);
+        return r == raw_len ? NULL : "body shorter than recorded";
+    }
+    if (!pack_scratch(pk, raw_len))
+        return "out of memory";
+    size_t r = ZSTD_decompress_usingDDict(pk->dctx, pk->text, raw_len, z, zlen, pk->ddict);
+    if (ZSTD_isError(r))
+        return ZSTD_getErrorName(r);
+    if (gd_tokpack_join(pk->text, r, side, side_len, out, raw_len))
+        return "packed body's tokens do not rebuild it";
+    return NULL;
 }
 
 /* o with its JSON body: a new reference to o when it is not packed, else an inflated copy
@@ -327,10 +395,9 @@ inf_obj *inf_store_unpack(store_pack *pk, const inf_obj *o, const char **why)
         *why = "out of memory";
         return NULL;
     }
-    size_t r = ZSTD_decompress_usingDDict(pk->dctx, (char *)u->body, o->raw_len, o->body,
-                                          o->body_len, pk->ddict);
-    if (ZSTD_isError(r) || r != o->raw_len) {
-        *why = ZSTD_isError(r) ? ZSTD_getErrorName(r) : "body shorter than recorded";
+    *why = unpack_body(pk, (const unsigned char *)o->body, o->body_len, (char *)u->body,
+                       o->raw_len);
+    if (*why) {
         free(u);
         return NULL;
     }
@@ -341,7 +408,8 @@ inf_obj *inf_store_unpack(store_pack *pk, const inf_obj *o, const char **why)
 /* The dictionary: trained (zstd's cover algorithm) on the cached bodies, or, when the
  * samples are too few or too alike for training, the samples themselves as raw content
  * (zstd then references them as a prefix; still a large gain). */
-static size_t pack_make_dict(const obj_table *t, char *dict, size_t cap, const char **how)
+static size_t pack_make_dict(store_pack *pk, const obj_table *t, char *dict, size_t cap,
+                             const char **how)
 {
     size_t total = 0, n = 0;
     for (size_t i = 0; i < t->cap; i++)
@@ -352,23 +420,25 @@ static size_t pack_make_dict(const obj_table *t, char *dict, size_t cap, const c
         }
     char *buf = malloc(total ? total : 1);
     size_t *sizes = malloc((n ? n : 1) * sizeof *sizes);
-    size_t len = 0;
+    size_t len = 0, k = 0;
     if (!buf || !sizes) {
         free(buf);
         free(sizes);
         return 0;
     }
-    for (size_t i = 0, k = 0; i < t->cap && k < n; i++) {
+    for (size_t i = 0; i < t->cap && k < n; i++) {
         if (!t->slot[i] || ent_packed(t->slot[i]))
             continue;
         const inf_obj *o = ent_obj(t->slot[i]);
-        if (len + o->body_len <= total) {
-            memcpy(buf + len, o->body, o->body_len);
-            len += o->body_len;
-            sizes[k++] = o->body_len;
+        size_t side_len, tl = len + o->body_len <= total ?
+                                  split_tokens(pk, o->body, o->body_len, &side_len) : 0;
+        if (tl) {        /* the dictionary is of the texts that will be compressed */
+            memcpy(buf + len, pk->text, tl);
+            len += tl;
+            sizes[k++] = tl;
         }
     }
-    size_t d = ZDICT_trainFromBuffer(dict, cap, buf, sizes, (unsigned)n);
+    size_t d = ZDICT_trainFromBuffer(dict, cap, buf, sizes, (unsigned)k);
     *how = "trained";
     if (ZDICT_isError(d)) {
         *how = "raw samples";
@@ -389,9 +459,16 @@ static void pack_train(inf_store *s)
     int64_t t0 = gd_mono_ms();
     char dict[PACK_DICT_BYTES];
     const char *how = "";
-    size_t d = pack_make_dict(&s->t, dict, sizeof dict, &how);
+    size_t d = pack_make_dict(pk, &s->t, dict, sizeof dict, &how);
     if (d) {
-        pk->cdict = ZSTD_createCDict(dict, d, PACK_LEVEL);
+        /* level 3's tables are sized for unknown inputs (220 KB of CDict); an object is a
+         * few KB against an 8 KB dictionary, which 2^13 slots cover as well (the benchmark's
+         * frames came out the same size) for 88 KB: every informer kind holds one */
+        ZSTD_compressionParameters cp = ZSTD_getCParams(PACK_LEVEL, ZSTD_CONTENTSIZE_UNKNOWN, d);
+        cp.hashLog = cp.hashLog < PACK_HASH_LOG ? cp.hashLog : PACK_HASH_LOG;
+        cp.chainLog = cp.chainLog < PACK_HASH_LOG ? cp.chainLog : PACK_HASH_LOG;
+        pk->cdict = ZSTD_createCDict_advanced(dict, d, ZSTD_dlm_byCopy, ZSTD_dct_auto, cp,
+                                              ZSTD_defaultCMem);
         pk->ddict = ZSTD_createDDict(dict, d);
         pk->cctx = ZSTD_createCCtx();
         pk->dctx = ZSTD_createDCtx();

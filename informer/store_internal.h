@@ -18,6 +18,7 @@ enum {
      * ~1.6x its CPU; levels 4-19 gain at most 3 % more for 2-10x. Affordable since watch
      * updates are packed late (young objects): hot objects are not packed at all. */
     PACK_LEVEL = 3,
+    PACK_HASH_LOG = 13,             /* the CDict's hash and chain tables (store.c) */
     PACK_MIN_BYTES = 64,            /* smaller bodies are kept as they are */
     /* Watch updates stay uncompressed until this many later updates went by (store.c,
      * "young objects"): an object changed again within the window is never packed. */
@@ -80,6 +81,9 @@ typedef struct {
     const char *dict_how;           /* "trained" or "raw samples" (logs, tests) */
     char *zbuf;                     /* compression output */
     size_t zcap;
+    char *text;                     /* a body with its tokens split out (gd_tokpack)... */
+    unsigned char *side;            /* ...and the tokens; both tcap bytes */
+    size_t tcap;
 } store_pack;
 
 /* The young objects: a ring of references to the last `cap` objects upserted while a

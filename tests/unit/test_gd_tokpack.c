@@ -1,0 +1,187 @@
+/* test_gd_tokpack.c — the token packer: what it packs (random hex and base64 tokens in
+ * real object shapes) and what it leaves (words, paths, numbers, short runs), lossless round
+ * trips of random and adversarial input, and corrupt text or side data refused. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gd_tokpack.h"
+
+typedef struct {
+    char *text;
+    unsigned char *side;
+    size_t tn, sn;
+} split_t;
+
+/* Splits s, checks that neither part outgrows it and that it joins back to s exactly. */
+static split_t split_ok(const char *s, size_t n)
+{
+    split_t r = {malloc(n + 1), malloc(n + 1), 0, 0};
+    r.tn = gd_tokpack_split(s, n, r.text, r.side, &r.sn);
+    assert_true(r.tn <= n);
+    assert_true(r.sn <= n);
+    char *back = malloc(n + 1);
+    assert_int_equal(gd_tokpack_join(r.text, r.tn, r.side, r.sn, back, n), 0);
+    assert_memory_equal(back, s, n);
+    free(back);
+    return r;
+}
+
+static void split_free(split_t *r)
+{
+    free(r->text);
+    free(r->side);
+}
+
+static size_t count_byte(const char *s, size_t n, char c)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += s[i] == c;
+    return k;
+}
+
+static void test_packs_digests_and_keys(void **state)
+{
+    (void)state;
+    char hex1[65], hex2[65], key[45], pod[512];
+    for (int i = 0; i < 64; i++) {
+        hex1[i] = "0123456789abcdef"[(i * 7 + 3) % 16];
+        hex2[i] = "0123456789abcdef"[(i * 5 + 1) % 16];
+    }
+    for (int i = 0; i < 44; i++)
+        key[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(i * 37) % 64];
+    hex1[64] = hex2[64] = key[44] = 0;
+    int n = snprintf(pod, sizeof pod, "{\"containerID\":\"containerd://%s\",\"imageID\":"
+                     "\"docker.io/library/nginx@sha256:%s\",\"token\":\"%s\",\"uid\":"
+                     "\"26241f2c-4798-4a5a-8e7c-b9b2d58f1079\"}", hex1, hex2, key);
+    split_t r = split_ok(pod, (size_t)n);
+    assert_int_equal(count_byte(r.text, r.tn, GD_TOKPACK_HEX), 2);
+    assert_int_equal(count_byte(r.text, r.tn, GD_TOKPACK_B64), 1);
+    assert_non_null(memmem(r.text, r.tn, "containerd://\x01\"", 15));
+    assert_non_null(memmem(r.text, r.tn, "sha256:\x01\"", 9));
+    assert_non_null(memmem(r.text, r.tn, "\"uid\":\"\x03\"", 9));
+    /* each token is its bits and a length byte: 64 hex digits 32 bytes, 44 base64
+     * characters 33; the UUID its 16 bytes */
+    assert_int_equal(r.sn, 2 * (1 + 32) + 1 + 33 + 16);
+    assert_int_equal(r.tn, (size_t)n - 2 * 64 - 44 - 36 + 4);
+    split_free(&r);
+}
+
+static void test_leaves_words_paths_numbers(void **state)
+{
+    (void)state;
+    /* words and paths of base64 characters, a long decimal number (no hex letter), a
+     * short hex id, a JSON escape before a run: nothing here looks random enough */
+    const char *s = "{\"selfLink\":\"/api/v1/namespaces/kube-system/configmaps/x\","
+                    "\"creationTimestamp\":\"2026-11-27T12:20:01Z\",\"n\":12345678901234567890,"
+                    "\"notuid\":\"26241F2C-4798-4A5A-8E7C-B9B2D58F1079\",\"kubernetesVersion"
+                    "Information\":\"\\nabcdefabcdef\",\"deadbeef\":\"abcdeffedcbaabcdef\"}";
+    split_t r = split_ok(s, strlen(s));
+    assert_int_equal(r.sn, 0);
+    assert_int_equal(r.tn, strlen(s));
+    assert_memory_equal(r.text, s, r.tn);
+    split_free(&r);
+}
+
+static void test_input_with_marker_bytes_is_kept(void **state)
+{
+    (void)state;
+    char s[] = "x\x03y 0123456789abcdef0123456789abcdef";
+    split_t r = split_ok(s, sizeof s - 1);
+    assert_int_equal(r.sn, 0);
+    assert_memory_equal(r.text, s, sizeof s - 1);
+    split_free(&r);
+}
+
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* Random texts drawn from alphabets that make runs of every kind and length, and runs cut
+ * by escapes and odd lengths: every one joins back exactly. */
+static void test_random_round_trips(void **state)
+{
+    (void)state;
+    static const char *alpha[] = {"0123456789abcdef", "0123456789abcdef-:\\\"", "0123456789abcdef-",
+                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                                  "Aa0+/=\\n\" .", "abcdefghijklmnopqrstuvwxyz0123456789/_"};
+    uint64_t x = 88172645463325252ull;
+    char buf[4096];
+    size_t packed = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t n = rnd(&x) % sizeof buf;
+        for (size_t i = 0; i < n;) {
+            if (rnd(&x) % 7 == 0 && n - i > 37) {   /* a UUID, sometimes spoilt */
+                for (int k = 0; k < 36; k++)
+                    buf[i + (size_t)k] = (k == 8 || k == 13 || k == 18 || k == 23) ? '-' :
+                                         "0123456789abcdef"[rnd(&x) % 16];
+                if (rnd(&x) % 3 == 0)
+                    buf[i + rnd(&x) % 37] = "Gz-/"[rnd(&x) % 4];
+                i += 36;
+                continue;
+            }
+            const char *a = alpha[rnd(&x) % 6];
+            size_t run = 1 + rnd(&x) % 200, al = strlen(a);
+            for (; run && i < n; run--)
+                buf[i++] = a[rnd(&x) % al];
+        }
+        split_t r = split_ok(buf, n);
+        packed += r.sn > 0;
+        split_free(&r);
+    }
+    assert_true(packed > 1000);     /* the round trips did exercise the packing */
+}
+
+static void test_corrupt_input_refused(void **state)
+{
+    (void)state;
+    const char *s = "a=\"0d17b565c37bcbd895e9d92315a05c1c\" b=\"Zm9vYmFyQmF6cXV4MTIz\"";
+    size_t n = strlen(s);
+    split_t r = split_ok(s, n);
+    assert_int_equal(count_byte(r.text, r.tn, GD_TOKPACK_HEX) +
+                     count_byte(r.text, r.tn, GD_TOKPACK_B64), 2);
+    char out[256];
+    /* one side byte short, one too many, out one byte short or long */
+    assert_int_equal(gd_tokpack_join(r.text, r.tn, r.side, r.sn - 1, out, n), -1);
+    unsigned char more[256];
+    memcpy(more, r.side, r.sn);
+    more[r.sn] = 0;
+    assert_int_equal(gd_tokpack_join(r.text, r.tn, more, r.sn + 1, out, n), -1);
+    assert_int_equal(gd_tokpack_join(r.text, r.tn, r.side, r.sn, out, n - 1), -1);
+    assert_int_equal(gd_tokpack_join(r.text, r.tn, r.side, r.sn, out, n + 1), -1);
+    /* a length of zero, a varint that never ends, an extra marker in the text */
+    memcpy(more, r.side, r.sn);
+    more[0] = 0;
+    assert_int_equal(gd_tokpack_join(r.text, r.tn, more, r.sn, out, n), -1);
+    memset(more, 0xff, r.sn);
+    assert_int_equal(gd_tokpack_join(r.text, r.tn, more, r.sn, out, n), -1);
+    char text[256];
+    memcpy(text, r.text, r.tn);
+    text[r.tn] = GD_TOKPACK_B64;
+    assert_int_equal(gd_tokpack_join(text, r.tn + 1, r.side, r.sn, out, n), -1);
+    /* no side: the text must be the whole output */
+    assert_int_equal(gd_tokpack_join(s, n, NULL, 0, out, n - 1), -1);
+    assert_int_equal(gd_tokpack_join(s, n, NULL, 0, out, n), 0);
+    split_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_packs_digests_and_keys),
+        cmocka_unit_test(test_leaves_words_paths_numbers),
+        cmocka_unit_test(test_input_with_marker_bytes_is_kept),
+        cmocka_unit_test(test_random_round_trips),
+        cmocka_unit_test(test_corrupt_input_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
