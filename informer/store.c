@@ -10,7 +10,8 @@
  *   dictionary trained on those first objects. Objects of one kind repeat the same field
  *   names, namespace, labels and owner references; in 1-2 KB a compressor finds little of
  *   that inside one object, but a dictionary of the kind's common parts removes most of it.
- *   Cost: one compression per change, one decompression per republication of a cached
+ *   The long random tokens (digests, keys, UUIDs) are split out first and kept as their
+ *   bits (store_pack.c, gd_tokpack). Cost: one compression per change, one decompression per republication of a cached
  *   object (snapshots, resync, relist diffs, DELETED by relist); the live event stream
  *   publishes the fresh object as it came. The dictionary is trained once and never
  *   retrained: every packed object depends on it, and a kind's shape does not drift.
@@ -27,26 +28,21 @@
  *   no malloc chunk per object. On the replay benchmark's 20 000 ConfigMaps (issue 23 item
  *   3) a packed object was 48 (inf_obj) + 38 (key, rv, NULs) + 717 (frame) + ~16 (malloc
  *   chunk) + ~45 (heap pages glibc kept after the list) + 13 (index) bytes; it is now 4
- *   (slab) + 16 + 16 (name, rv) + 717 + 13. What is left is the frame: the bench's random
- *   values carry 512 bytes of entropy, and zstd at any level spends 700+ on them.
+ *   (slab) + 16 + 16 (name, rv) + ~593 (the frame, 717 before its tokens were split out)
+ *   + 13. The bench's random values carry ~540 bytes of entropy.
  * - The index is an open-addressing table of entries (store_index.h) that uses each
  *   entry's own key: no copy of the key and no node per entry (gd_map cost ~77 bytes per
  *   object). */
-/* for ZSTD_c_format / ZSTD_d_format (magicless frames), in zstd's advanced API since 1.3.x */
-#define ZSTD_STATIC_LINKING_ONLY
 #include "store_internal.h"
 #include "store_index.h"
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zdict.h>
-#include <zstd.h>
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_proto.h"
 #include "gd_time.h"
-#include "gd_tokpack.h"
 
 
 void inf_update_destroy(inf_update **up)
@@ -255,55 +251,7 @@ static void store_compact(inf_store *s)
 }
 
 /* ------------------------------------------------------------ compression */
-
-static void pack_free(store_pack *pk)
-{
-    ZSTD_freeCDict(pk->cdict);
-    ZSTD_freeDDict(pk->ddict);
-    ZSTD_freeCCtx(pk->cctx);
-    ZSTD_freeDCtx(pk->dctx);
-    free(pk->zbuf);
-    free(pk->text);
-    free(pk->side);
-    size_t train_at = pk->train_at;
-    bool trained = pk->trained;
-    *pk = (store_pack){.train_at = train_at, .trained = trained};
-}
-
-/* Grows the scratch buffers for a body of n bytes; false when memory is short. */
-static bool pack_scratch(store_pack *pk, size_t n)
-{
-    size_t bound = ZSTD_compressBound(n);
-    if (bound > pk->zcap) {
-        char *nb = realloc(pk->zbuf, bound);
-        if (!nb)
-            return false;
-        pk->zbuf = nb;
-        pk->zcap = bound;
-    }
-    if (n > pk->tcap) {
-        char *t = realloc(pk->text, n);
-        if (t)
-            pk->text = t;
-        unsigned char *sd = t ? realloc(pk->side, n) : NULL;
-        if (!sd)
-            return false;
-        pk->side = sd;
-        pk->tcap = n;
-    }
-    return true;
-}
-
-/* body's long random tokens split out (gd_tokpack): the text's length (0: out of memory)
- * in pk->text, the tokens in pk->side. Only the text is worth compressing: the tokens are
- * random, and out of it the text's matches run on across them (issue 23 item 3: 725 ->
- * 600 bytes a benchmark ConfigMap). */
-static size_t split_tokens(store_pack *pk, const char *body, size_t n, size_t *side_len)
-{
-    if (!pack_scratch(pk, n))
-        return 0;
-    return gd_tokpack_split(body, n, pk->text, pk->side, side_len);
-}
+/* The frames and the dictionary are store_pack.c's; here, records and the table. */
 
 /* A packed copy of o in the slab, or NULL when o is to be kept as it is: no dictionary, o
  * already packed, too small or too large (or a key, rv or shard a record has no room for),
@@ -320,16 +268,8 @@ static pk_rec *pack_obj(inf_store *s, const inf_obj *o)
         name = slash + 1;
     if (strlen(o->key) > REC_NAME_MAX || rl > REC_RV_MAX)
         return NULL;
-    size_t side_len = 0, text_len = split_tokens(pk, o->body, o->body_len, &side_len);
-    if (!text_len)
-        return NULL;
-    unsigned char head[10];
-    size_t hl = gd_tokpack_put_len(head, side_len);
-    size_t z = ZSTD_compress2(pk->cctx, pk->zbuf, pk->zcap, pk->text, text_len);
-    if (ZSTD_isError(z))
-        return NULL;
-    z += hl + side_len;               /* the record's frame: side length, side, zstd frame */
-    if (z >= o->body_len || z > REC_Z_MAX)
+    size_t z = store_pack_frame(pk, o->body, o->body_len);
+    if (!z)
         return NULL;
     uint32_t ns = slash ? ns_ref(&s->ns, o->key, (size_t)(slash - o->key)) : 0;
     if (!ns)
@@ -345,38 +285,8 @@ static pk_rec *pack_obj(inf_store *s, const inf_obj *o)
                   .shard1 = (uint32_t)(o->shard + 1), .ns = ns};
     memcpy(r->data, name, nl);
     memcpy(r->data + nl, o->rv, rl);
-    unsigned char *f = (unsigned char *)r->data + nl + rl;
-    memcpy(f, head, hl);
-    memcpy(f + hl, pk->side, side_len);
-    memcpy(f + hl + side_len, pk->zbuf, z - hl - side_len);
+    memcpy(r->data + nl + rl, pk->zbuf, z);
     return r;
-}
-
-/* The JSON of a record's frame (side length, side, zstd frame of the text) into out, exactly
- * raw_len bytes; NULL, or what is wrong with the frame. */
-static const char *unpack_body(store_pack *pk, const unsigned char *f, size_t flen, char *out,
-                               size_t raw_len)
-{
-    size_t side_len = 0;
-    int hl = gd_tokpack_get_len(f, flen, &side_len);
-    if (hl < 0 || side_len > flen - (size_t)hl)
-        return "packed body's token length is past its end";
-    const unsigned char *side = f + hl, *z = side + side_len;
-    size_t zlen = flen - (size_t)hl - side_len;
-    if (!side_len) {       /* nothing was split out: the frame inflates to the JSON itself */
-        size_t r = ZSTD_decompress_usingDDict(pk->dctx, out, raw_len, z, zlen, pk->ddict);
-        if (ZSTD_isError(r))
-            return ZSTD_getErrorName(r);
-        return r == raw_len ? NULL : "body shorter than recorded";
-    }
-    if (!pack_scratch(pk, raw_len))
-        return "out of memory";
-    size_t r = ZSTD_decompress_usingDDict(pk->dctx, pk->text, raw_len, z, zlen, pk->ddict);
-    if (ZSTD_isError(r))
-        return ZSTD_getErrorName(r);
-    if (gd_tokpack_join(pk->text, r, side, side_len, out, raw_len))
-        return "packed body's tokens do not rebuild it";
-    return NULL;
 }
 
 /* o with its JSON body: a new reference to o when it is not packed, else an inflated copy
@@ -395,59 +305,14 @@ inf_obj *inf_store_unpack(store_pack *pk, const inf_obj *o, const char **why)
         *why = "out of memory";
         return NULL;
     }
-    *why = unpack_body(pk, (const unsigned char *)o->body, o->body_len, (char *)u->body,
-                       o->raw_len);
+    *why = store_pack_inflate(pk, (const unsigned char *)o->body, o->body_len, (char *)u->body,
+                              o->raw_len);
     if (*why) {
         free(u);
         return NULL;
     }
     u->mark = o->mark;
     return u;
-}
-
-/* The dictionary: trained (zstd's cover algorithm) on the cached bodies, or, when the
- * samples are too few or too alike for training, the samples themselves as raw content
- * (zstd then references them as a prefix; still a large gain). */
-static size_t pack_make_dict(store_pack *pk, const obj_table *t, char *dict, size_t cap,
-                             const char **how)
-{
-    size_t total = 0, n = 0;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slot[i] && !ent_packed(t->slot[i]) &&
-            total + ent_obj(t->slot[i])->body_len <= PACK_SAMPLE_BYTES) {
-            total += ent_obj(t->slot[i])->body_len;
-            n++;
-        }
-    char *buf = malloc(total ? total : 1);
-    size_t *sizes = malloc((n ? n : 1) * sizeof *sizes);
-    size_t len = 0, k = 0;
-    if (!buf || !sizes) {
-        free(buf);
-        free(sizes);
-        return 0;
-    }
-    for (size_t i = 0; i < t->cap && k < n; i++) {
-        if (!t->slot[i] || ent_packed(t->slot[i]))
-            continue;
-        const inf_obj *o = ent_obj(t->slot[i]);
-        size_t side_len, tl = len + o->body_len <= total ?
-                                  split_tokens(pk, o->body, o->body_len, &side_len) : 0;
-        if (tl) {        /* the dictionary is of the texts that will be compressed */
-            memcpy(buf + len, pk->text, tl);
-            len += tl;
-            sizes[k++] = tl;
-        }
-    }
-    size_t d = ZDICT_trainFromBuffer(dict, cap, buf, sizes, (unsigned)k);
-    *how = "trained";
-    if (ZDICT_isError(d)) {
-        *how = "raw samples";
-        d = len < cap ? len : cap;
-        memcpy(dict, buf + len - d, d);
-    }
-    free(buf);
-    free(sizes);
-    return d;
 }
 
 /* Trains the dictionary once and packs every cached object with it. On any failure the
@@ -457,38 +322,10 @@ static void pack_train(inf_store *s)
     store_pack *pk = &s->pk;
     pk->trained = true;
     int64_t t0 = gd_mono_ms();
-    char dict[PACK_DICT_BYTES];
-    const char *how = "";
-    size_t d = pack_make_dict(pk, &s->t, dict, sizeof dict, &how);
-    if (d) {
-        /* level 3's tables are sized for unknown inputs (220 KB of CDict); an object is a
-         * few KB against an 8 KB dictionary, which 2^13 slots cover as well (the benchmark's
-         * frames came out the same size) for 88 KB: every informer kind holds one */
-        ZSTD_compressionParameters cp = ZSTD_getCParams(PACK_LEVEL, ZSTD_CONTENTSIZE_UNKNOWN, d);
-        cp.hashLog = cp.hashLog < PACK_HASH_LOG ? cp.hashLog : PACK_HASH_LOG;
-        cp.chainLog = cp.chainLog < PACK_HASH_LOG ? cp.chainLog : PACK_HASH_LOG;
-        pk->cdict = ZSTD_createCDict_advanced(dict, d, ZSTD_dlm_byCopy, ZSTD_dct_auto, cp,
-                                              ZSTD_defaultCMem);
-        pk->ddict = ZSTD_createDDict(dict, d);
-        pk->cctx = ZSTD_createCCtx();
-        pk->dctx = ZSTD_createDCtx();
-    }
-    /* the sizes live in the record (zlen, raw_len): no content size, checksum or dict id in
-     * each frame (~9 bytes an object), and no magic number either (4 more: frames never
-     * leave the store) */
-    if (!pk->cdict || !pk->ddict || !pk->cctx || !pk->dctx ||
-        ZSTD_isError(ZSTD_CCtx_refCDict(pk->cctx, pk->cdict)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_contentSizeFlag, 0)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_checksumFlag, 0)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_dictIDFlag, 0)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(pk->cctx, ZSTD_c_format, ZSTD_f_zstd1_magicless)) ||
-        ZSTD_isError(ZSTD_DCtx_setParameter(pk->dctx, ZSTD_d_format, ZSTD_f_zstd1_magicless))) {
+    if (!store_pack_train(pk, &s->t)) {
         GD_WARN("store: no compression dictionary; objects stay uncompressed");
-        pack_free(pk);
         return;
     }
-    pk->dict_len = d;
-    pk->dict_how = how;
     size_t raw = 0, kept = 0;
     for (size_t i = 0; i < s->t.cap; i++) {
         store_ent e = s->t.slot[i];
@@ -505,11 +342,11 @@ static void pack_train(inf_store *s)
     }
     char ms[24], ds[24], rb[24], kb[24];
     snprintf(ms, sizeof ms, "%lld", (long long)(gd_mono_ms() - t0));
-    snprintf(ds, sizeof ds, "%zu", d);
+    snprintf(ds, sizeof ds, "%zu", pk->dict_len);
     snprintf(rb, sizeof rb, "%zu", raw);
     snprintf(kb, sizeof kb, "%zu", kept);
     trim_after_loose(raw);
-    GD_INFO("store: compression dictionary ready", "dictionary", how, "dict_bytes", ds, "ms", ms,
+    GD_INFO("store: compression dictionary ready", "dictionary", pk->dict_how, "dict_bytes", ds, "ms", ms,
             "bodies_bytes", rb, "packed_bytes", kb);
 }
 
@@ -626,7 +463,7 @@ void inf_store_destroy(inf_store **s)
     free((*s)->t.slot);
     slab_destroy(&(*s)->slab);
     ns_free(&(*s)->ns);
-    pack_free(&(*s)->pk);
+    store_pack_free(&(*s)->pk);
     free((*s)->view);
     free(*s);
     *s = NULL;

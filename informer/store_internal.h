@@ -28,7 +28,8 @@ enum {
 
 /* A packed object, in the store's slab (issue 23 item 3: 16 bytes of header instead of
  * inf_obj's 48, no NULs, the namespace as an id): the sizes, mark and shard of its inf_obj,
- * then the name (the whole key when ns is 0), the rv and the zstd frame, back to back. */
+ * then the name (the whole key when ns is 0), the rv and the frame (store_pack.c), back to
+ * back. */
 enum {
     REC_NAME_MAX = 511,     /* nlen's 9 bits; keys are < 512 bytes anyway (gd_meta_key) */
     REC_RV_MAX = 255,       /* rvlen's 8 bits */
@@ -108,6 +109,18 @@ struct inf_store {
 /* The JSON of a packed object (a new reference), or NULL with the reason in *why when the
  * packed body is corrupt or does not inflate to exactly raw_len bytes. */
 inf_obj *inf_store_unpack(store_pack *pk, const inf_obj *o, const char **why);
+
+/* store_pack.c: the dictionary and the frames (a packed record's body). */
+/* Trains the dictionary on the table's JSON objects and makes the contexts: the dictionary's
+ * size, or 0 (and pk freed) when that fails; the store then stays uncompressed. */
+size_t store_pack_train(store_pack *pk, const obj_table *t);
+void store_pack_free(store_pack *pk);
+/* body's frame, in pk->zbuf: its length, or 0 when it is not worth keeping (no smaller than
+ * body, too large for a record, out of memory). */
+size_t store_pack_frame(store_pack *pk, const char *body, size_t n);
+/* A frame's JSON into out, exactly raw_len bytes: NULL, or what is wrong with the frame. */
+const char *store_pack_inflate(store_pack *pk, const unsigned char *f, size_t flen, char *out,
+                               size_t raw_len);
 
 #define MARK_LOOSE UINT32_MAX           /* inf_obj.mark of a loose object */
 #define TRIM_AFTER_BYTES (4u << 20)     /* loose bytes after which the heap is trimmed */

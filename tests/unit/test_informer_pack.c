@@ -311,6 +311,7 @@ static void test_corrupt_and_missized(void **state)
     bad->raw_len = 500;
     assert_null(inf_store_unpack(&s->pk, bad, &why));
     assert_non_null(why);
+    inf_obj_unref(bad);
     /* the side's length runs past the frame; a side that does not rebuild the text */
     why = NULL;
     bad = inf_obj_new(e->key, e->rv, e->shard, "\x7f{}", 3);
