@@ -82,8 +82,11 @@ typedef struct {
     const char *dict_how;           /* "trained" or "raw samples" (logs, tests) */
     char *zbuf;                     /* compression output */
     size_t zcap;
-    char *text;                     /* a body with its tokens split out (gd_tokpack)... */
-    unsigned char *side;            /* ...and the tokens; both tcap bytes */
+    /* a body with its tokens split out (gd_tokpack), and the tokens; both tcap bytes. Packing
+     * and unpacking share them: a store is used by one thread at a time (the publisher's
+     * lock), as it shares its zstd contexts */
+    char *text;
+    unsigned char *side;
     size_t tcap;
 } store_pack;
 
