@@ -13,6 +13,7 @@
 #include <zmq.h>
 #include "fuzz_util.h"
 #include "../../informer/store.c"
+#include "../../informer/store_pack.c"
 #include "../../informer/counters.c"
 #include "../../informer/publisher.c"
 

@@ -20,6 +20,7 @@
 #include "fuzz_util.h"
 #include "k8s_client.c"
 #include "../../informer/store.c"
+#include "../../informer/store_pack.c"
 #include "../../informer/watchline.c"
 #include "../../informer/counters.c"
 #include "../../informer/publisher.c"
