@@ -18,7 +18,8 @@ enum {
      * ~1.6x its CPU; levels 4-19 gain at most 3 % more for 2-10x. Affordable since watch
      * updates are packed late (young objects): hot objects are not packed at all. */
     PACK_LEVEL = 3,
-    PACK_HASH_LOG = 13,             /* the CDict's hash and chain tables (store.c) */
+    PACK_HASH_LOG = 13,             /* the CDict's hash and chain tables (store_pack.c) */
+    PACK_KEEP_SHARE = 32,           /* a token in 1/32 of the samples stays in the text */
     PACK_MIN_BYTES = 64,            /* smaller bodies are kept as they are */
     /* Watch updates stay uncompressed until this many later updates went by (store.c,
      * "young objects"): an object changed again within the window is never packed. */
@@ -87,6 +88,8 @@ typedef struct {
      * lock), as it shares its zstd contexts */
     char *text;
     unsigned char *side;
+    uint64_t *keep;                 /* tokens left in the text (gd_tokpack_keep), sorted */
+    size_t nkeep;
     size_t tcap;
 } store_pack;
 

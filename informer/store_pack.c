@@ -30,6 +30,7 @@ void store_pack_free(store_pack *pk)
     free(pk->zbuf);
     free(pk->text);
     free(pk->side);
+    free(pk->keep);
     size_t train_at = pk->train_at;
     bool trained = pk->trained;
     *pk = (store_pack){.train_at = train_at, .trained = trained};
@@ -65,7 +66,8 @@ static size_t split_tokens(store_pack *pk, const char *body, size_t n, size_t *s
 {
     if (!pack_scratch(pk, n))
         return 0;
-    return gd_tokpack_split(body, n, pk->text, pk->side, side_len);
+    gd_tokpack_keep keep = {pk->keep, pk->nkeep};
+    return gd_tokpack_split(body, n, &keep, pk->text, pk->side, side_len);
 }
 
 size_t store_pack_frame(store_pack *pk, const char *body, size_t n)
@@ -108,33 +110,86 @@ const char *store_pack_inflate(store_pack *pk, const unsigned char *f, size_t fl
     return NULL;
 }
 
-/* The dictionary: trained (zstd's cover algorithm) on the cached bodies, or, when the
- * samples are too few or too alike for training, the samples themselves as raw content
+/* The training samples: the cached JSON objects, in table order, as many as fit in
+ * PACK_SAMPLE_BYTES (*total: their bytes so far). NULL after the last. */
+static const inf_obj *next_sample(const obj_table *t, size_t *i, size_t *total)
+{
+    for (; *i < t->cap; (*i)++) {
+        store_ent e = t->slot[*i];
+        if (e && !ent_packed(e) && *total + ent_obj(e)->body_len <= PACK_SAMPLE_BYTES) {
+            *total += ent_obj(e)->body_len;
+            return ent_obj(t->slot[(*i)++]);
+        }
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The keep set (gd_tokpack_keep): the tokens found in at least 1/PACK_KEEP_SHARE of the
+ * samples (and in 2): an image digest every Pod has, the CA certificate of every
+ * kube-root-ca.crt. Left in the text, they go into the dictionary and cost a match; split
+ * out, each copy would cost its bits. A token that only its own object has is split out. */
+static void pack_make_keep(store_pack *pk, const obj_table *t)
+{
+    uint64_t one[256], *all = NULL;
+    size_t n = 0, cap = 0, samples = 0, i = 0, total = 0;
+    for (const inf_obj *o; (o = next_sample(t, &i, &total)); samples++) {
+        size_t k = gd_tokpack_hashes(o->body, o->body_len, one, 256), u = 0;
+        qsort(one, k, sizeof *one, cmp_u64);
+        for (size_t j = 0; j < k; j++)       /* each token counts once a sample */
+            if (!j || one[j] != one[j - 1])
+                one[u++] = one[j];
+        if (!u)
+            continue;
+        if (n + u > cap) {
+            uint64_t *na = realloc(all, (cap = 2 * (n + u)) * sizeof *all);
+            if (!na)
+                break;
+            all = na;
+        }
+        memcpy(all + n, one, u * sizeof *one);
+        n += u;
+    }
+    if (n)
+        qsort(all, n, sizeof *all, cmp_u64);
+    size_t need = samples / PACK_KEEP_SHARE > 2 ? samples / PACK_KEEP_SHARE : 2, kept = 0;
+    for (size_t j = 0; j < n;) {
+        size_t e = j;
+        while (e < n && all[e] == all[j])
+            e++;
+        if (e - j >= need)
+            all[kept++] = all[j];
+        j = e;
+    }
+    pk->keep = all;                          /* sorted, as gd_tokpack_keep wants */
+    pk->nkeep = kept;
+}
+
+/* The dictionary: trained (zstd's cover algorithm) on the samples' texts, or, when the
+ * samples are too few or too alike for training, the texts themselves as raw content
  * (zstd then references them as a prefix; still a large gain). */
 static size_t pack_make_dict(store_pack *pk, const obj_table *t, char *dict, size_t cap,
                              const char **how)
 {
-    size_t total = 0, n = 0;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slot[i] && !ent_packed(t->slot[i]) &&
-            total + ent_obj(t->slot[i])->body_len <= PACK_SAMPLE_BYTES) {
-            total += ent_obj(t->slot[i])->body_len;
-            n++;
-        }
+    size_t total = 0, n = 0, i = 0;
+    while (next_sample(t, &i, &total))
+        n++;
     char *buf = malloc(total ? total : 1);
     size_t *sizes = calloc(n ? n : 1, sizeof *sizes);
-    size_t len = 0, k = 0;
+    size_t len = 0, k = 0, side_len;
     if (!buf || !sizes) {
         free(buf);
         free(sizes);
         return 0;
     }
-    for (size_t i = 0; i < t->cap && k < n; i++) {
-        if (!t->slot[i] || ent_packed(t->slot[i]))
-            continue;
-        const inf_obj *o = ent_obj(t->slot[i]);
-        size_t side_len, tl = len + o->body_len <= total ?
-                                  split_tokens(pk, o->body, o->body_len, &side_len) : 0;
+    i = total = 0;
+    for (const inf_obj *o; (o = next_sample(t, &i, &total));) {
+        size_t tl = split_tokens(pk, o->body, o->body_len, &side_len);
         if (tl) {        /* the dictionary is of the texts that will be compressed */
             memcpy(buf + len, pk->text, tl);
             len += tl;
@@ -157,6 +212,7 @@ size_t store_pack_train(store_pack *pk, const obj_table *t)
 {
     char dict[PACK_DICT_BYTES];
     const char *how = "";
+    pack_make_keep(pk, t);
     size_t d = pack_make_dict(pk, t, dict, sizeof dict, &how);
     if (d) {
         /* level 3's tables are sized for unknown inputs (220 KB of CDict); an object is a

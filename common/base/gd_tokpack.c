@@ -70,40 +70,6 @@ static size_t pack_token(const char *s, size_t len, bool hex, unsigned char *sid
     return n;
 }
 
-/* A run of base64 characters r[0..len): packed whole as base64 when it looks random (long,
- * with capitals, small letters and digits: a token, not a word or a path), else its long hex
- * stretches with letters and digits (digests, not numbers or words) are packed, the rest
- * copied. */
-static void split_run(const char *r, size_t len, char *text, size_t *tn, unsigned char *side,
-                      size_t *sn)
-{
-    unsigned char seen = 0;
-    for (size_t i = 0; i < len; i++)
-        seen |= cls[(unsigned char)r[i]];
-    if (len >= GD_TOKPACK_MIN && (seen & (C_UPPER | C_LOWER | C_DIGIT)) ==
-                                     (C_UPPER | C_LOWER | C_DIGIT)) {
-        text[(*tn)++] = GD_TOKPACK_B64;
-        *sn += pack_token(r, len, false, side + *sn);
-        return;
-    }
-    size_t i = 0;
-    while (i < len) {
-        size_t j = i;
-        unsigned char kinds = 0;
-        while (j < len && (cls[(unsigned char)r[j]] & C_HEX))
-            kinds |= cls[(unsigned char)r[j++]];
-        if (j - i >= GD_TOKPACK_MIN && (kinds & (C_LOWER | C_DIGIT)) == (C_LOWER | C_DIGIT)) {
-            text[(*tn)++] = GD_TOKPACK_HEX;
-            *sn += pack_token(r + i, j - i, true, side + *sn);
-        } else {
-            j = j > i ? j : i + 1;
-            memcpy(text + *tn, r + i, j - i);
-            *tn += j - i;
-        }
-        i = j;
-    }
-}
-
 /* s[0..n) starts with a lowercase UUID (8-4-4-4-12 hex digits) that no base64 character
  * follows: every object's metadata.uid and owner references. */
 static bool at_uuid(const char *s, size_t n)
@@ -133,36 +99,141 @@ static size_t pack_uuid(const char *s, unsigned char *side)
     return n;
 }
 
-size_t gd_tokpack_split(const char *in, size_t n, char *text, unsigned char *side,
-                        size_t *side_len)
+typedef struct {
+    size_t at, len;
+    char kind;                       /* GD_TOKPACK_HEX, _B64 or _UUID */
+} token;
+
+/* The next token of in at or after *pos (false: none left); *pos moves past it. Tokens:
+ * - a UUID at the start of a run of base64 characters;
+ * - a whole run that looks random (long, with capitals, small letters and digits: a key or
+ *   a certificate line, not a word or a path);
+ * - else, inside the run, a long hex stretch with letters and digits (a digest, not a
+ *   number or a word).
+ * The character after a backslash (a JSON escape: "\n") never starts a run. */
+static bool next_token(const char *in, size_t n, size_t *pos, token *t)
+{
+    size_t i = *pos;
+    while (i < n) {
+        unsigned char c = (unsigned char)in[i];
+        if (c == '\\') {
+            i += 2;
+            continue;
+        }
+        if (!(cls[c] & C_B64)) {
+            i++;
+            continue;
+        }
+        if (at_uuid(in + i, n - i)) {
+            *t = (token){i, GD_TOKPACK_UUID_CHARS, GD_TOKPACK_UUID};
+            *pos = i + GD_TOKPACK_UUID_CHARS;
+            return true;
+        }
+        size_t j = i;
+        unsigned char seen = 0;
+        while (j < n && (cls[(unsigned char)in[j]] & C_B64))
+            seen |= cls[(unsigned char)in[j++]];
+        if (j - i >= GD_TOKPACK_MIN &&
+            (seen & (C_UPPER | C_LOWER | C_DIGIT)) == (C_UPPER | C_LOWER | C_DIGIT)) {
+            *t = (token){i, j - i, GD_TOKPACK_B64};
+            *pos = j;
+            return true;
+        }
+        for (size_t k = i; k < j;) {
+            size_t e = k;
+            unsigned char kinds = 0;
+            while (e < j && (cls[(unsigned char)in[e]] & C_HEX))
+                kinds |= cls[(unsigned char)in[e++]];
+            if (e - k >= GD_TOKPACK_MIN && (kinds & (C_LOWER | C_DIGIT)) == (C_LOWER | C_DIGIT)) {
+                *t = (token){k, e - k, GD_TOKPACK_HEX};
+                *pos = e;
+                return true;
+            }
+            k = e > k ? e : k + 1;
+        }
+        i = j;
+    }
+    *pos = n;
+    return false;
+}
+
+uint64_t gd_tokpack_hash(const char *tok, size_t len)
+{
+    uint64_t h = 14695981039346656037ull;          /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)tok[i]) * 1099511628211ull;
+    return h;
+}
+
+size_t gd_tokpack_hashes(const char *in, size_t n, uint64_t *out, size_t max)
+{
+    init_tables();
+    size_t pos = 0, k = 0;
+    token t;
+    while (k < max && next_token(in, n, &pos, &t))
+        out[k++] = gd_tokpack_hash(in + t.at, t.len);
+    return k;
+}
+
+static bool kept(const gd_tokpack_keep *keep, uint64_t h)
+{
+    size_t lo = 0, hi = keep ? keep->n : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (keep->hash[mid] == h)
+            return true;
+        if (keep->hash[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* The index of an earlier packed token of in with t's characters, or -1. */
+static int earlier(const char *in, const token *packed, int npacked, const token *t)
+{
+    for (int k = 0; k < npacked; k++)
+        if (packed[k].len == t->len && !memcmp(in + packed[k].at, in + t->at, t->len))
+            return k;
+    return -1;
+}
+
+size_t gd_tokpack_split(const char *in, size_t n, const gd_tokpack_keep *keep, char *text,
+                        unsigned char *side, size_t *side_len)
 {
     init_tables();
     *side_len = 0;
     if (memchr(in, GD_TOKPACK_HEX, n) || memchr(in, GD_TOKPACK_B64, n) ||
-        memchr(in, GD_TOKPACK_UUID, n)) {
+        memchr(in, GD_TOKPACK_UUID, n) || memchr(in, GD_TOKPACK_REF, n)) {
         memcpy(text, in, n);
         return n;
     }
-    size_t tn = 0, sn = 0, i = 0;
-    while (i < n) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == '\\' && i + 1 < n) {   /* a JSON escape: "\n" is not the start of a token */
-            text[tn++] = in[i++];
-            text[tn++] = in[i++];
-        } else if (!(cls[c] & C_B64)) {
-            text[tn++] = in[i++];
-        } else if (at_uuid(in + i, n - i)) {
-            text[tn++] = GD_TOKPACK_UUID;
-            sn += pack_uuid(in + i, side + sn);
-            i += GD_TOKPACK_UUID_CHARS;
-        } else {
-            size_t j = i;
-            while (j < n && (cls[(unsigned char)in[j]] & C_B64))
-                j++;
-            split_run(in + i, j - i, text, &tn, side, &sn);
-            i = j;
+    token packed[GD_TOKPACK_REFS], t;
+    int npacked = 0;
+    size_t tn = 0, sn = 0, pos = 0, from = 0;
+    while (next_token(in, n, &pos, &t)) {
+        if (kept(keep, gd_tokpack_hash(in + t.at, t.len)))
+            continue;                       /* common to the kind: the dictionary has it */
+        memcpy(text + tn, in + from, t.at - from);
+        tn += t.at - from;
+        from = t.at + t.len;
+        int ref = earlier(in, packed, npacked, &t);
+        if (ref >= 0) {                     /* the same token again: a reference to it */
+            text[tn++] = GD_TOKPACK_REF;
+            sn += gd_tokpack_put_len(side + sn, (size_t)ref);
+            continue;
         }
+        if (npacked < GD_TOKPACK_REFS)
+            packed[npacked++] = t;
+        text[tn++] = t.kind;
+        if (t.kind == GD_TOKPACK_UUID)
+            sn += pack_uuid(in + t.at, side + sn);
+        else
+            sn += pack_token(in + t.at, t.len, t.kind == GD_TOKPACK_HEX, side + sn);
     }
+    memcpy(text + tn, in + from, n - from);
+    tn += n - from;
     *side_len = sn;
     return tn;
 }
@@ -207,6 +278,37 @@ static bool join_token(bool hex, const unsigned char *side, size_t side_len, siz
     return true;
 }
 
+/* A UUID's 16 bytes from side at *sp into out at *op; false when either is too short. */
+static bool join_uuid(const unsigned char *side, size_t side_len, size_t *sp, char *out,
+                      size_t out_len, size_t *op)
+{
+    if (side_len - *sp < 16 || out_len - *op < GD_TOKPACK_UUID_CHARS)
+        return false;
+    for (int k = 0; k < GD_TOKPACK_UUID_CHARS; k += 2) {
+        if (k == 8 || k == 13 || k == 18 || k == 23) {
+            out[(*op)++] = '-';
+            k++;
+        }
+        out[(*op)++] = hex_chars[side[*sp] >> 4];
+        out[(*op)++] = hex_chars[side[(*sp)++] & 15];
+    }
+    return true;
+}
+
+/* A reference (side: the index of an earlier packed token): that token's characters again. */
+static bool join_ref(const token *packed, int npacked, const unsigned char *side,
+                     size_t side_len, size_t *sp, char *out, size_t out_len, size_t *op)
+{
+    size_t k = 0;
+    int used = gd_tokpack_get_len(side + *sp, side_len - *sp, &k);
+    if (used < 0 || k >= (size_t)npacked || packed[k].len > out_len - *op)
+        return false;
+    *sp += (size_t)used;
+    memcpy(out + *op, out + packed[k].at, packed[k].len);
+    *op += packed[k].len;
+    return true;
+}
+
 int gd_tokpack_join(const char *text, size_t text_len, const unsigned char *side,
                     size_t side_len, char *out, size_t out_len)
 {
@@ -216,28 +318,28 @@ int gd_tokpack_join(const char *text, size_t text_len, const unsigned char *side
         memcpy(out, text, text_len);
         return 0;
     }
+    token packed[GD_TOKPACK_REFS];     /* where the packed tokens went in out, for references */
+    int npacked = 0;
     size_t sp = 0, op = 0;
     for (size_t i = 0; i < text_len; i++) {
         char c = text[i];
-        if (c == GD_TOKPACK_UUID) {
-            if (side_len - sp < 16 || out_len - op < GD_TOKPACK_UUID_CHARS)
-                return -1;
-            for (int k = 0; k < GD_TOKPACK_UUID_CHARS; k += 2) {
-                if (k == 8 || k == 13 || k == 18 || k == 23) {
-                    out[op++] = '-';
-                    k++;
-                }
-                out[op++] = hex_chars[side[sp] >> 4];
-                out[op++] = hex_chars[side[sp++] & 15];
-            }
-        } else if (c == GD_TOKPACK_HEX || c == GD_TOKPACK_B64) {
-            if (!join_token(c == GD_TOKPACK_HEX, side, side_len, &sp, out, out_len, &op))
-                return -1;
-        } else {
-            if (op == out_len)
-                return -1;
+        size_t at = op;
+        bool ok = true;
+        if (c == GD_TOKPACK_UUID)
+            ok = join_uuid(side, side_len, &sp, out, out_len, &op);
+        else if (c == GD_TOKPACK_HEX || c == GD_TOKPACK_B64)
+            ok = join_token(c == GD_TOKPACK_HEX, side, side_len, &sp, out, out_len, &op);
+        else if (c == GD_TOKPACK_REF)
+            ok = join_ref(packed, npacked, side, side_len, &sp, out, out_len, &op);
+        else if (op < out_len)
             out[op++] = c;
-        }
+        else
+            ok = false;
+        if (!ok)
+            return -1;
+        if ((c == GD_TOKPACK_UUID || c == GD_TOKPACK_HEX || c == GD_TOKPACK_B64) &&
+            npacked < GD_TOKPACK_REFS)
+            packed[npacked++] = (token){at, op - at, c};
     }
     return sp == side_len && op == out_len ? 0 : -1;
 }

@@ -15,23 +15,45 @@
 #ifndef GD_TOKPACK_H
 #define GD_TOKPACK_H
 #include <stddef.h>
+#include <stdint.h>
 
 enum {
     GD_TOKPACK_MIN = 16,          /* shorter runs stay in the text */
     GD_TOKPACK_HEX = 0x01,        /* the markers: bytes that valid JSON never holds raw */
     GD_TOKPACK_B64 = 0x02,
     GD_TOKPACK_UUID = 0x03,       /* a lowercase UUID: 16 bytes, no length */
+    GD_TOKPACK_REF = 0x04,        /* a token packed earlier in the same text, again */
     GD_TOKPACK_UUID_CHARS = 36,
+    GD_TOKPACK_REFS = 64,         /* the first this many packed tokens can be referred to */
 };
 
+/* Tokens to leave in the text: their gd_tokpack_hash, sorted ascending. Tokens that recur
+ * across the objects of a kind (one image digest in every Pod, the cluster's CA certificate
+ * in every namespace's kube-root-ca.crt) are better left to a dictionary, where they cost a
+ * match of a few bytes instead of their bits. A hash collision only keeps a token in the
+ * text: the split stays lossless. */
+typedef struct {
+    const uint64_t *hash;
+    size_t n;
+} gd_tokpack_keep;
+
 /* Splits in[0..n) into text (in with each packed token replaced by its marker byte) and
- * side (per token, in order: its length in characters as a varint, then its bits: 4 a hex
- * digit, 6 a base64 character, the last byte padded with zeros; a UUID's 16 bytes alone). text and side must each
- * have room for n bytes: neither can be longer than in. Returns the text's length. *side_len
- * is 0 when nothing was packed; the text is then in itself, also when in holds a marker byte
- * (which could not be told apart from one of ours). */
-size_t gd_tokpack_split(const char *in, size_t n, char *text, unsigned char *side,
-                        size_t *side_len);
+ * side, per token in order:
+ * - HEX or B64: its length in characters (a varint), then its bits (4 a hex digit, 6 a base64
+ *   character, the last byte padded with zeros);
+ * - UUID: its 16 bytes;
+ * - REF, a token equal to one packed before it in the same text: that one's index (a varint).
+ * Tokens in keep (may be NULL) stay in the text. text and side must each have room for n
+ * bytes: neither can be longer than in. Returns the text's length. *side_len is 0 when
+ * nothing was packed; the text is then in itself, also when in holds a marker byte (which
+ * could not be told apart from one of ours). */
+size_t gd_tokpack_split(const char *in, size_t n, const gd_tokpack_keep *keep, char *text,
+                        unsigned char *side, size_t *side_len);
+
+/* The hashes of the tokens of in that a split without a keep set would take out, in order
+ * (repeats included), at most max of them: their number. */
+size_t gd_tokpack_hashes(const char *in, size_t n, uint64_t *out, size_t max);
+uint64_t gd_tokpack_hash(const char *tok, size_t len);
 
 /* The inverse: writes exactly out_len bytes to out. With side_len 0 the text is copied as
  * it is. Returns 0, or -1 when text and side do not make exactly out_len bytes (a marker

@@ -2,7 +2,8 @@
  * on every object body the API server sends before compressing it.
  *
  * Part 1: any input splits into a text and a side no longer than it, and joins back to
- * exactly the input (a lossy split would corrupt a cached object without a word).
+ * exactly the input (a lossy split would corrupt a cached object without a word), with no
+ * keep set and with one that keeps some of its tokens in the text.
  * Part 2: the input read as a stored frame's text and side (cut at its first byte's value):
  * a join of garbage may fail, but never writes past the output or reads past the side, and
  * when it succeeds it wrote exactly the bytes asked for. */
@@ -12,6 +13,12 @@
 #include "fuzz_util.h"
 #include "gd_tokpack.h"
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *in = (const char *)data;
@@ -19,11 +26,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned char *side = malloc(size + 1);
     if (!text || !back || !side)
         abort();
-    size_t side_len = 0, tn = gd_tokpack_split(in, size, text, side, &side_len);
-    if (tn > size || side_len > size)
-        abort();
-    if (gd_tokpack_join(text, tn, side, side_len, back, size) != 0 || memcmp(back, in, size))
-        abort();
+    /* without a keep set, then keeping every other token the input has */
+    uint64_t h[64];
+    size_t nh = gd_tokpack_hashes(in, size, h, 64), nk = 0;
+    for (size_t i = 0; i < nh; i += 2)
+        h[nk++] = h[i];
+    qsort(h, nk, sizeof *h, cmp_u64);
+    gd_tokpack_keep keep = {h, nk};
+    for (int pass = 0; pass < 2; pass++) {
+        size_t side_len = 0,
+               tn = gd_tokpack_split(in, size, pass ? &keep : NULL, text, side, &side_len);
+        if (tn > size || side_len > size)
+            abort();
+        if (gd_tokpack_join(text, tn, side, side_len, back, size) != 0 ||
+            memcmp(back, in, size))
+            abort();
+    }
     free(text);
     free(back);
     free(side);

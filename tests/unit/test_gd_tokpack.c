@@ -21,7 +21,7 @@ typedef struct {
 static split_t split_ok(const char *s, size_t n)
 {
     split_t r = {malloc(n + 1), malloc(n + 1), 0, 0};
-    r.tn = gd_tokpack_split(s, n, r.text, r.side, &r.sn);
+    r.tn = gd_tokpack_split(s, n, NULL, r.text, r.side, &r.sn);
     assert_true(r.tn <= n);
     assert_true(r.sn <= n);
     char *back = malloc(n + 1);
@@ -72,6 +72,50 @@ static void test_packs_digests_and_keys(void **state)
     split_free(&r);
 }
 
+/* A token seen again in the same text is a reference to the first copy; a token in the
+ * keep set stays in the text. */
+static void test_repeats_and_keep(void **state)
+{
+    (void)state;
+    const char *digest = "0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31";
+    const char *uid = "26241f2c-4798-4a5a-8e7c-b9b2d58f1079";
+    char s[512];
+    int n = snprintf(s, sizeof s, "{\"image\":\"r@sha256:%s\",\"uid\":\"%s\",\"imageID\":"
+                     "\"r@sha256:%s\",\"owner\":\"%s\"}", digest, uid, digest, uid);
+    split_t r = split_ok(s, (size_t)n);
+    assert_int_equal(count_byte(r.text, r.tn, GD_TOKPACK_HEX), 1);
+    assert_int_equal(count_byte(r.text, r.tn, GD_TOKPACK_UUID), 1);
+    assert_int_equal(count_byte(r.text, r.tn, GD_TOKPACK_REF), 2);
+    /* the digest (1 + 32 bytes), the uid (16), and a one-byte index for each copy */
+    assert_int_equal(r.sn, 1 + 32 + 16 + 1 + 1);
+    split_free(&r);
+
+    uint64_t h[2] = {gd_tokpack_hash(digest, strlen(digest)), gd_tokpack_hash(uid, strlen(uid))};
+    if (h[0] > h[1]) {
+        uint64_t x = h[0];
+        h[0] = h[1];
+        h[1] = x;
+    }
+    gd_tokpack_keep keep = {h, 2};
+    char text[512], back[512];
+    unsigned char side[512];
+    size_t sn = 1;
+    size_t tn = gd_tokpack_split(s, (size_t)n, &keep, text, side, &sn);
+    assert_int_equal(sn, 0);                    /* both kept: the text is the input */
+    assert_int_equal(tn, (size_t)n);
+    assert_memory_equal(text, s, tn);
+    keep.n = 0;
+    tn = gd_tokpack_split(s, (size_t)n, &keep, text, side, &sn);
+    assert_true(sn > 0);
+    assert_int_equal(gd_tokpack_join(text, tn, side, sn, back, (size_t)n), 0);
+    assert_memory_equal(back, s, (size_t)n);
+    /* the hashes a split would take out, repeats included */
+    uint64_t got[8];
+    assert_int_equal(gd_tokpack_hashes(s, (size_t)n, got, 8), 4);
+    assert_int_equal(gd_tokpack_hashes(s, (size_t)n, got, 3), 3);
+    assert_true(got[0] == got[2] && got[1] != got[0]);
+}
+
 static void test_leaves_words_paths_numbers(void **state)
 {
     (void)state;
@@ -116,7 +160,7 @@ static void test_random_round_trips(void **state)
                                   "Aa0+/=\\n\" .", "abcdefghijklmnopqrstuvwxyz0123456789/_"};
     uint64_t x = 88172645463325252ull;
     char buf[4096];
-    size_t packed = 0;
+    size_t packed = 0, refs = 0;
     for (int iter = 0; iter < 3000; iter++) {
         size_t n = rnd(&x) % sizeof buf;
         for (size_t i = 0; i < n;) {
@@ -129,6 +173,12 @@ static void test_random_round_trips(void **state)
                 i += 36;
                 continue;
             }
+            if (rnd(&x) % 9 == 0 && i > 100) {      /* a stretch seen before: repeats */
+                size_t from = rnd(&x) % (i - 90), len = 16 + rnd(&x) % 70;
+                for (; len && i < n; len--)
+                    buf[i++] = buf[from++];
+                continue;
+            }
             const char *a = alpha[rnd(&x) % 6];
             size_t run = 1 + rnd(&x) % 200, al = strlen(a);
             for (; run && i < n; run--)
@@ -136,9 +186,11 @@ static void test_random_round_trips(void **state)
         }
         split_t r = split_ok(buf, n);
         packed += r.sn > 0;
+        refs += count_byte(r.text, r.tn, GD_TOKPACK_REF) > 0;
         split_free(&r);
     }
     assert_true(packed > 1000);     /* the round trips did exercise the packing */
+    assert_true(refs > 300);        /* and references to repeated tokens */
 }
 
 static void test_corrupt_input_refused(void **state)
@@ -168,6 +220,10 @@ static void test_corrupt_input_refused(void **state)
     memcpy(text, r.text, r.tn);
     text[r.tn] = GD_TOKPACK_B64;
     assert_int_equal(gd_tokpack_join(text, r.tn + 1, r.side, r.sn, out, n), -1);
+    /* a reference to a token that was never packed */
+    char refd[4] = {'a', GD_TOKPACK_REF, 'b', 0};
+    unsigned char zero = 0;
+    assert_int_equal(gd_tokpack_join(refd, 3, &zero, 1, out, 2 + 16), -1);
     /* no side: the text must be the whole output */
     assert_int_equal(gd_tokpack_join(s, n, NULL, 0, out, n - 1), -1);
     assert_int_equal(gd_tokpack_join(s, n, NULL, 0, out, n), 0);
@@ -178,6 +234,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packs_digests_and_keys),
+        cmocka_unit_test(test_repeats_and_keep),
         cmocka_unit_test(test_leaves_words_paths_numbers),
         cmocka_unit_test(test_input_with_marker_bytes_is_kept),
         cmocka_unit_test(test_random_round_trips),
