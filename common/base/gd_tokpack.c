@@ -177,7 +177,7 @@ size_t gd_tokpack_hashes(const char *in, size_t n, uint64_t *out, size_t max)
 
 static bool kept(const gd_tokpack_keep *keep, uint64_t h)
 {
-    size_t lo = 0, hi = keep ? keep->n : 0;
+    size_t lo = 0, hi = keep->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (keep->hash[mid] == h)
@@ -213,7 +213,7 @@ size_t gd_tokpack_split(const char *in, size_t n, const gd_tokpack_keep *keep, c
     int npacked = 0;
     size_t tn = 0, sn = 0, pos = 0, from = 0;
     while (next_token(in, n, &pos, &t)) {
-        if (kept(keep, gd_tokpack_hash(in + t.at, t.len)))
+        if (keep && keep->n && kept(keep, gd_tokpack_hash(in + t.at, t.len)))
             continue;                       /* common to the kind: the dictionary has it */
         memcpy(text + tn, in + from, t.at - from);
         tn += t.at - from;
