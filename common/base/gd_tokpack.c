@@ -38,6 +38,18 @@ static void init_tables(void)
     pthread_once(&once, fill_tables);
 }
 
+/* A lowercase hex digit's value (the caller checked it is one). */
+static int hex_value(char c)
+{
+    return c <= '9' ? c - '0' : c - 'a' + 10;
+}
+
+/* Where a UUID (8-4-4-4-12) has its dashes. */
+static bool uuid_dash_at(int i)
+{
+    return i == 8 || i == 13 || i == 18 || i == 23;
+}
+
 size_t gd_tokpack_put_len(unsigned char *p, size_t v)
 {
     size_t n = 0;
@@ -57,7 +69,7 @@ static size_t pack_token(const char *s, size_t len, bool hex, unsigned char *sid
     int bits = 0, width = hex ? 4 : 6;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        int v = hex ? (c <= '9' ? c - '0' : c - 'a' + 10) : b64_value[c];
+        int v = hex ? hex_value((char)c) : b64_value[c];
         acc = (acc << width) | (uint32_t)v;
         bits += width;
         while (bits >= 8) {
@@ -78,7 +90,7 @@ static bool at_uuid(const char *s, size_t n)
         (n > GD_TOKPACK_UUID_CHARS && (cls[(unsigned char)s[GD_TOKPACK_UUID_CHARS]] & C_B64)))
         return false;
     for (int i = 0; i < GD_TOKPACK_UUID_CHARS; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        bool dash = uuid_dash_at(i);
         if (dash ? s[i] != '-' : !(cls[(unsigned char)s[i]] & C_HEX))
             return false;
     }
@@ -92,9 +104,7 @@ static size_t pack_uuid(const char *s, unsigned char *side)
     for (int i = 0; i < GD_TOKPACK_UUID_CHARS; i += 2) {
         if (s[i] == '-')
             i++;
-        int hi = s[i] <= '9' ? s[i] - '0' : s[i] - 'a' + 10;
-        int lo = s[i + 1] <= '9' ? s[i + 1] - '0' : s[i + 1] - 'a' + 10;
-        side[n++] = (unsigned char)(hi << 4 | lo);
+        side[n++] = (unsigned char)(hex_value(s[i]) << 4 | hex_value(s[i + 1]));
     }
     return n;
 }
@@ -199,13 +209,21 @@ static int earlier(const char *in, const token *packed, int npacked, const token
     return -1;
 }
 
+/* in holds one of our marker bytes (0x01-0x04): one pass, not one memchr a marker. */
+static bool has_marker(const char *in, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)(in[i] - GD_TOKPACK_HEX) <= GD_TOKPACK_REF - GD_TOKPACK_HEX)
+            return true;
+    return false;
+}
+
 size_t gd_tokpack_split(const char *in, size_t n, const gd_tokpack_keep *keep, char *text,
                         unsigned char *side, size_t *side_len)
 {
     init_tables();
     *side_len = 0;
-    if (memchr(in, GD_TOKPACK_HEX, n) || memchr(in, GD_TOKPACK_B64, n) ||
-        memchr(in, GD_TOKPACK_UUID, n) || memchr(in, GD_TOKPACK_REF, n)) {
+    if (has_marker(in, n)) {
         memcpy(text, in, n);
         return n;
     }
@@ -285,7 +303,7 @@ static bool join_uuid(const unsigned char *side, size_t side_len, size_t *sp, ch
     if (side_len - *sp < 16 || out_len - *op < GD_TOKPACK_UUID_CHARS)
         return false;
     for (int k = 0; k < GD_TOKPACK_UUID_CHARS; k += 2) {
-        if (k == 8 || k == 13 || k == 18 || k == 23) {
+        if (uuid_dash_at(k)) {
             out[(*op)++] = '-';
             k++;
         }
