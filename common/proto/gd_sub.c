@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "gd_hoptrace.h"
 #include "gd_json.h"
 #include "gd_log.h"
@@ -21,6 +22,7 @@ void gd_sub_opts_default(gd_sub_opts *o)
     o->rcvhwm = 100000;
     o->snapshot_timeout_ms = 10000;
     o->max_batch = 1000;
+    o->wake_fd = -1;
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -412,9 +414,21 @@ static gd_err dispatch(gd_sub *s)
 
 gd_err gd_sub_poll(gd_sub *s, int timeout_ms)
 {
-    zmq_pollitem_t pi = {.socket = s->sub, .events = ZMQ_POLLIN};
-    if (zmq_poll(&pi, 1, timeout_ms) < 0 && errno != EINTR)
+    zmq_pollitem_t pi[2] = {
+        {.socket = s->sub, .events = ZMQ_POLLIN},
+        {.fd = s->o.wake_fd, .events = ZMQ_POLLIN},
+    };
+    int n = s->o.wake_fd >= 0 ? 2 : 1;
+    int64_t due = gd_sub_retry_in(s);     /* a pending snapshot is retried on time */
+    if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
+        timeout_ms = (int)due;
+    if (zmq_poll(pi, n, timeout_ms) < 0 && errno != EINTR)
         return GD_ERR_ZMQ;
+    if (n == 2 && (pi[1].revents & ZMQ_POLLIN)) {
+        uint64_t v;
+        ssize_t r = read(s->o.wake_fd, &v, sizeof v);   /* (an eventfd reads as one count) */
+        (void)r;
+    }
     return dispatch(s);
 }
 

@@ -101,6 +101,10 @@ typedef struct {
      * gd_sub_set_shards/gd_sub_poll give up within ~100 ms (GD_ERR_CANCELLED), so a
      * stopping process is not held up by an informer that is not synced yet. */
     const atomic_bool *stop;
+    /* >= 0: a file descriptor (an eventfd) the owner writes to end a gd_sub_poll wait early,
+     * e.g. on a new follow set or when stopping; gd_sub_poll reads it empty. -1 (the
+     * default): none. Borrowed. */
+    int wake_fd;
     /* tcp:// endpoints (remote workers, PROTOCOL.md §3.2): the client's key pair and the
      * server's public key (both copied); ipc:// needs neither. */
     const gd_curve_keys *curve;
@@ -122,9 +126,10 @@ gd_err gd_sub_set_shards(gd_sub *s, const int *shards, size_t n);
 /* Follows every topic (all shards and broadcast), e.g. for Nodes or for the manager. */
 gd_err gd_sub_set_all(gd_sub *s);
 
-/* Waits up to timeout_ms for messages, applies those received (up to max_batch), repairs
- * any gap found (synchronous snapshot) and retries a pending snapshot. Returns GD_OK, or the
- * error of a failed snapshot (the caller just keeps calling; the gap stays pending). */
+/* Waits up to timeout_ms for messages (less when a snapshot retry falls due sooner; a write
+ * to wake_fd ends the wait), applies those received (up to max_batch), repairs any gap found
+ * (synchronous snapshot) and retries a pending snapshot. Returns GD_OK, or the error of a
+ * failed snapshot (the caller just keeps calling; the gap stays pending). */
 gd_err gd_sub_poll(gd_sub *s, int timeout_ms);
 
 /* True once a SYNCED was seen (or a snapshot said the informer had synced) and no snapshot

@@ -76,6 +76,9 @@ void   gd_sub_snap_result_clear(snap_result *r);
 int    gd_sub_snap_reply(gd_sub *s, frames *f, snap_result *r);
 void   gd_sub_apply_snapshot(gd_sub *s, const bool *want, snap_result *r);
 gd_err gd_sub_resnapshot(gd_sub *s);
+/* Milliseconds until gd_sub_resnapshot has a snapshot to retry (0: now), -1 when none is
+ * pending: how long gd_sub_poll may sleep. */
+int64_t gd_sub_retry_in(const gd_sub *s);
 void   gd_sub_close_dealer(gd_sub *s);
 bool   gd_sub_stopping(const gd_sub *s);
 /* zmq_poll of one socket for up to ms, in slices so the owner's stop flag is seen. */

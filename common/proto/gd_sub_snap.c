@@ -259,16 +259,31 @@ void gd_sub_apply_snapshot(gd_sub *s, const bool *want, snap_result *r)
     }
 }
 
-/* Snapshot of every followed topic that needs one, diffed into the replica. */
-gd_err gd_sub_resnapshot(gd_sub *s)
+/* The followed topics that need a snapshot (no base yet, or a gap); false: none. */
+static bool snap_wanted(const gd_sub *s, bool want[NTOPICS])
 {
-    bool want[NTOPICS];
     bool any = false;
     for (int i = 0; i < NTOPICS; i++) {
         want[i] = s->follow[i] && (!s->base[i] || s->resnap[i]);
         any = any || want[i];
     }
-    if (!any)
+    return any;
+}
+
+int64_t gd_sub_retry_in(const gd_sub *s)
+{
+    bool want[NTOPICS];
+    if (!snap_wanted(s, want))
+        return -1;
+    int64_t left = s->next_snap_ms - gd_mono_ms();
+    return left > 0 ? left : 0;
+}
+
+/* Snapshot of every followed topic that needs one, diffed into the replica. */
+gd_err gd_sub_resnapshot(gd_sub *s)
+{
+    bool want[NTOPICS];
+    if (!snap_wanted(s, want))
         return GD_OK;
     if (gd_mono_ms() < s->next_snap_ms)
         return GD_ERR_TIMEOUT;
@@ -283,8 +298,10 @@ gd_err gd_sub_resnapshot(gd_sub *s)
     if (gd_sub_stopping(s))
         return GD_ERR_CANCELLED;
     snap_result r = {.items = gd_map_new(gd_sub_snap_item_free)};
-    if (!r.items)
+    if (!r.items) {
+        s->next_snap_ms = gd_mono_ms() + 1000;   /* (gd_sub_poll must not spin on it) */
         return GD_ERR_NOMEM;
+    }
     gd_err e = fetch_snapshot(s, want, &r);
     if (e == GD_ERR_CANCELLED) {
         gd_sub_snap_result_clear(&r);

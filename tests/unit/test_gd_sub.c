@@ -7,7 +7,9 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <zmq.h>
@@ -554,6 +556,46 @@ static void test_bad_opts(void **state)
     zmq_ctx_term(z);
 }
 
+/* gd_sub_poll sleeps until a message, a snapshot retry falling due, or a write to its
+ * wake_fd: each of the last two ends a 60 s wait (a worker's subscriber threads sleep in
+ * it; they polled every 50 ms before). */
+static void test_wake_fd_and_retry(void **state)
+{
+    (void)state;
+    gd_sub_opts o;
+    gd_sub_opts_default(&o);
+    assert_int_equal(o.wake_fd, -1);                /* none unless asked: not stdin */
+    void *z = zmq_ctx_new();
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    assert_true(fd >= 0);
+    o.pub_endpoint = "inproc://nobody.pub";
+    o.snap_endpoint = "inproc://nobody.snap";
+    o.snapshot_timeout_ms = 100;
+    o.wake_fd = fd;
+    gd_sub *s = gd_sub_new(z, &o);
+    assert_non_null(s);
+    /* nothing followed, so nothing falls due: only the wake-up ends the wait */
+    const uint64_t one = 1;
+    assert_int_equal(write(fd, &one, sizeof one), sizeof one);
+    int64_t t0 = gd_mono_ms();
+    assert_int_equal(gd_sub_poll(s, 60000), GD_OK);
+    assert_true(gd_mono_ms() - t0 < 30000);
+    uint64_t v;
+    assert_int_equal(read(fd, &v, sizeof v), -1);   /* read empty by the poll */
+    assert_int_equal(errno, EAGAIN);
+    /* no informer: the snapshot fails, and is retried 1 s later, inside this wait */
+    assert_int_equal(gd_sub_set_all(s), GD_ERR_TIMEOUT);
+    t0 = gd_mono_ms();
+    gd_sub_poll(s, 60000);
+    assert_true(gd_mono_ms() - t0 < 30000);
+    gd_sub_stats st;
+    gd_sub_get_stats(s, &st);
+    assert_int_equal(st.snapshot_failures, 2);
+    gd_sub_destroy(&s);
+    close(fd);
+    zmq_ctx_term(z);
+}
+
 int main(void)
 {
     srand(42);
@@ -568,6 +610,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resync, setup_resync, teardown),
         cmocka_unit_test_setup_teardown(test_resync_restamps_cache, setup_resync, teardown),
         cmocka_unit_test(test_bad_opts),
+        cmocka_unit_test(test_wake_fd_and_retry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,7 @@ static gd_err setup_controllers(worker *w)
 static void teardown(worker *w)
 {
     atomic_store(&w->subs_stop, true);
+    worker_wake_subs(w);
     for (int i = 0; i < w->nsubs; i++)
         if (w->subs[i].running)
             pthread_join(w->subs[i].th, NULL);
@@ -126,8 +127,10 @@ static void teardown(worker *w)
         controller_destroy(&w->ctrls[i]);
     if (w->set && w->set->fini)
         w->set->fini(w->set_ud);
-    for (int i = 0; i < w->nsubs; i++)
+    for (int i = 0; i < w->nsubs; i++) {
         gd_sub_destroy(&w->subs[i].sub);
+        close(w->subs[i].wake_fd);
+    }
     if (w->control)
         zmq_close(w->control);
     cache_destroy(&w->cache);

@@ -36,7 +36,12 @@ typedef struct {
     atomic_bool synced;
     char ipc_path[256];             /* the PUB socket's file, to tell "no informer" */
     bool absent_logged;
+    int wake_fd;                    /* eventfd: a new follow set, or stop (worker_wake_subs) */
 } sub_slot;
+
+/* Ends every subscriber thread's wait at once (they sleep in gd_sub_poll until a message,
+ * a snapshot retry or this): after a new follow set, or when stopping. */
+void worker_wake_subs(worker *w);
 
 typedef struct {
     uint64_t seq;

@@ -28,7 +28,7 @@ static void follow_set(worker *w, int *out, int *n)
             out[(*n)++] = i;
 }
 
-/* Publishes the follow set; the subscriber threads pick it up within one poll. */
+/* Publishes the follow set and wakes the subscriber threads to pick it up. */
 void worker_refollow(worker *w)
 {
     int shards[GD_NSHARDS], n;
@@ -39,6 +39,7 @@ void worker_refollow(worker *w)
         w->follow[shards[i]] = true;
     atomic_fetch_add(&w->follow_gen, 1);
     pthread_mutex_unlock(&w->follow_mu);
+    worker_wake_subs(w);
 }
 
 void worker_start_loading(worker *w, const int *shards, int n, cJSON **pending)
