@@ -13,6 +13,16 @@
 #                             in this run, created again all at t=0 on a fresh control plane,
 #                             until every pod is Ready. What the control plane alone needs;
 #                             no operator can converge faster here. CONVERGE_FLOOR=0 skips it.
+#   converge_floor_writes_100x3_s  the floor plus every other request the operator sends for
+#                             a cluster, from converge_floor.py --operator-writes with no
+#                             operator process (its GodisClusters, 2 status writes each, 3
+#                             Godis with a status write each as its pod turns Ready, the PDB
+#                             and the Event; children owned as the operator owns them), until
+#                             every cluster's final status write returned: what the
+#                             operator's objects cost the control plane, without the
+#                             operator's own CPU. Between the floor and converge_100x3_s: the
+#                             part of the gap no operator with these objects can remove.
+#                             CONVERGE_FLOOR_WRITES=0 skips it.
 #
 # The request count comes from the API server itself, the neutral referee: the operator runs
 # under its own ServiceAccount token (default/godis-bench-operator-<pid>, bound to
@@ -219,13 +229,15 @@ cleanup() {
   if [ -n "${KUBE_APISERVER:-}" ]; then
     delete_namespace "$NS"
     delete_namespace "$NS-floor"
+    delete_namespace "$NS-floorw"
     api DELETE /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas/$USER_CN >/dev/null 2>&1 || true
     api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/$USER_CN >/dev/null 2>&1 || true
     api DELETE /api/v1/namespaces/default/serviceaccounts/$USER_CN >/dev/null 2>&1 || true
   fi
   mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json \
     "$W"/*.log "$W"/apiserver.goroutines \
-    "$W"/audit_mix "$W"/floor_audit_mix "$W"/phases "$W"/floor_phases "$W"/events "$W"/floor_events "$KEEP"/ 2>/dev/null || true
+    "$W"/audit_mix "$W"/floor_audit_mix "$W"/phases "$W"/floor_phases "$W"/events "$W"/floor_events \
+    "$W"/floor_writes_audit_mix "$W"/floor_writes_phases "$W"/floor_writes_events "$KEEP"/ 2>/dev/null || true
   tools/devcluster down >/dev/null 2>&1 || true
   rm -rf "$W"
 }
@@ -473,9 +485,12 @@ save_templates() {
   local sel="labelSelector=cluster-name%3Dbench-000" k
   { api GET "/api/v1/namespaces/$NS/configmaps/bench-000-config"
     for k in api/v1/namespaces/$NS/services api/v1/namespaces/$NS/persistentvolumeclaims \
-             apis/apps/v1/namespaces/$NS/replicasets; do
+             apis/apps/v1/namespaces/$NS/replicasets apis/policy/v1beta1/namespaces/$NS/poddisruptionbudgets \
+             apis/kumkeehyun.github.com/v1/namespaces/$NS/godises; do
       api GET "/$k?$sel" | jq -c --arg kind "$k" '{list: ($kind | split("/") | last), items: .items}'
     done
+    api GET "/apis/kumkeehyun.github.com/v1/namespaces/$NS/godisclusters/bench-000" |
+      jq -c '{list: "godisclusters", items: [.]}'
   } | jq -s --arg ns "$NS" '
       (.[1:] | map({(.list): .items}) | add) as $l |
       def kinded($k; $v): map(. + {kind: $k, apiVersion: $v});
@@ -485,27 +500,52 @@ save_templates() {
       {cluster: "bench-000", namespace: $ns, configmap: (.[0] + {kind: "ConfigMap", apiVersion: "v1"}),
        members: [$svc[] | .metadata.labels["node-name"] as $m |
          [., ($pvc[] | select(.metadata.labels["node-name"] == $m)),
-             ($rs[] | select(.metadata.labels["node-name"] == $m))]]}' >"$W/children.json"
+             ($rs[] | select(.metadata.labels["node-name"] == $m))]],
+       # (for the floor with the operator'"'"'s writes: the cluster, its members in the order
+       # above, with the statuses the operator wrote, and its PodDisruptionBudget)
+       godiscluster: $l.godisclusters[0],
+       godises: [$svc[] | .metadata.labels["node-name"] as $m | $l.godises[] | select(.metadata.name == $m)],
+       pdb: ($l.poddisruptionbudgets | kinded("PodDisruptionBudget"; "policy/v1beta1") | .[0])}' >"$W/children.json"
 }
+# floor_run PREFIX NS [--operator-writes] — one floor measurement on a fresh control plane:
+# prints converge_floor.py's result line; its CPU seconds, phases, Events and audit mix go to
+# stderr and to $W/PREFIX_* (PREFIX floor: the children alone; floor_writes: the children and
+# every other request the operator sends, from a script, with no operator process: the
+# control plane's share of the operator's cost, apart from the operator's own CPU).
+floor_run() {
+  local pre=$1 ns=$2 out; shift 2
+  fresh_devcluster
+  local_volumes
+  if [ "$#" -gt 0 ]; then   # the operator's objects: its CRDs, as in the measured run
+    bin/godisctl apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml >/dev/null
+    gc_knows_crds
+  fi
+  cpu_all >"$W/${pre}_cpu0"
+  out=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$ns" \
+    --count "$COUNT" --timeout "$TIMEOUT" "$@") || log "converge_floor.py $* failed: ${out:-no result}"
+  cpu_all >"$W/${pre}_cpu1"
+  log "$pre result: ${out:-none}"
+  log "$pre CPU seconds during its run (the machine is CPU bound in both: the difference in total is what the operator costs the control plane and itself):"
+  cpu_delta "$W/${pre}_cpu0" "$W/${pre}_cpu1" >&2
+  NS="$ns" phases >"$W/${pre}_phases" 2>/dev/null && sed "s/^/$pre /" "$W/${pre}_phases" >&2 || true
+  NS="$ns" event_reasons >"$W/${pre}_events" 2>/dev/null && sed "s/^/$pre /" "$W/${pre}_events" >&2 || true
+  cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/$pre-audit.log" 2>/dev/null || true
+  python3 tools/bench/audit_mix.py --audit "$W/$pre-audit.log" --user admin --namespace "$ns" \
+    --clusters "$COUNT" --timeline 1 >"$W/${pre}_audit_mix" 2>&1 || true
+  delete_namespace "$ns"
+  printf '%s\n' "$out"
+}
+floor=
+floor_writes=
 if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   stop_manager
   delete_namespace "$NS"
   log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py), on a fresh control plane"
-  fresh_devcluster
-  local_volumes
-  cpu_all >"$W/floor_cpu0"
-  floor=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$NS-floor" \
-    --count "$COUNT" --timeout "$TIMEOUT") || log "converge_floor.py failed: ${floor:-no result}"
-  cpu_all >"$W/floor_cpu1"
-  log "floor result: ${floor:-none}"
-  log "floor CPU seconds during its run (the machine is CPU bound in both: the difference in total is what the operator costs the control plane and itself):"
-  cpu_delta "$W/floor_cpu0" "$W/floor_cpu1" >&2
-  NS="$NS-floor" phases >"$W/floor_phases" 2>/dev/null && sed 's/^/floor /' "$W/floor_phases" >&2 || true
-  NS="$NS-floor" event_reasons >"$W/floor_events" 2>/dev/null && sed 's/^/floor /' "$W/floor_events" >&2 || true
-  cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/floor-audit.log" 2>/dev/null || true
-  python3 tools/bench/audit_mix.py --audit "$W/floor-audit.log" --user admin --namespace "$NS-floor" \
-    --clusters "$COUNT" --timeline 1 >"$W/floor_audit_mix" 2>&1 || true
-  delete_namespace "$NS-floor"
+  floor=$(floor_run floor "$NS-floor")
+  if [ "${CONVERGE_FLOOR_WRITES:-1}" = 1 ]; then
+    log "floor_writes: the children and the operator's other requests (its objects, statuses, PDB, Event) sent by converge_floor.py --operator-writes, no operator process, on a fresh control plane"
+    floor_writes=$(floor_run floor_writes "$NS-floorw" --operator-writes)
+  fi
 fi
 
 mkdir -p "$(dirname "$OUT")"
@@ -528,5 +568,11 @@ if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
     --arg name "converge_floor_${TAG}_s" \
     '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f +
      {note: "no operator: the same ConfigMaps, Services, PVCs and ReplicaSets created at t=0 from 16 threads, until every pod is Ready; what the control plane alone needs"}' -n | tee -a "$OUT"
+fi
+if [ -n "$floor_writes" ] && [ "$(jq -r '.floor_s' <<<"$floor_writes")" != null ]; then
+  jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" \
+    --arg name "converge_floor_writes_${TAG}_s" \
+    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f +
+     {note: "no operator process: the floor plus every other request the operator sends for a cluster (GodisCluster and its 2 status writes, 3 Godis and their status writes, PDB, Event; children owned as the operator owns them) from converge_floor.py --operator-writes, until every final status write returned; what the operator costs the control plane, without its own CPU"}' -n | tee -a "$OUT"
 fi
 exit "$rc"

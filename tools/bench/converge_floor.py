@@ -15,6 +15,15 @@ pods until COUNT x members are Ready and prints one JSON line:
 
     {"floor_s": .., "created_s": .., "objects": .., "ready_pods": .., "expected_pods": ..}
 
+With --operator-writes the same control plane also gets every other request the operator
+sends for a converged cluster (the audit log's list, exactly: its GodisCluster, the
+GodisCluster's two status writes, three Godis and their status writes as each pod turns
+Ready, the PodDisruptionBudget and the one Event, the children owned as the operator owns
+them), from this script, with no operator process running: what the control plane needs
+for the operator's objects, apart from the operator's own CPU. floor_s then ends when the
+last cluster's final status write returned (the operator's convergence), and the templates
+must hold the cluster's objects too (converge.sh saves them: godiscluster, godises, pdb).
+
 floor_s is from the first create until the last pod turned Ready (as seen on the watch);
 created_s until the last create returned. Uses $KUBECONFIG's admin certificate like the
 rest of the benchmark (DEVCLUSTER_DIR/pki). Exit 0 when every pod got Ready, 1 on timeout,
@@ -72,8 +81,19 @@ class Api:
 
 
 PATHS = {"ConfigMap": "configmaps", "Service": "services",
-         "PersistentVolumeClaim": "persistentvolumeclaims", "ReplicaSet": "replicasets"}
-GROUPS = {"ReplicaSet": "/apis/apps/v1"}
+         "PersistentVolumeClaim": "persistentvolumeclaims", "ReplicaSet": "replicasets",
+         "GodisCluster": "godisclusters", "Godis": "godises",
+         "PodDisruptionBudget": "poddisruptionbudgets", "Event": "events"}
+GROUPS = {"ReplicaSet": "/apis/apps/v1", "GodisCluster": "/apis/kumkeehyun.github.com/v1",
+          "Godis": "/apis/kumkeehyun.github.com/v1"}
+
+
+def path_of(ns, kind, name=None, sub=None):
+    """The collection (or, with NAME, the object; with SUB, its subresource) of KIND in NS."""
+    p = f"{GROUPS.get(kind, '/api/v1')}/namespaces/{ns}/{PATHS[kind]}"
+    if kind == "PodDisruptionBudget":
+        p = p.replace("/api/v1/", "/apis/policy/v1beta1/")
+    return p + (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
 
 
 def clean(obj):
@@ -87,6 +107,8 @@ def clean(obj):
             out[k] = obj[k]
     if obj["kind"] == "PersistentVolumeClaim":
         out["spec"].pop("volumeName", None)
+    if "status" in obj and obj["kind"] in ("GodisCluster", "Godis"):
+        out["status"] = obj["status"]    # what the replayed status writes send
     if obj["kind"] == "Service":
         out["spec"].pop("clusterIPs", None)   # headless: clusterIP None stays
     if obj["kind"] == "ReplicaSet":
@@ -113,18 +135,122 @@ def load_templates(path):
 def instantiate(t, ns, name):
     """The template cluster's objects for cluster NAME in NS: the old cluster name and
     namespace are replaced everywhere (names, labels, the initial-cluster addresses)."""
-    text = json.dumps({"cm": clean(t["configmap"]),
-                       "members": [[clean(o) for o in m] for m in t["members"]]})
-    text = text.replace(t["namespace"], ns).replace(t["cluster"], name)
+    objs = {"cm": clean(t["configmap"]),
+            "members": [[clean(o) for o in m] for m in t["members"]]}
+    for k in ("godiscluster", "pdb"):
+        if k in t:
+            objs[k] = clean(t[k])
+    if "godises" in t:
+        objs["godises"] = [clean(o) for o in t["godises"]]
+    text = json.dumps(objs).replace(t["namespace"], ns).replace(t["cluster"], name)
     return json.loads(text)
 
 
-def create_all(api, ns, t, count, threads):
+def owned_by(obj, owner):
+    """OBJ with OWNER as its controller, as the operator writes its children."""
+    obj["metadata"]["ownerReferences"] = [{
+        "apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    return obj
+
+
+class Replay:
+    """--operator-writes: the operator's requests for each cluster, sent from here. The
+    bootstrap at once (create, Initializing status, ConfigMap, Godis, children, Event); each
+    Godis's status when its pod turns Ready; the final status and the PDB when all are."""
+
+    def __init__(self, api, ns, t):
+        self.api, self.ns, self.t = api, ns, t
+        self.mu = threading.Lock()
+        self.clusters = {}      # name -> {"gc": object as last written, "godis": {name: obj}, "ready": set}
+        self.jobs = queue.Queue()
+        self.failures = []
+        self.done_ms = {}       # cluster -> ms since t0 its final status write returned
+
+    def send(self, method, path, body):
+        code, data = self.api.request(method, path, body)
+        if code not in (200, 201):
+            self.failures.append(f"{method} {path}: {code} {data[:200]!r}")
+            return None
+        return json.loads(data)
+
+    def status_put(self, obj, status):
+        body = dict(obj)
+        body["status"] = status
+        md = obj["metadata"]
+        return self.send("PUT", path_of(self.ns, obj["kind"], md["name"], "status"), body)
+
+    def bootstrap(self, objs, name):
+        """One cluster's writes up to its members' children, in the operator's order."""
+        gc_t = objs["godiscluster"]
+        final = gc_t.pop("status", {})
+        gc = self.send("POST", path_of(self.ns, "GodisCluster"), gc_t)
+        if not gc:
+            return
+        init = dict(final, status="Initializing", readyReplicas=0)
+        gc = self.status_put(gc, init) or gc
+        godis = {}
+        with self.mu:
+            self.clusters[name] = {"gc": gc, "final": final, "godis": godis, "ready": set(),
+                                   "members": len(objs["godises"])}
+        self.send("POST", path_of(self.ns, "ConfigMap"), owned_by(objs["cm"], gc))
+        for g_t, children in zip(objs["godises"], objs["members"]):
+            g_status = g_t.pop("status", {})
+            g = self.send("POST", path_of(self.ns, "Godis"), owned_by(g_t, gc))
+            if not g:
+                continue
+            with self.mu:
+                godis[g["metadata"]["name"]] = (g, g_status)
+            for o in children:
+                self.send("POST", path_of(self.ns, o["kind"]), owned_by(o, g))
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.send("POST", path_of(self.ns, "Event"), {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{name}.floor", "namespace": self.ns},
+            "involvedObject": {"apiVersion": gc["apiVersion"], "kind": "GodisCluster", "name": name,
+                               "namespace": self.ns, "uid": gc["metadata"]["uid"]},
+            "reason": "Initializing", "message": "bootstrapping the cluster", "type": "Normal",
+            "source": {"component": "godis-operator"}, "firstTimestamp": now, "lastTimestamp": now,
+            "count": 1, "reportingComponent": "godis-operator"})
+        self.pdb_template = objs.get("pdb")
+
+    def pod_ready(self, pod):
+        """From the watch: a member's pod turned Ready; its status writes go to the pool."""
+        labels = pod.get("metadata", {}).get("labels", {})
+        self.jobs.put((labels.get("cluster-name"), labels.get("node-name")))
+
+    def serve(self, t0):
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            cluster, member = job
+            with self.mu:
+                c = self.clusters.get(cluster)
+                g = c and c["godis"].get(member)
+                fresh = c is not None and g is not None and member not in c["ready"]
+                if fresh:
+                    c["ready"].add(member)
+                last = fresh and len(c["ready"]) == c["members"]
+            if not fresh:
+                continue
+            self.status_put(g[0], g[1])
+            if last:
+                self.status_put(c["gc"], c["final"])
+                objs = instantiate(self.t, self.ns, cluster)
+                if "pdb" in objs:
+                    self.send("POST", path_of(self.ns, "PodDisruptionBudget"), owned_by(objs["pdb"], c["gc"]))
+                with self.mu:
+                    self.done_ms[cluster] = (time.monotonic() - t0) * 1000
+
+
+def create_all(api, ns, t, count, threads, replay=None):
     work = queue.Queue()
     for i in range(count):
         objs = instantiate(t, ns, "floor-%03d" % i)
-        work.put([objs["cm"]] + [o for m in objs["members"] for o in m])
-    failures = []
+        work.put((objs, "floor-%03d" % i) if replay else
+                 [objs["cm"]] + [o for m in objs["members"] for o in m])
+    failures = replay.failures if replay else []
 
     def run():
         while True:
@@ -132,6 +258,9 @@ def create_all(api, ns, t, count, threads):
                 objs = work.get_nowait()
             except queue.Empty:
                 return
+            if replay:
+                replay.bootstrap(*objs)
+                continue
             for o in objs:
                 path = f"{GROUPS.get(o['kind'], '/api/v1')}/namespaces/{ns}/{PATHS[o['kind']]}"
                 code, body = api.request("POST", path, o)
@@ -151,8 +280,9 @@ def pod_ready(p):
                for c in p.get("status", {}).get("conditions", []) or [])
 
 
-def watch_ready(api, ns, rv, expected, t0, deadline, result):
-    """Follows the namespace's pods from RV; records when the EXPECTED-th pod turned Ready."""
+def watch_ready(api, ns, rv, expected, t0, deadline, result, on_ready=None):
+    """Follows the namespace's pods from RV; records when the EXPECTED-th pod turned Ready
+    (ON_READY, if given, is told of each pod that turns Ready)."""
     ready = set()
     while time.monotonic() < deadline and len(ready) < expected:
         c = http.client.HTTPSConnection(api.host, api.port, context=api.ctx, timeout=30)
@@ -170,6 +300,8 @@ def watch_ready(api, ns, rv, expected, t0, deadline, result):
                 rv = obj.get("metadata", {}).get("resourceVersion", rv)
                 name = obj.get("metadata", {}).get("name")
                 if ev.get("type") in ("ADDED", "MODIFIED") and pod_ready(obj):
+                    if on_ready and name not in ready:
+                        on_ready(obj)
                     ready.add(name)
                 elif ev.get("type") == "DELETED" or not pod_ready(obj):
                     ready.discard(name)
@@ -192,10 +324,14 @@ def main():
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--operator-writes", action="store_true",
+                    help="also send the operator's own requests for each cluster (see above)")
     a = ap.parse_args()
     if not 1 <= a.count <= 1000 or not 1 <= a.threads <= 64:
         die("--count wants 1..1000 and --threads 1..64")
     t = load_templates(a.templates)
+    if a.operator_writes and any(k not in t for k in ("godiscluster", "godises", "pdb")):
+        die(f"templates {a.templates}: --operator-writes wants godiscluster, godises and pdb too")
     server, pki = os.environ.get("KUBE_APISERVER"), os.environ.get("DEVCLUSTER_DIR")
     if not server or not pki:
         die("KUBE_APISERVER and DEVCLUSTER_DIR must be set (eval \"$(tools/devcluster env)\")")
@@ -211,17 +347,34 @@ def main():
     expected = a.count * len(t["members"])
     result = {}
     t0 = time.monotonic()
+    replay = Replay(api, a.namespace, t) if a.operator_writes else None
     w = threading.Thread(target=watch_ready,
-                         args=(api, a.namespace, rv, expected, t0, t0 + a.timeout, result))
+                         args=(api, a.namespace, rv, expected, t0, t0 + a.timeout, result,
+                               replay.pod_ready if replay else None))
     w.start()
-    failures = create_all(api, a.namespace, t, a.count, a.threads)
+    # (the status writes: as many threads as the creates, as the operator's reconcilers share
+    # one client; they wait for pods while the creates run)
+    pool = [threading.Thread(target=replay.serve, args=(t0,)) for _ in range(a.threads)] if replay else []
+    for th in pool:
+        th.start()
+    failures = create_all(api, a.namespace, t, a.count, a.threads, replay)
     created_ms = (time.monotonic() - t0) * 1000
+    w.join()
+    for _ in pool:
+        replay.jobs.put(None)
+    for th in pool:
+        th.join()
     for f in failures[:10]:
         print(f"converge_floor: create {f}", file=sys.stderr)
-    w.join()
+    if replay:   # the operator's convergence: every cluster's final status written
+        if len(replay.done_ms) == a.count:
+            result["floor_ms"] = max(replay.done_ms.values())
+        else:
+            result.pop("floor_ms", None)
     out = {"floor_s": round(result["floor_ms"] / 1000, 3) if "floor_ms" in result else None,
            "created_s": round(created_ms / 1000, 3),
-           "objects": a.count * (1 + sum(len(m) for m in t["members"])),
+           "objects": a.count * (1 + sum(len(m) for m in t["members"]) +
+                                 (3 + len(t["members"]) if replay else 0)),
            "create_failures": len(failures),
            "ready_pods": result.get("ready", 0), "expected_pods": expected}
     print(json.dumps(out))
