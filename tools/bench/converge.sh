@@ -507,13 +507,15 @@ save_templates() {
        godises: [$svc[] | .metadata.labels["node-name"] as $m | $l.godises[] | select(.metadata.name == $m)],
        pdb: ($l.poddisruptionbudgets | kinded("PodDisruptionBudget"; "policy/v1beta1") | .[0])}' >"$W/children.json"
 }
-# floor_run PREFIX NS [--operator-writes] — one floor measurement on a fresh control plane:
-# prints converge_floor.py's result line; its CPU seconds, phases, Events and audit mix go to
+# floor_run VAR PREFIX NS [--operator-writes] — one floor measurement on a fresh control
+# plane: VAR=converge_floor.py's result line (run in this shell, not in $(...): the fresh
+# control plane's KUBE_APISERVER must stay set for the cleanup); its CPU seconds, phases, Events and audit mix go to
 # stderr and to $W/PREFIX_* (PREFIX floor: the children alone; floor_writes: the children and
 # every other request the operator sends, from a script, with no operator process: the
 # control plane's share of the operator's cost, apart from the operator's own CPU).
 floor_run() {
-  local pre=$1 ns=$2 out; shift 2
+  local -n out=$1
+  local pre=$2 ns=$3; shift 3
   fresh_devcluster
   local_volumes
   if [ "$#" -gt 0 ]; then   # the operator's objects: its CRDs, as in the measured run
@@ -533,7 +535,6 @@ floor_run() {
   python3 tools/bench/audit_mix.py --audit "$W/$pre-audit.log" --user admin --namespace "$ns" \
     --clusters "$COUNT" --timeline 1 >"$W/${pre}_audit_mix" 2>&1 || true
   delete_namespace "$ns"
-  printf '%s\n' "$out"
 }
 floor=
 floor_writes=
@@ -541,10 +542,10 @@ if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   stop_manager
   delete_namespace "$NS"
   log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py), on a fresh control plane"
-  floor=$(floor_run floor "$NS-floor")
+  floor_run floor floor "$NS-floor"
   if [ "${CONVERGE_FLOOR_WRITES:-1}" = 1 ]; then
     log "floor_writes: the children and the operator's other requests (its objects, statuses, PDB, Event) sent by converge_floor.py --operator-writes, no operator process, on a fresh control plane"
-    floor_writes=$(floor_run floor_writes "$NS-floorw" --operator-writes)
+    floor_run floor_writes floor_writes "$NS-floorw" --operator-writes
   fi
 fi
 

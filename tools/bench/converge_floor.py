@@ -85,14 +85,12 @@ PATHS = {"ConfigMap": "configmaps", "Service": "services",
          "GodisCluster": "godisclusters", "Godis": "godises",
          "PodDisruptionBudget": "poddisruptionbudgets", "Event": "events"}
 GROUPS = {"ReplicaSet": "/apis/apps/v1", "GodisCluster": "/apis/kumkeehyun.github.com/v1",
-          "Godis": "/apis/kumkeehyun.github.com/v1"}
+          "Godis": "/apis/kumkeehyun.github.com/v1", "PodDisruptionBudget": "/apis/policy/v1beta1"}
 
 
 def path_of(ns, kind, name=None, sub=None):
     """The collection (or, with NAME, the object; with SUB, its subresource) of KIND in NS."""
     p = f"{GROUPS.get(kind, '/api/v1')}/namespaces/{ns}/{PATHS[kind]}"
-    if kind == "PodDisruptionBudget":
-        p = p.replace("/api/v1/", "/apis/policy/v1beta1/")
     return p + (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
 
 
@@ -159,10 +157,12 @@ class Replay:
     bootstrap at once (create, Initializing status, ConfigMap, Godis, children, Event); each
     Godis's status when its pod turns Ready; the final status and the PDB when all are."""
 
-    def __init__(self, api, ns, t):
-        self.api, self.ns, self.t = api, ns, t
+    def __init__(self, api, ns):
+        self.api, self.ns = api, ns
         self.mu = threading.Lock()
-        self.clusters = {}      # name -> {"gc": object as last written, "godis": {name: obj}, "ready": set}
+        # name -> {"gc": the GodisCluster as last written, "final": its last status,
+        #          "godis": {name: (object, status)}, "ready": names, "members": n, "pdb": template}
+        self.clusters = {}
         self.jobs = queue.Queue()
         self.failures = []
         self.done_ms = {}       # cluster -> ms since t0 its final status write returned
@@ -192,7 +192,7 @@ class Replay:
         godis = {}
         with self.mu:
             self.clusters[name] = {"gc": gc, "final": final, "godis": godis, "ready": set(),
-                                   "members": len(objs["godises"])}
+                                   "members": len(objs["godises"]), "pdb": objs["pdb"]}
         self.send("POST", path_of(self.ns, "ConfigMap"), owned_by(objs["cm"], gc))
         for g_t, children in zip(objs["godises"], objs["members"]):
             g_status = g_t.pop("status", {})
@@ -212,7 +212,6 @@ class Replay:
             "reason": "Initializing", "message": "bootstrapping the cluster", "type": "Normal",
             "source": {"component": "godis-operator"}, "firstTimestamp": now, "lastTimestamp": now,
             "count": 1, "reportingComponent": "godis-operator"})
-        self.pdb_template = objs.get("pdb")
 
     def pod_ready(self, pod):
         """From the watch: a member's pod turned Ready; its status writes go to the pool."""
@@ -237,9 +236,7 @@ class Replay:
             self.status_put(g[0], g[1])
             if last:
                 self.status_put(c["gc"], c["final"])
-                objs = instantiate(self.t, self.ns, cluster)
-                if "pdb" in objs:
-                    self.send("POST", path_of(self.ns, "PodDisruptionBudget"), owned_by(objs["pdb"], c["gc"]))
+                self.send("POST", path_of(self.ns, "PodDisruptionBudget"), owned_by(c["pdb"], c["gc"]))
                 with self.mu:
                     self.done_ms[cluster] = (time.monotonic() - t0) * 1000
 
@@ -262,8 +259,7 @@ def create_all(api, ns, t, count, threads, replay=None):
                 replay.bootstrap(*objs)
                 continue
             for o in objs:
-                path = f"{GROUPS.get(o['kind'], '/api/v1')}/namespaces/{ns}/{PATHS[o['kind']]}"
-                code, body = api.request("POST", path, o)
+                code, body = api.request("POST", path_of(ns, o["kind"]), o)
                 if code != 201:
                     failures.append(f"{o['kind']} {o['metadata']['name']}: {code} {body[:200]!r}")
 
@@ -347,7 +343,7 @@ def main():
     expected = a.count * len(t["members"])
     result = {}
     t0 = time.monotonic()
-    replay = Replay(api, a.namespace, t) if a.operator_writes else None
+    replay = Replay(api, a.namespace) if a.operator_writes else None
     w = threading.Thread(target=watch_ready,
                          args=(api, a.namespace, rv, expected, t0, t0 + a.timeout, result,
                                replay.pod_ready if replay else None))
