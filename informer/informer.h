@@ -187,6 +187,8 @@ typedef struct {
     void *apply_ud;
     inf_counters *ctr;
     volatile int *stop;
+    const int *stop_fd;    /* optional: a wake fd (gd_wake.h) poked after *stop is set, so
+                            * an idle watch and a backoff nap end at once (no 100 ms polls) */
 } inf_reflector_cfg;
 /* Runs list/watch until *stop. Returns NULL. */
 void *inf_reflector_run(void *cfg);

@@ -17,19 +17,22 @@
 #include "gd_hoptrace.h"
 #include "gd_log.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 #include "k8s_config.h"
 
 #define MAX_DROP 32
 
 static volatile int g_stop;
 static inf_pub *g_pub;
+static int g_stop_fd = -1;           /* the reflector's wake-up: readable once g_stop is set */
 
 static void on_signal(int sig)
 {
     (void)sig;
     g_stop = 1;
+    gd_wake_poke(g_stop_fd);          /* a write(2) on an eventfd: async-signal-safe */
     if (g_pub)
-        inf_pub_wake(g_pub);          /* a write(2) on an eventfd: async-signal-safe */
+        inf_pub_wake(g_pub);
 }
 
 /* The reflector publishes on its own thread (inf_reflector_cfg.apply). */
@@ -250,9 +253,9 @@ static int start_reflector(pthread_t *th, inf_reflector_cfg *rc)
     return terr;
 }
 
-/* The reflector notices the stop within ~100 ms, in a list as in a watch (both poll
- * g_stop); bound the wait anyway, below the manager's default TERM-to-KILL (2.5 s), so
- * the socket files are always removed. */
+/* The reflector notices the stop at once, in a list, a watch or a backoff nap (each waits
+ * on g_stop_fd too; within ~100 ms if it could not be made); bound the wait anyway, below
+ * the manager's default TERM-to-KILL (2.5 s), so the socket files are always removed. */
 static bool join_reflector(pthread_t th)
 {
     struct timespec ts;
@@ -324,6 +327,7 @@ int main(int argc, char **argv)
     }
     g_pub = pub;
 
+    g_stop_fd = gd_wake_open();       /* -1: the reflector falls back to 100 ms looks */
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
@@ -338,7 +342,7 @@ int main(int argc, char **argv)
                             .watch_idle_timeout_ms = f.watch_deadline_ms,
                             .drop = f.drop, .ndrop = f.ndrop, .apply = apply_direct,
                             .apply_ud = pub, .ctr = &ctr,
-                            .stop = &g_stop};
+                            .stop = &g_stop, .stop_fd = &g_stop_fd};
     pthread_t th;
     if (start_reflector(&th, &rc) != 0) {
         fprintf(stderr, "godis-informer: cannot start the reflector thread\n");
@@ -350,12 +354,17 @@ int main(int argc, char **argv)
 
     gd_err e = inf_pub_run(pub);
     g_stop = 1;
+    gd_wake_poke(g_stop_fd);
     bool joined = join_reflector(th);
     GD_INFO("informer stopping", "kind", kind, "reflector", joined ? "joined" : "abandoned");
     g_pub = NULL;
     inf_pub_destroy(&pub);
-    if (joined)
+    if (joined) {                     /* (an abandoned reflector may still use both) */
         k8s_client_destroy(&client);
+        int fd = g_stop_fd;
+        g_stop_fd = -1;               /* first: a late signal must not poke a closed fd */
+        gd_wake_close(&fd);
+    }
     gd_curve_zap_destroy(&zap);
     zmq_ctx_term(zctx);
     /* libzmq leaves ipc socket files behind; remove ours so the directory can go too. */

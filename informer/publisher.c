@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -21,6 +20,7 @@
 #include "gd_log.h"
 #include "gd_proto.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 
 static int topic_index(int shard) { return shard >= 0 && shard < GD_NSHARDS ? shard : B_INDEX; }
 
@@ -223,7 +223,7 @@ inf_pub *inf_pub_new(const inf_pub_cfg *cfg)
         return NULL;
     p->cfg = *cfg;
     pthread_mutex_init(&p->mu, NULL);
-    p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    p->wake_fd = gd_wake_open();
     snprintf(p->kind, sizeof p->kind, "%s", cfg->kind ? cfg->kind : "");
     uint64_t r = 0;
     if (getrandom(&r, sizeof r, 0) != sizeof r)
@@ -257,8 +257,7 @@ void inf_pub_destroy(inf_pub **pp)
     if (p->router)
         zmq_close(p->router);
     inf_store_destroy(&p->store);
-    if (p->wake_fd >= 0)
-        close(p->wake_fd);
+    gd_wake_close(&p->wake_fd);
     pthread_mutex_destroy(&p->mu);
     free(p);
     *pp = NULL;
@@ -266,9 +265,7 @@ void inf_pub_destroy(inf_pub **pp)
 
 void inf_pub_wake(inf_pub *p)
 {
-    uint64_t one = 1;
-    ssize_t n = write(p->wake_fd, &one, sizeof one);   /* async-signal-safe */
-    (void)n;                       /* EAGAIN: the counter is full, a wake-up is pending */
+    gd_wake_poke(p->wake_fd);     /* async-signal-safe */
 }
 
 uint64_t inf_pub_seq(const inf_pub *p) { return p->seq; }
@@ -527,11 +524,8 @@ gd_err inf_pub_run(inf_pub *p)
             GD_ERROR("zmq_poll failed", "error", zmq_strerror(errno));
             return GD_ERR_ZMQ;
         }
-        if (items[1].revents & ZMQ_POLLIN) {
-            uint64_t n;
-            ssize_t r = read(p->wake_fd, &n, sizeof n);
-            (void)r;
-        }
+        if (items[1].revents & ZMQ_POLLIN)
+            gd_wake_drain(p->wake_fd);
         for (int i = 0; i < 16 && inf_pub_serve_one(p) == GD_OK; i++)
             ;
         run_timers(p);

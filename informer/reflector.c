@@ -45,6 +45,7 @@
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 
 typedef struct {
     inf_reflector_cfg *cfg;
@@ -83,14 +84,19 @@ static void set_rv(refl *r, const char *rv)
 }
 
 /* Sleeps ms in small steps so a stop request is honoured quickly. */
-static void nap(const volatile int *stop, int64_t ms)
+/* A backoff sleep that a stop ends: on the stop fd when there is one, else in 100 ms
+ * steps that look at the flag. */
+static void nap(const inf_reflector_cfg *c, int64_t ms)
 {
     int64_t until = gd_mono_ms() + ms;
-    while (!*stop) {
+    while (!*c->stop) {
         int64_t left = until - gd_mono_ms();
         if (left <= 0)
             return;
-        gd_sleep_ms(left < 100 ? left : 100);
+        if (c->stop_fd && *c->stop_fd >= 0)
+            gd_wake_wait(*c->stop_fd, left);
+        else
+            gd_sleep_ms(left < 100 ? left : 100);
     }
 }
 
@@ -199,7 +205,7 @@ static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
                             .field_selector = c->field_selector,
                             .resource_version = from_cache && !cont[0] ? "0" : NULL,
                             .limit = limit, .continue_token = cont[0] ? cont : NULL,
-                            .stop = c->stop};
+                            .stop = c->stop, .stop_fd = c->stop_fd};
         cJSON *page = NULL;
         char *raw = NULL;
         size_t rawlen = 0;
@@ -397,6 +403,7 @@ static inf_watch_end watch_once(refl *r, k8s_status *st, gd_err *ret)
                  .resource_version = r->rv, .timeout_seconds = timeout_s},
         .allow_bookmarks = true,
         .stop = c->stop,
+        .stop_fd = c->stop_fd,
         .idle_timeout_ms = c->watch_idle_timeout_ms,
         .idle_timeout_live = &r->live_deadline,
         .end_on_bad_event = true,
@@ -457,7 +464,7 @@ void *inf_reflector_run(void *arg)
                 snprintf(ds, sizeof ds, "%lld", (long long)d);
                 GD_WARN("list failed; retrying", "kind", c->kind, "error", gd_strerror(e),
                         "message", st.message, "backoff_ms", ds);
-                nap(c->stop, d);
+                nap(c, d);
                 continue;
             }
             atomic_fetch_add(&c->ctr->lists, 1);
@@ -535,7 +542,7 @@ void *inf_reflector_run(void *arg)
                 "cause", inf_watch_end_name(end),
                 "error", quick && e == GD_OK ? "very short watch" : gd_strerror(e),
                 "message", why, "rv", r.rv, "backoff_ms", ds);
-        nap(c->stop, d);
+        nap(c, d);
     }
     GD_DEBUG("reflector stopped", "kind", c->kind);
     inf_obj_scratch_release();

@@ -126,12 +126,6 @@ static const inf_obj *next_sample(const obj_table *t, size_t *i, size_t *total)
     return NULL;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The keep set (gd_tokpack_keep): the tokens found in at least 1/PACK_KEEP_SHARE of the
  * samples (and in 2): an image digest every Pod has, the CA certificate of every
  * kube-root-ca.crt. Left in the text, they go into the dictionary and cost a match; split
@@ -142,7 +136,7 @@ static void pack_make_keep(store_pack *pk, const obj_table *t)
     size_t n = 0, cap = 0, samples = 0, i = 0, total = 0;
     for (const inf_obj *o; (o = next_sample(t, &i, &total)); samples++) {
         size_t k = gd_tokpack_hashes(o->body, o->body_len, one, 256), u = 0;
-        qsort(one, k, sizeof *one, cmp_u64);
+        gd_tokpack_sort(one, k);
         for (size_t j = 0; j < k; j++)       /* each token counts once a sample */
             if (!j || one[j] != one[j - 1])
                 one[u++] = one[j];
@@ -157,8 +151,7 @@ static void pack_make_keep(store_pack *pk, const obj_table *t)
         memcpy(all + n, one, u * sizeof *one);
         n += u;
     }
-    if (n)
-        qsort(all, n, sizeof *all, cmp_u64);
+    gd_tokpack_sort(all, n);
     size_t need = samples / PACK_KEEP_SHARE > 2 ? samples / PACK_KEEP_SHARE : 2, kept = 0;
     for (size_t j = 0; j < n;) {
         size_t e = j;

@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 #include <zmq.h>
 #include "gd_log.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 #include "rundir.h"
 
 volatile sig_atomic_t mgr_sig_term, mgr_sig_hup, mgr_sig_chld;
@@ -336,7 +336,7 @@ static void teardown(mgr_t *m)
     if (m->zctx) zmq_ctx_term(m->zctx);
     mgr_unlink_endpoints(m);
     mgr_rundir_remove(m->rundir, m->rundir_made);
-    if (m->wake_fd >= 0) close(m->wake_fd);
+    gd_wake_close(&m->wake_fd);
     pthread_mutex_destroy(&m->pub_mu);
 }
 
@@ -370,8 +370,7 @@ static void loop(mgr_t *m)
             items[n++] = (zmq_pollitem_t){mgr_stats_socket(m->inf[i].stats), 0, ZMQ_POLLIN, 0};
         if (wait > 100) wait = 100;
         zmq_poll(items, n, (long)wait);     /* EINTR (a signal) just ends the wait */
-        uint64_t drained;
-        if (m->wake_fd >= 0) (void)!read(m->wake_fd, &drained, sizeof drained);
+        gd_wake_drain(m->wake_fd);
         mgr_control_dispatch(m->ctl);
         for (int i = 0; i < m->ninf; i++) mgr_stats_dispatch(m->inf[i].stats);
     }
@@ -390,7 +389,7 @@ int mgr_run(const mgr_config *cfg, int argc, char **argv)
         snprintf(m->identity, sizeof m->identity, "%s", cfg->identity);
     else if (cfg->leader_elect)
         mgr_le_make_identity(m->identity, sizeof m->identity);
-    m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    m->wake_fd = gd_wake_open();
     pthread_mutex_init(&m->pub_mu, NULL);
     mgr_shards_init(&m->shards);
     mgr_shards_freeze(&m->shards, true);

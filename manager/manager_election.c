@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "gd_log.h"
+#include "gd_wake.h"
 
 /* Election thread → main loop: a byte on an eventfd ends the loop's zmq_poll early. */
 static void wake_loop(void *ud)
 {
     mgr_t *m = ud;
-    uint64_t one = 1;
-    if (m->wake_fd >= 0) (void)!write(m->wake_fd, &one, sizeof one);
+    gd_wake_poke(m->wake_fd);
 }
 
 gd_err mgr_setup_election(mgr_t *m)

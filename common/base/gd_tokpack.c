@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { C_B64 = 1, C_HEX = 2, C_UPPER = 4, C_LOWER = 8, C_DIGIT = 16 };
@@ -173,6 +174,18 @@ uint64_t gd_tokpack_hash(const char *tok, size_t len)
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)tok[i]) * 1099511628211ull;
     return h;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void gd_tokpack_sort(uint64_t *hash, size_t n)
+{
+    if (n > 1)
+        qsort(hash, n, sizeof *hash, cmp_u64);
 }
 
 size_t gd_tokpack_hashes(const char *in, size_t n, uint64_t *out, size_t max)

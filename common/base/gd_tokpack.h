@@ -54,6 +54,8 @@ size_t gd_tokpack_split(const char *in, size_t n, const gd_tokpack_keep *keep, c
  * (repeats included), at most max of them: their number. */
 size_t gd_tokpack_hashes(const char *in, size_t n, uint64_t *out, size_t max);
 uint64_t gd_tokpack_hash(const char *tok, size_t len);
+/* Sorts n hashes ascending, the order a gd_tokpack_keep wants. */
+void gd_tokpack_sort(uint64_t *hash, size_t n);
 
 /* The inverse: writes exactly out_len bytes to out. With side_len 0 the text is copied as
  * it is. Returns 0, or -1 when text and side do not make exactly out_len bytes (a marker

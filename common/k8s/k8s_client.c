@@ -71,7 +71,7 @@ static void q_list_opts(qbuf *q, const k8s_list_opts *o)
 
 static gd_err request_stoppable(k8s_client *c, const char *method, const char *path,
                                 const char *body, const char *content_type,
-                                const volatile int *stop, cJSON **out, k8s_status *st)
+                                const k8s_list_opts *o, cJSON **out, k8s_status *st)
 {
     if (out)
         *out = NULL;
@@ -79,7 +79,7 @@ static gd_err request_stoppable(k8s_client *c, const char *method, const char *p
         .method = method, .path = path, .body = body,
         .body_len = body ? strlen(body) : 0,
         .content_type = body ? (content_type ? content_type : "application/json") : NULL,
-        .stop = stop,
+        .stop = o ? o->stop : NULL, .stop_fd = o ? o->stop_fd : NULL,
     };
     k8s_http_resp rs;
     gd_err e = k8s_http_do(c, &rq, &rs, st);
@@ -162,7 +162,7 @@ gd_err k8s_list(k8s_client *c, const k8s_resource *r, const char *ns,
     gd_err e = list_path(path, r, ns, o, st);
     if (e != GD_OK)
         return e;
-    return request_stoppable(c, "GET", path, NULL, NULL, o ? o->stop : NULL, out, st);
+    return request_stoppable(c, "GET", path, NULL, NULL, o, out, st);
 }
 
 gd_err k8s_list_raw(k8s_client *c, const k8s_resource *r, const char *ns,
@@ -174,7 +174,8 @@ gd_err k8s_list_raw(k8s_client *c, const k8s_resource *r, const char *ns,
     gd_err e = list_path(path, r, ns, o, st);
     if (e != GD_OK)
         return e;
-    k8s_http_req rq = {.method = "GET", .path = path, .stop = o ? o->stop : NULL};
+    k8s_http_req rq = {.method = "GET", .path = path, .stop = o ? o->stop : NULL,
+                       .stop_fd = o ? o->stop_fd : NULL};
     k8s_http_resp rs;
     if ((e = k8s_http_do(c, &rq, &rs, st)) != GD_OK)
         return e;
@@ -434,6 +435,7 @@ gd_err k8s_watch(k8s_client *c, const k8s_resource *r, const char *ns,
         .method = "GET", .path = w->path, .watch = true,
         .watch_timeout_s = lo ? lo->timeout_seconds : 0,
         .sink = watch_sink, .sink_ud = w, .stop = o ? o->stop : NULL,
+        .stop_fd = o ? o->stop_fd : NULL,
         .idle_timeout_ms = o ? o->idle_timeout_ms : 0,
         .idle_timeout_live = o ? o->idle_timeout_live : NULL,
     };

@@ -95,6 +95,9 @@ typedef struct {
                                          * request in flight within ~100 ms (GD_ERR_CANCELLED),
                                          * so a list the server is slow to answer does not
                                          * hold up a shutdown */
+    const int *stop_fd;                 /* optional, with stop: a wake fd (gd_wake.h) made
+                                         * readable when *stop is set; the request then
+                                         * sleeps on it instead of looking every 100 ms */
 } k8s_list_opts;
 
 typedef struct {
@@ -147,6 +150,9 @@ typedef struct {
     size_t max_event_bytes;             /* cap per event; default 16 MiB */
     const volatile int *stop;           /* polled ~every 100 ms; non-zero aborts the watch
                                          * (read atomically: set it with __atomic_store_n) */
+    const int *stop_fd;                 /* optional: as k8s_list_opts.stop_fd; an idle
+                                         * watch then sleeps until a byte, its progress
+                                         * deadline or the stop, not 10 times a second */
     /* > 0: the progress deadline. No byte (event, bookmark, blank keep-alive) for this long
      * ends the watch with GD_ERR_TIMEOUT, st->reason K8S_REASON_STALLED. A server that
      * stopped feeding a watch without ending it (or a response end we never saw) then

@@ -501,11 +501,19 @@ static bool setup_handle(k8s_client *c, CURL *h, const k8s_http_req *rq, xfer *x
 }
 
 /* Runs the transfer in our own multi loop so *stop and the progress deadline are checked
- * every 100 ms even when the stream is idle (curl_easy_perform would look at a stop flag
- * only about once a second, and has no "no byte for N ms" limit finer than
- * CURLOPT_LOW_SPEED_TIME's whole seconds of an averaged rate). */
-static CURLcode perform_stoppable(CURL *h, const volatile int *stop, xfer *x, bool *cancelled)
+ * even when the stream is idle (curl_easy_perform would look at a stop flag only about once
+ * a second, and has no "no byte for N ms" limit finer than CURLOPT_LOW_SPEED_TIME's whole
+ * seconds of an averaged rate). Without a stop fd the loop looks every 100 ms; with one it
+ * sleeps until a byte, the deadline or the stop, and the cap is only a safety net for a
+ * stop flag set without its poke. */
+#define STOP_POLL_MS 100
+#define STOP_FD_POLL_MS 1000
+static CURLcode perform_stoppable(CURL *h, const k8s_http_req *rq, xfer *x, bool *cancelled)
 {
+    const volatile int *stop = rq->stop;
+    struct curl_waitfd stop_wait = {.fd = rq->stop_fd ? *rq->stop_fd : -1,
+                                    .events = CURL_WAIT_POLLIN};
+    bool have_fd = stop_wait.fd >= 0;
     CURLM *m = curl_multi_init();
     if (!m)
         return CURLE_OUT_OF_MEMORY;
@@ -541,12 +549,12 @@ static CURLcode perform_stoppable(CURL *h, const volatile int *stop, xfer *x, bo
         if (!done && !running)
             done = true;
         if (!done) {
-            int wait = 100;
+            int wait = have_fd ? STOP_FD_POLL_MS : STOP_POLL_MS;
             if (idle_ms > 0) {          /* wake up in time for the deadline */
                 int64_t left = x->last_rx_ms + idle_ms - gd_mono_ms();
                 wait = left < 1 ? 1 : left < wait ? (int)left : wait;
             }
-            curl_multi_poll(m, NULL, 0, wait, NULL);
+            curl_multi_poll(m, have_fd ? &stop_wait : NULL, have_fd ? 1 : 0, wait, NULL);
         }
     }
     curl_multi_remove_handle(m, h);
@@ -647,7 +655,7 @@ gd_err k8s_http_do(k8s_client *c, const k8s_http_req *rq, k8s_http_resp *rs, k8s
         atomic_fetch_add(&c->requests, 1);
         bool cancelled = false;
         CURLcode cc = rq->stop || rq->idle_timeout_ms > 0
-                          ? perform_stoppable(h, rq->stop, &x, &cancelled)
+                          ? perform_stoppable(h, rq, &x, &cancelled)
                           : curl_easy_perform(h);
         long code = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);

@@ -52,6 +52,8 @@ typedef struct {
     int (*sink)(void *ud, const char *p, size_t n);
     void *sink_ud;
     const volatile int *stop;    /* polled every 100 ms; non-zero cancels */
+    const int *stop_fd;          /* NULL, or a wake fd readable once *stop is set: the
+                                  * transfer's wait includes it and stops polling */
     /* > 0: a progress deadline. No byte of the response (header or body) for this long
      * ends the transfer with GD_ERR_TIMEOUT and K8S_REASON_STALLED in st->reason: a watch
      * whose server stopped sending must end even when the connection stays up. */

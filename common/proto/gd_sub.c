@@ -15,6 +15,7 @@
 #include "gd_proto.h"
 #include "gd_sub_internal.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 
 void gd_sub_opts_default(gd_sub_opts *o)
 {
@@ -424,11 +425,8 @@ gd_err gd_sub_poll(gd_sub *s, int timeout_ms)
         timeout_ms = (int)due;
     if (zmq_poll(pi, n, timeout_ms) < 0 && errno != EINTR)
         return GD_ERR_ZMQ;
-    if (n == 2 && (pi[1].revents & ZMQ_POLLIN)) {
-        uint64_t v;
-        ssize_t r = read(s->o.wake_fd, &v, sizeof v);   /* (an eventfd reads as one count) */
-        (void)r;
-    }
+    if (n == 2 && (pi[1].revents & ZMQ_POLLIN))
+        gd_wake_drain(s->o.wake_fd);
     return dispatch(s);
 }
 

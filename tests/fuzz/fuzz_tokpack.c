@@ -13,12 +13,6 @@
 #include "fuzz_util.h"
 #include "gd_tokpack.h"
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *in = (const char *)data;
@@ -31,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t nh = gd_tokpack_hashes(in, size, h, 64), nk = 0;
     for (size_t i = 0; i < nh; i += 2)
         h[nk++] = h[i];
-    qsort(h, nk, sizeof *h, cmp_u64);
+    gd_tokpack_sort(h, nk);
     gd_tokpack_keep keep = {h, nk};
     for (int pass = 0; pass < 2; pass++) {
         size_t side_len = 0,

@@ -1,7 +1,8 @@
 /* test_client_watch.c — k8s_watch against the libmicrohttpd helper on 127.0.0.1: events
  * split across reads in any way, 410 and other ERROR events, streams cut mid-event, big and
- * oversized events, the two ways to stop a watch, the progress deadline on a stream that
- * goes silent without ending, and end_on_bad_event on a line that is no event. */
+ * oversized events, the ways to stop a watch (the flag, alone or with a wake fd, and the
+ * callback), the progress deadline on a stream that goes silent without ending, and
+ * end_on_bad_event on a line that is no event. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 #include "k8s_client.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 #include "client_fixture.h"
 #include "../support/test_wait.h"
 
@@ -245,6 +247,7 @@ typedef struct {
     atomic_int seen;
     volatile int stop;
     _Atomic int64_t stop_at;
+    int stop_fd;                /* > 0: poked after the flag is set (stop_fd's test) */
 } stopper;
 
 static int on_watch_counted(void *ud, const char *type, cJSON *obj)
@@ -261,27 +264,37 @@ static void *set_stop_later(void *arg)
     WAIT_UNTIL(atomic_load(&c->seen) >= 4, 5000);
     atomic_store(&c->stop_at, gd_mono_ms());
     __atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+    if (c->stop_fd > 0)
+        gd_wake_poke(c->stop_fd);
     return NULL;
+}
+
+/* Watches a stream the server then holds open for 10 s while another thread raises c's
+ * stop (and pokes its fd, if any) after the four events: the watch ends on the stop. */
+static void watch_until_stopped(client_fixture *f, stopper *c)
+{
+    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
+    pthread_t t;
+    pthread_create(&t, NULL, set_stop_later, c);
+    k8s_watch_opts o = {.stop = &c->stop, .stop_fd = c->stop_fd > 0 ? &c->stop_fd : NULL};
+    k8s_status st;
+    httpd_push(f->h, &r);
+    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", &o, on_watch_counted, c, &st),
+                     GD_ERR_CANCELLED);
+    int64_t returned = gd_mono_ms();
+    pthread_join(t, NULL);
+    assert_int_equal(c->w.n, 4);
+    int64_t stop_at = atomic_load(&c->stop_at);
+    assert_true(stop_at > 0 && returned >= stop_at);    /* it ended on the flag, */
+    assert_true(returned - stop_at < 2500);              /* not the stream's 10 s hang */
 }
 
 static void test_watch_stop_flag_and_callback_stop(void **state)
 {
     client_fixture *f = *state;
-    httpd_resp r = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
     stopper c = {.w = {0}};
-    pthread_t t;
-    pthread_create(&t, NULL, set_stop_later, &c);
-    k8s_watch_opts o = {.stop = &c.stop};
+    watch_until_stopped(f, &c);
     k8s_status st;
-    httpd_push(f->h, &r);
-    assert_int_equal(k8s_watch(f->c, &K8S_RES_PODS, "ns1", &o, on_watch_counted, &c, &st),
-                     GD_ERR_CANCELLED);
-    int64_t returned = gd_mono_ms();
-    pthread_join(t, NULL);
-    assert_int_equal(c.w.n, 4);
-    int64_t stop_at = atomic_load(&c.stop_at);
-    assert_true(stop_at > 0 && returned >= stop_at);    /* it ended on the flag, */
-    assert_true(returned - stop_at < 2500);              /* not the stream's 10 s hang */
 
     /* the callback asks to stop after the second event */
     httpd_resp r2 = {.status = 200, .body = WATCH_STREAM, .chunk = 4096, .hang_ms = 10000};
@@ -292,6 +305,16 @@ static void test_watch_stop_flag_and_callback_stop(void **state)
     assert_true(gd_mono_ms() - t0 < 5000);
 }
 
+/* The same stop with a wake fd beside the flag (the informer's way): the idle stream's wait
+ * includes the fd, so the flag is seen when it is poked, not at the next look. */
+static void test_watch_stop_fd(void **state)
+{
+    client_fixture *f = *state;
+    stopper c = {.stop_fd = gd_wake_open()};
+    assert_true(c.stop_fd > 0);
+    watch_until_stopped(f, &c);
+    gd_wake_close(&c.stop_fd);
+}
 
 int main(void)
 {
@@ -299,7 +322,7 @@ int main(void)
     const struct CMUnitTest plain[] = {
         T(test_watch_stream), T(test_watch_gone), T(test_watch_cut_mid_event),
         T(test_watch_big_and_oversized), T(test_watch_stop_flag_and_callback_stop),
-        T(test_watch_progress_deadline), T(test_watch_garbage_ends),
+        T(test_watch_progress_deadline), T(test_watch_garbage_ends), T(test_watch_stop_fd),
     };
 #undef T
     return cmocka_run_group_tests_name("plain_http", plain, NULL, NULL);

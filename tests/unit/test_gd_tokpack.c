@@ -91,11 +91,13 @@ static void test_repeats_and_keep(void **state)
     split_free(&r);
 
     uint64_t h[2] = {gd_tokpack_hash(digest, strlen(digest)), gd_tokpack_hash(uid, strlen(uid))};
-    if (h[0] > h[1]) {
+    if (h[0] < h[1]) {                          /* out of order, for gd_tokpack_sort */
         uint64_t x = h[0];
         h[0] = h[1];
         h[1] = x;
     }
+    gd_tokpack_sort(h, 2);
+    assert_true(h[0] < h[1]);
     gd_tokpack_keep keep = {h, 2};
     char text[512], back[512];
     unsigned char side[512];
@@ -230,9 +232,25 @@ static void test_corrupt_input_refused(void **state)
     split_free(&r);
 }
 
+/* Ascending over the whole 64-bit range (a signed or truncated compare would misorder the
+ * top half), repeats kept, and 0 or 1 items left alone. */
+static void test_sort(void **state)
+{
+    (void)state;
+    uint64_t h[6] = {UINT64_MAX, 5, 1ull << 63, 5, 0, (1ull << 63) - 1};
+    gd_tokpack_sort(h, 6);
+    const uint64_t want[6] = {0, 5, 5, (1ull << 63) - 1, 1ull << 63, UINT64_MAX};
+    assert_memory_equal(h, want, sizeof want);
+    uint64_t one = 7;
+    gd_tokpack_sort(&one, 1);
+    gd_tokpack_sort(NULL, 0);
+    assert_int_equal(one, 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sort),
         cmocka_unit_test(test_packs_digests_and_keys),
         cmocka_unit_test(test_repeats_and_keep),
         cmocka_unit_test(test_leaves_words_paths_numbers),

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include "gd_json.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 #include "httpd_helper.h"
 #include "k8s_client.h"
 #include "../../informer/informer.h"
@@ -300,6 +301,46 @@ static void test_list_failure_backoff(void **state)
     assert_null(strstr(query(f, 0), "limit="));
 }
 
+/* The informer's stop: the flag and a poke on the wake fd. It ends a backoff nap (a failed
+ * list waits ~0.8 s, then ~1.6 s, ...) and, in the second case, an idle watch held open
+ * for a minute; neither makes another request. */
+static void stop_with_fd(fx *f, int requests)
+{
+    WAIT_UNTIL(httpd_request_count(f->h) >= requests, 10000);
+    int fd = *f->cfg.stop_fd;
+    __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+    gd_wake_poke(fd);
+    assert_int_equal(pthread_join(f->th, NULL), 0);
+    f->th = 0;
+    assert_int_equal(httpd_request_count(f->h), requests);
+}
+
+static void test_stop_fd_ends_nap_and_watch(void **state)
+{
+    fx *f = *state;
+    int fd = gd_wake_open();
+    assert_true(fd >= 0);
+    f->cfg.stop_fd = &fd;
+    f->cfg.page_size = 0;
+    for (int i = 0; i < 2; i++)
+        httpd_push(f->h, &(httpd_resp){.status = 500, .body = SERVER_ERR});
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+    stop_with_fd(f, 2);                 /* in the nap after the second failed list */
+    assert_int_equal(f->ngot, 0);
+
+    gd_wake_drain(fd);                  /* a new run of the reflector on the same server */
+    f->stop = 0;
+    httpd_push(f->h, &(httpd_resp){.body = CM_LIST_2});
+    httpd_push(f->h, &(httpd_resp){.body = "", .chunk = 10, .hang_ms = 60000});
+    assert_int_equal(pthread_create(&f->th, NULL, inf_reflector_run, &f->cfg), 0);
+    inf_update *it = next_item(f, 15000);
+    assert_int_equal(it->type, INF_UPD_REPLACE);
+    inf_update_destroy(&it);
+    stop_with_fd(f, 4);                 /* in the idle watch */
+    gd_wake_close(&fd);
+    f->cfg.stop_fd = NULL;
+}
+
 /* ------------------------------------------------------------ faults of the stream */
 
 #define EV(type, name, rv)                                                                 \
@@ -502,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_needs_relist),
         cmocka_unit_test_setup_teardown(test_list_watch_relist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_failure_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_fd_ends_nap_and_watch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_watch_rewatches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silence_after_burst_rewatches_soon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cut_watch_rewatches, setup, teardown),

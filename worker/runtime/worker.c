@@ -26,6 +26,7 @@
 #include <zmq.h>
 #include "gd_log.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 #include "k8s_client.h"
 #include "k8s_config.h"
 
@@ -129,7 +130,7 @@ static void teardown(worker *w)
         w->set->fini(w->set_ud);
     for (int i = 0; i < w->nsubs; i++) {
         gd_sub_destroy(&w->subs[i].sub);
-        close(w->subs[i].wake_fd);
+        gd_wake_close(&w->subs[i].wake_fd);
     }
     if (w->control)
         zmq_close(w->control);

@@ -11,13 +11,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "gd_hoptrace.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 #include "mapping.h"
 #include "workqueue.h"
 
@@ -106,11 +106,8 @@ static void on_sub_event(void *ud, gd_ev ev, const char *key, int shard,
 
 void worker_wake_subs(worker *w)
 {
-    const uint64_t one = 1;
-    for (int i = 0; i < w->nsubs; i++) {
-        ssize_t r = write(w->subs[i].wake_fd, &one, sizeof one);
-        (void)r;                    /* (full: a wake-up is pending anyway) */
-    }
+    for (int i = 0; i < w->nsubs; i++)
+        gd_wake_poke(w->subs[i].wake_fd);
 }
 
 static void *sub_thread(void *arg)
@@ -203,7 +200,7 @@ gd_err worker_setup_subs(worker *w)
         cache_sub_store(&s->store, w->cache, e->kind, &store);
         so.store = &store;          /* the cache is the replica (cache_sub.h) */
         so.stop = &w->subs_stop;    /* a stopping worker does not sit out a snapshot wait */
-        s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        s->wake_fd = gd_wake_open();
         if (s->wake_fd < 0) {
             gd_log(GD_LOG_ERROR, "cannot create subscriber: eventfd", "kind", e->kind,
                    "error", strerror(errno), NULL);
@@ -214,7 +211,7 @@ gd_err worker_setup_subs(worker *w)
         if (!s->sub) {
             gd_log(GD_LOG_ERROR, "cannot create subscriber", "kind", e->kind, "pub", e->pub,
                    NULL);
-            close(s->wake_fd);
+            gd_wake_close(&s->wake_fd);
             return GD_ERR_CONFIG;
         }
         w->nsubs++;
