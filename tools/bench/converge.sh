@@ -11,8 +11,13 @@
 #   converge_floor_100x3_s    the same 100 x 3 with NO operator (tools/bench/converge_floor.py):
 #                             the ConfigMaps, Services, PVCs and ReplicaSets the operator made
 #                             in this run, created again all at t=0 on a fresh control plane,
-#                             until every pod is Ready. What the control plane alone needs;
-#                             no operator can converge faster here. CONVERGE_FLOOR=0 skips it.
+#                             until every pod is Ready. What the control plane alone needs
+#                             when everything arrives at once; CONVERGE_FLOOR=0 skips it. Not a
+#                             bound at every size: 300 x 3 local (2026-12-02) took 297.0 s
+#                             against the operator's 257.8 s. All 900 claims wait unbound at
+#                             once, and kube-controller-manager's claim resync (every 15 s)
+#                             posts an Event for each one each time (4 025 WaitForPodScheduled
+#                             against 890); the node agent used 227 CPU-s against 137.
 #   converge_floor_writes_100x3_s  the floor plus every other request the operator sends for
 #                             a cluster, from converge_floor.py --operator-writes with no
 #                             operator process (its GodisClusters, 2 status writes each, 3
@@ -22,7 +27,9 @@
 #                             operator's objects cost the control plane, without the
 #                             operator's own CPU. Between the floor and converge_100x3_s: the
 #                             part of the gap no operator with these objects can remove.
-#                             CONVERGE_FLOOR_WRITES=0 skips it.
+#                             CONVERGE_FLOOR_WRITES=0 skips it. With the default class it lacks
+#                             the ReplicaSet pin (3 patches a cluster, below): the operator
+#                             sends 23, the replay 20.
 #
 # The request count comes from the API server itself, the neutral referee: the operator runs
 # under its own ServiceAccount token (default/godis-bench-operator-<pid>, bound to
