@@ -83,7 +83,6 @@ static void set_rv(refl *r, const char *rv)
     atomic_store_explicit(&r->cfg->ctr->last_rv, *end ? -1 : v, memory_order_relaxed);
 }
 
-/* Sleeps ms in small steps so a stop request is honoured quickly. */
 /* A backoff sleep that a stop ends: on the stop fd when there is one, else in 100 ms
  * steps that look at the flag. */
 static void nap(const inf_reflector_cfg *c, int64_t ms)

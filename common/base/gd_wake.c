@@ -1,6 +1,7 @@
 /* gd_wake.c — see gd_wake.h. */
 #include "gd_wake.h"
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -34,18 +35,8 @@ int gd_wake_wait(int fd, int64_t ms)
         gd_sleep_ms(ms);
         return 0;
     }
-    int64_t until = gd_mono_ms() + (ms > 0 ? ms : 0);
-    for (;;) {
-        int64_t left = until - gd_mono_ms();
-        if (left < 0)
-            left = 0;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, left > 86400000 ? 86400000 : (int)left);
-        if (r > 0)
-            return 1;
-        if (r == 0 || errno != EINTR)
-            return 0;
-    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, ms <= 0 ? 0 : ms > INT_MAX ? INT_MAX : (int)ms) > 0;
 }
 
 void gd_wake_close(int *fd)

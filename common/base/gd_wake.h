@@ -18,8 +18,9 @@ int  gd_wake_open(void);
 void gd_wake_poke(int fd);
 /* Clears fd's pending wake-ups (fd < 0: a no-op). */
 void gd_wake_drain(int fd);
-/* Sleeps up to ms, less if fd is (or turns) readable; 1 if it was, 0 if the time ran out.
- * fd < 0: a plain sleep. Restarts on EINTR with the time that is left. */
+/* Sleeps up to ms, less if fd is (or turns) readable: 1 if it was, else 0 (the time ran
+ * out, or a signal came: a caller with a deadline loops, as the reflector's nap does).
+ * fd < 0: a plain sleep. */
 int  gd_wake_wait(int fd, int64_t ms);
 /* Closes *fd (if >= 0) and sets it to -1. */
 void gd_wake_close(int *fd);
