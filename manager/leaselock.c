@@ -12,6 +12,7 @@
 #include "gd_log.h"
 #include "gd_proto.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 
 struct mgr_leaselock {
     k8s_client *client;
@@ -208,6 +209,7 @@ struct mgr_lease_watch {
     char ns[254], fsel[300];
     mgr_le *le;
     volatile int stop;
+    int stop_fd;        /* poked once stop is set: ends the watch's idle wait and the backoff */
     pthread_t th;
 };
 
@@ -242,6 +244,7 @@ static void *watch_main(void *arg)
         o.list.field_selector = w->fsel;
         o.list.timeout_seconds = 240 + (int)(gd_rand01() * 120);
         o.stop = &w->stop;
+        o.stop_fd = &w->stop_fd;
         o.max_event_bytes = 1 << 20;
         k8s_status st;
         int64_t started = gd_mono_ms();
@@ -252,8 +255,9 @@ static void *watch_main(void *arg)
         } else {
             GD_WARN("lease watch failed", "error", gd_strerror(e), "message", st.message);
         }
-        int64_t delay = gd_backoff_next(&bo);
-        for (int64_t t = 0; t < delay && !w->stop; t += 100) gd_sleep_ms(100);
+        int64_t until = gd_mono_ms() + gd_backoff_next(&bo);
+        for (int64_t left; !w->stop && (left = until - gd_mono_ms()) > 0;)
+            gd_wake_wait(w->stop_fd, left);
     }
     return NULL;
 }
@@ -268,7 +272,9 @@ mgr_lease_watch *mgr_lease_watch_start(k8s_client *client, const char *ns, const
     w->le = le;
     snprintf(w->ns, sizeof w->ns, "%s", ns);
     snprintf(w->fsel, sizeof w->fsel, "metadata.name=%s", name);
-    if (pthread_create(&w->th, NULL, watch_main, w) != 0) {
+    w->stop_fd = gd_wake_open();
+    if (w->stop_fd < 0 || pthread_create(&w->th, NULL, watch_main, w) != 0) {
+        gd_wake_close(&w->stop_fd);
         free(w);
         return NULL;
     }
@@ -277,14 +283,17 @@ mgr_lease_watch *mgr_lease_watch_start(k8s_client *client, const char *ns, const
 
 void mgr_lease_watch_cancel(mgr_lease_watch *w)
 {
-    if (w) w->stop = 1;
+    if (!w) return;
+    w->stop = 1;
+    gd_wake_poke(w->stop_fd);
 }
 
 void mgr_lease_watch_stop(mgr_lease_watch **wp)
 {
     if (!wp || !*wp) return;
-    (*wp)->stop = 1;
+    mgr_lease_watch_cancel(*wp);
     pthread_join((*wp)->th, NULL);
+    gd_wake_close(&(*wp)->stop_fd);
     free(*wp);
     *wp = NULL;
 }

@@ -152,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t len)
         if (res.kind == GD_RESULT_REQUEUE_AFTER && res.after_ms < 0) abort();
         if (!open && ctx.writes) abort();           /* a fenced reconcile wrote */
     }
+    gd_fence_destroy(&fence);
     cache_destroy(&c);
     return 0;
 }

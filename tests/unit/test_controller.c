@@ -18,6 +18,7 @@
 #include "controller_internal.h"
 #include "reconciler.h"
 #include "../support/test_wait.h"
+#include "gd_wake.h"
 
 #define NK 200
 typedef struct {
@@ -101,6 +102,7 @@ static void fx_free(fixture *f)
 {
     controller_destroy(&f->c);
     assert_null(f->c);
+    gd_fence_destroy(&f->fence);
     free(f);
 }
 
@@ -344,7 +346,7 @@ static void test_fence(void **state)
 {
     fixture *f = fx_new(2, false);
     controller_own_all(f->c);
-    gd_fence_init(&f->fence, 0);                            /* no lease yet */
+    gd_fence_close(&f->fence);                              /* no lease yet */
     rec_ctx ctx = {.ctrl = f->c, .key = "ns/k0", .env = &f->env, .controller_name = "test"};
     assert_int_equal(rec_may_write(&ctx), GD_ERR_FENCED);
     assert_int_equal(controller_start(f->c), GD_OK);
@@ -364,6 +366,125 @@ static void test_fence(void **state)
     gd_fence_extend(&f->fence, gd_wall_ms() - 1);           /* an expired lease */
     assert_int_equal(rec_may_write(&ctx), GD_ERR_FENCED);
     fx_free(f);
+}
+
+typedef struct {
+    gd_fence *f;
+    int64_t deadline;       /* > 0: extend to it; 0: kick */
+} fence_poke;
+
+static void *poke_fence_later(void *arg)
+{
+    fence_poke *p = arg;
+    usleep(50000);
+    if (p->deadline > 0)
+        gd_fence_extend(p->f, p->deadline);
+    else
+        gd_fence_kick(p->f);
+    return NULL;
+}
+
+/* Runs gd_fence_wait(f, gen, 60 s) while another thread extends (or kicks) 50 ms later;
+ * true when the wait ended well before its timeout. */
+static bool wait_ended_by(gd_fence *f, int64_t deadline)
+{
+    fence_poke p = {f, deadline};
+    pthread_t th;
+    uint64_t gen = gd_fence_gen(f);
+    assert_int_equal(pthread_create(&th, NULL, poke_fence_later, &p), 0);
+    int64_t t0 = gd_mono_ms();
+    gd_fence_wait(f, gen, 60000);
+    int64_t took = gd_mono_ms() - t0;
+    pthread_join(th, NULL);
+    return took < 30000;
+}
+
+/* A thread waiting for a lease sleeps until one comes (or a kick): no lost wake-up when the
+ * extend comes between the look at the fence and the wait, and a smaller deadline wakes
+ * nobody. */
+static void test_fence_wait(void **state)
+{
+    gd_fence f;
+    gd_fence_init(&f, 0);
+    assert_true(wait_ended_by(&f, gd_wall_ms() + 10000));
+    assert_true(gd_fence_open(&f));
+    assert_true(wait_ended_by(&f, 0));                      /* a kick */
+    uint64_t gen = gd_fence_gen(&f);
+    gd_fence_extend(&f, gd_wall_ms() + 20000);              /* after the read */
+    int64_t t0 = gd_mono_ms();
+    gd_fence_wait(&f, gen, 60000);                          /* returns at once */
+    assert_true(gd_mono_ms() - t0 < 30000);
+    gen = gd_fence_gen(&f);
+    gd_fence_extend(&f, gd_wall_ms() + 1000);               /* smaller: ignored */
+    assert_int_equal(gd_fence_gen(&f), gen);
+    gd_fence_close(&f);
+    assert_int_equal(gd_fence_gen(&f), gen);                /* a close wakes nobody either */
+    gd_fence_wait(&f, gen, 20);                             /* the timeout still ends it */
+    gd_fence_destroy(&f);
+}
+
+static uint64_t queue_wakeups(controller *c)
+{
+    wq_stats s;
+    wq_get_stats(controller_queue(c), &s);
+    return s.wakeups;
+}
+
+/* Idle reconcile threads sleep until a key comes (they used to time out every second), and
+ * threads waiting for a lease are joined at stop without one. */
+static void test_idle_threads_sleep(void **state)
+{
+    fixture *f = fx_new(8, false);
+    controller_own_all(f->c);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    char key[32];
+    controller_enqueue(f->c, key_of(3, key));
+    assert_true(wait_for(&f->st.calls[3], 1, 2000));
+    wait_idle(f->c);
+    uint64_t before = queue_wakeups(f->c);
+    /* the quiet period is the behaviour under test: longer than the old 1 s timeout */
+    usleep(1300000);
+    assert_int_equal(queue_wakeups(f->c), before);
+    controller_enqueue(f->c, key_of(4, key));               /* and a key still wakes one */
+    assert_true(wait_for(&f->st.calls[4], 1, 2000));
+    gd_fence_close(&f->fence);                              /* every thread waits for a lease */
+    assert_int_equal(controller_stop(f->c, 5000), GD_OK);   /* joined */
+    fx_free(f);
+}
+
+/* A reconcile of a key whose shard is being revoked pokes revoke_wake_fd as it finishes (the
+ * worker's main loop answers the REVOKE then); a key of an owned shard does not. */
+static void test_revoke_wakes_the_loop(void **state)
+{
+    fixture *f = fx_new(1, false);
+    int fd = gd_wake_open();
+    assert_true(fd >= 0);
+    f->env.revoke_wake_fd = &fd;
+    char ka[32], kc[32];
+    key_of(0, ka);
+    int sa = gd_shard_of_key(GODIS_CTRL_CLUSTER, ka), ic = -1;
+    for (int i = 1; i < NK && ic < 0; i++)
+        if (gd_shard_of_key(GODIS_CTRL_CLUSTER, key_of(i, kc)) != sa)
+            ic = i;
+    assert_true(ic > 0);
+    int sc = gd_shard_of_key(GODIS_CTRL_CLUSTER, kc), shards[] = {sa, sc};
+    controller_own_shards(f->c, shards, 2);
+    assert_int_equal(controller_start(f->c), GD_OK);
+    controller_enqueue(f->c, kc);
+    assert_true(wait_for(&f->st.calls[ic], 1, 2000));
+    wait_idle(f->c);
+    assert_int_equal(gd_wake_wait(fd, 0), 0);               /* an owned shard's key: no poke */
+    atomic_store(&f->st.block, true);
+    controller_enqueue(f->c, ka);
+    assert_true(wait_for(&f->st.calls[0], 1, 2000));        /* in flight, blocked */
+    controller_revoke_begin(f->c, &sa, 1);
+    assert_int_equal(gd_wake_wait(fd, 0), 0);
+    atomic_store(&f->st.block, false);
+    assert_int_equal(gd_wake_wait(fd, 10000), 1);           /* finished: the loop is told */
+    assert_int_equal(controller_inflight(f->c, &sa, 1), 0);
+    controller_revoke_finish(f->c, &sa, 1, NULL);
+    fx_free(f);
+    gd_wake_close(&fd);
 }
 
 static int same_shard_key(int shard, int skip, char *buf)
@@ -632,6 +753,9 @@ int main(void)
         cmocka_unit_test(test_read_your_writes),
         cmocka_unit_test(test_stale_requeue_backs_off),
         cmocka_unit_test(test_fence),
+        cmocka_unit_test(test_fence_wait),
+        cmocka_unit_test(test_idle_threads_sleep),
+        cmocka_unit_test(test_revoke_wakes_the_loop),
         cmocka_unit_test(test_revoke),
         cmocka_unit_test(test_stop_abandons_queued),
         cmocka_unit_test(test_reconciler_cache_helpers),

@@ -12,6 +12,7 @@
 #include "gd_log.h"
 #include "gd_rectrace.h"
 #include "gd_time.h"
+#include "gd_wake.h"
 
 /* controller-runtime's ReconcileTime buckets */
 static const double reconcile_buckets[] = {
@@ -21,13 +22,62 @@ static const double reconcile_buckets[] = {
 
 /* ---- fence ---- */
 
-void gd_fence_init(gd_fence *f, int64_t deadline_ms) { atomic_store(&f->deadline_ms, deadline_ms); }
+void gd_fence_init(gd_fence *f, int64_t deadline_ms)
+{
+    atomic_store(&f->deadline_ms, deadline_ms);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->changed, &ca);
+    pthread_condattr_destroy(&ca);
+    f->gen = 0;
+}
+
+void gd_fence_destroy(gd_fence *f)
+{
+    pthread_cond_destroy(&f->changed);
+    pthread_mutex_destroy(&f->mu);
+}
+
+void gd_fence_kick(gd_fence *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->gen++;
+    pthread_cond_broadcast(&f->changed);
+    pthread_mutex_unlock(&f->mu);
+}
 
 void gd_fence_extend(gd_fence *f, int64_t deadline_ms)
 {
     int64_t cur = atomic_load(&f->deadline_ms);
-    while (deadline_ms > cur && !atomic_compare_exchange_weak(&f->deadline_ms, &cur, deadline_ms))
+    bool raised = false;
+    while (deadline_ms > cur &&
+           !(raised = atomic_compare_exchange_weak(&f->deadline_ms, &cur, deadline_ms)))
         ;
+    if (raised)
+        gd_fence_kick(f);
+}
+
+uint64_t gd_fence_gen(gd_fence *f)
+{
+    pthread_mutex_lock(&f->mu);
+    uint64_t g = f->gen;
+    pthread_mutex_unlock(&f->mu);
+    return g;
+}
+
+void gd_fence_wait(gd_fence *f, uint64_t gen, int64_t timeout_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (timeout_ms > 0 ? timeout_ms : 0) % 1000 * 1000000;
+    ts.tv_sec += (timeout_ms > 0 ? timeout_ms : 0) / 1000 + ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    pthread_mutex_lock(&f->mu);
+    while (f->gen == gen && pthread_cond_timedwait(&f->changed, &f->mu, &ts) == 0)
+        ;
+    pthread_mutex_unlock(&f->mu);
 }
 
 void gd_fence_close(gd_fence *f) { atomic_store(&f->deadline_ms, 0); }
@@ -446,23 +496,41 @@ static void process_key(controller *c, const char *key)
     run_reconcile(c, key);
 }
 
+#define FENCED_WAIT_MS 1000
+
 static void *reconcile_thread(void *arg)
 {
     controller *c = arg;
     for (;;) {
-        /* Take no key while fenced: a worker without a lease must not even start. */
-        while (!gd_fence_open(c->env->fence) && !wq_shutting_down(c->q))
-            gd_sleep_ms(20);
+        /* Take no key while fenced: a worker without a lease must not even start. The wait
+         * ends at a LEASE (gd_fence_extend) or at controller_stop (gd_fence_kick); the
+         * timeout is only a safety net. */
+        for (;;) {
+            uint64_t gen = gd_fence_gen(c->env->fence);
+            if (gd_fence_open(c->env->fence) || wq_shutting_down(c->q))
+                break;
+            gd_fence_wait(c->env->fence, gen, FENCED_WAIT_MS);
+        }
+        /* No timeout: a key or the queue's shutdown ends the wait (64 idle threads timing
+         * out every second were a third of an idle worker's wake-ups). */
         bool shutdown = false;
-        const char *key = wq_get(c->q, 1000, &shutdown);
+        const char *key = wq_get(c->q, -1, &shutdown);
         if (!key) {
             if (shutdown)
                 break;
             continue;
         }
+        int shard = key_shard(c, key);
         if (!atomic_load(&c->stopping))
             process_key(c, key);
         wq_done(c->q, key);
+        if (c->env->revoke_wake_fd) {
+            pthread_mutex_lock(&c->mu);
+            bool revoking = revoking_locked(c, shard);
+            pthread_mutex_unlock(&c->mu);
+            if (revoking)
+                gd_wake_poke(*c->env->revoke_wake_fd);
+        }
     }
     return NULL;
 }
@@ -495,6 +563,7 @@ gd_err controller_stop(controller *c, int64_t timeout_ms)
 {
     atomic_store(&c->stopping, true);
     gd_err rc = wq_shutdown_drain(c->q, timeout_ms);
+    gd_fence_kick(c->env->fence);      /* threads waiting for a lease see the shutdown */
     if (rc != GD_OK)
         return rc;      /* threads still inside reconciles: not joined */
     for (int i = 0; i < c->nthreads; i++)

@@ -9,7 +9,8 @@
  *
  * The main thread owns the control socket; each turn:
  *   1. a signal or a STOP: finish the in-flight reconciles (up to the grace) and return;
- *   2. poll the control socket (50 ms at most, so timers run) and handle its messages;
+ *   2. wait for the control socket or the wake fd (a signal, a subscriber in sync, a key of
+ *      a revoked shard finished) until the next heartbeat deadline, and handle the messages;
  *   3. activate loading shards once every subscriber follows them and is in sync;
  *   4. answer finished revocations, then stop following their shards;
  *   5. heartbeats: after 3 silent ones a local worker says HELLO again and a remote one
@@ -31,7 +32,12 @@
 #include "k8s_config.h"
 
 static volatile sig_atomic_t got_signal;
-static void on_signal(int sig) { got_signal = sig; }
+static volatile int g_wake_fd = -1;     /* the main loop's, once open: a signal ends its wait */
+static void on_signal(int sig)
+{
+    got_signal = sig;
+    gd_wake_poke(g_wake_fd);
+}
 bool worker_signalled(void) { return got_signal != 0; }
 
 /* ---- setup and teardown ---- */
@@ -156,6 +162,54 @@ static bool stop_controllers(worker *w, int64_t budget_ms)
 
 /* ---- the loop ---- */
 
+/* The longest the loop sleeps when nothing wakes it: a safety net only (the manager's
+ * heartbeats arrive every second anyway). */
+#define LOOP_IDLE_MS 1000
+
+static int64_t min_ms(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* How long the loop may sleep before a clock (not an event) can change what it does: the
+ * heartbeat checks below, and a loading shard's grace for absent informers. */
+static int64_t loop_timeout_ms(const worker *w, int64_t hb)
+{
+    int64_t now = gd_mono_ms(), t = LOOP_IDLE_MS;
+    if (w->control) {
+        int64_t silent = now - w->last_heard_ms;
+        if (silent <= 3 * hb)
+            t = min_ms(t, 3 * hb - silent + 1);
+        else
+            t = min_ms(t, min_ms(5 * hb - silent, 3 * hb - (now - w->last_hello_ms)) + 1);
+    }
+    bool loading = false;
+    for (int i = 0; i < GD_NSHARDS && !loading; i++)
+        loading = w->loading[i];
+    if (loading)
+        t = min_ms(t, worker_sync_recheck_ms(w));
+    return t > 0 ? t : 1;
+}
+
+/* Step 2: sleeps until a control message, a poke of the wake fd, or the timeout, then
+ * handles the messages. false: zmq_poll failed. */
+static bool wait_and_drain(worker *w, int64_t hb)
+{
+    int64_t t = loop_timeout_ms(w, hb);
+    if (!w->control) {
+        if (gd_wake_wait(w->wake_fd, t))
+            gd_wake_drain(w->wake_fd);
+        return true;
+    }
+    zmq_pollitem_t items[2] = {{.socket = w->control, .events = ZMQ_POLLIN},
+                               {.socket = NULL, .fd = w->wake_fd, .events = ZMQ_POLLIN}};
+    if (zmq_poll(items, w->wake_fd >= 0 ? 2 : 1, (long)t) < 0 && errno != EINTR) {
+        gd_log(GD_LOG_ERROR, "zmq_poll failed", "error", zmq_strerror(errno), NULL);
+        return false;
+    }
+    if (items[1].revents)
+        gd_wake_drain(w->wake_fd);
+    worker_drain_control(w);
+    return true;
+}
+
 static int run_loop(worker *w)
 {
     const int64_t hb = w->o->heartbeat_ms > 0 ? w->o->heartbeat_ms : 1000;
@@ -174,16 +228,8 @@ static int run_loop(worker *w)
                    w->abandoned ? "stopped: drain deadline passed" : "stopped: drained", NULL);
             return w->o->remote ? WORKER_RECONNECT : GD_EXIT_OK;
         }
-        if (w->control) {
-            zmq_pollitem_t item = {.socket = w->control, .events = ZMQ_POLLIN};
-            if (zmq_poll(&item, 1, 50) < 0 && errno != EINTR) {
-                gd_log(GD_LOG_ERROR, "zmq_poll failed", "error", zmq_strerror(errno), NULL);
-                return GD_EXIT_FAILURE;
-            }
-            worker_drain_control(w);
-        } else {
-            gd_sleep_ms(50);
-        }
+        if (!wait_and_drain(w, hb))
+            return GD_EXIT_FAILURE;
         bool loading = false;
         for (int i = 0; i < GD_NSHARDS && !loading; i++)
             loading = w->loading[i];
@@ -243,11 +289,14 @@ int worker_run(const worker_opts *o)
     w->env.cluster_domain = o->cluster_domain;
     w->env.max_concurrent_rollouts = o->max_concurrent_rollouts;
     w->env.default_image = o->default_image;
+    w->wake_fd = gd_wake_open();
+    w->env.revoke_wake_fd = &w->wake_fd;
     int code = GD_EXIT_FATAL_CONFIG;
-    if (!w->zctx || !w->cache) {
+    if (!w->zctx || !w->cache || w->wake_fd < 0) {
         code = GD_EXIT_FAILURE;
         goto out;
     }
+    g_wake_fd = w->wake_fd;
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
@@ -275,6 +324,11 @@ int worker_run(const worker_opts *o)
         return code;    /* threads are inside reconciles: the process exit ends them */
 out:
     teardown(w);
+    /* the global first: a late signal must not poke a closed (or reused) fd */
+    int fd = w->wake_fd;
+    g_wake_fd = -1;
+    gd_wake_close(&fd);
+    gd_fence_destroy(&w->fence);
     pthread_mutex_destroy(&w->follow_mu);
     free(w);
     return code;

@@ -140,7 +140,10 @@ static void *sub_thread(void *arg)
         wq_hold_wakeups();
         gd_sub_poll(s->sub, SUB_IDLE_POLL_MS);
         wq_release_wakeups();
-        atomic_store(&s->synced, gd_sub_synced(s->sub));
+        /* in sync now: the main loop may activate loading shards */
+        bool synced = gd_sub_synced(s->sub);
+        if (!atomic_exchange(&s->synced, synced) && synced)
+            gd_wake_poke(w->wake_fd);
     }
     return NULL;
 }
@@ -163,6 +166,12 @@ static bool informer_absent(worker *w, sub_slot *s)
         s->absent_logged = true;
     }
     return true;
+}
+
+int64_t worker_sync_recheck_ms(const worker *w)
+{
+    int64_t left = w->started_ms + ABSENT_GRACE_MS - gd_mono_ms();
+    return left >= 0 ? left + 1 : 1000;
 }
 
 /* Every subscriber follows the loading shards and has their snapshot. */

@@ -78,6 +78,9 @@ struct worker {
     int64_t stop_deadline_wall_ms;
     bool abandoned;             /* reconciles still running at exit: skip the teardown */
     int64_t started_ms;
+    /* eventfd ending the main loop's wait: a signal, a subscriber that came into sync, a key
+     * of a revoking shard that finished (gd_worker_env.revoke_wake_fd) */
+    int wake_fd;
 };
 
 /* worker_feed.c: subscriber → cache → mapping → controllers */
@@ -89,6 +92,9 @@ void        worker_map_change(worker *w, const char *kind, bool low, const cJSON
                               const cJSON *new_obj);
 gd_err      worker_setup_subs(worker *w);
 bool        worker_all_synced(worker *w);
+/* While shards load: ms until an absent informer's grace ends and worker_all_synced may
+ * change without any event (LOOP_IDLE_MS-ish when no grace is pending). */
+int64_t     worker_sync_recheck_ms(const worker *w);
 
 /* worker_shards.c: loading → active → revoked */
 void worker_refollow(worker *w);
