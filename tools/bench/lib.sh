@@ -20,3 +20,44 @@ bench_replay_manager() {
   BENCH_MGR=$!
   PIDS+=("$BENCH_MGR")
 }
+
+# The process table of a benchmark that starts processes: every background process is started
+# in the calling shell (never in a $(...) subshell, which the EXIT trap would not cover) and
+# remembered in PIDS; on exit the trap stops those still our children, and the devcluster
+# when the script set STARTED=1 after starting one. Sets PIDS=() STARTED=0 and the traps.
+bench_process_table() {
+  PIDS=() STARTED=0
+  trap bench_stop_all EXIT
+  trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
+}
+bench_is_our_child() { local ppid=; read -r _ _ _ ppid _ 2>/dev/null <"/proc/$1/stat"; [ "$ppid" = "$$" ]; }
+bench_stop_all() {
+  local p
+  for p in ${PIDS[@]+"${PIDS[@]}"}; do bench_is_our_child "$p" && { kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; }; done
+  PIDS=()
+  if [ "$STARTED" = 1 ]; then "$ROOT/tools/devcluster" down >/dev/null 2>&1; STARTED=0; fi
+}
+stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# until_true SECONDS CMD...: polls CMD every 50 ms; false when it never held
+until_true() {
+  local end=$((SECONDS + $1)); shift
+  while ! "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.05; done
+}
+
+# bench_replay_start ARGS...: starts bin/pipeline-replay ARGS in the calling shell (RPID, and
+# PIDS) and, once it printed its port, writes $RUN/replay.kc for it (namespace NS when
+# BENCH_REPLAY_NS is set). Needs RUN.
+bench_replay_start() {
+  rm -f "$RUN/replay.port"          # the previous run's port must not be read for this one's
+  "$ROOT/bin/pipeline-replay" "$@" >"$RUN/replay.port" &
+  RPID=$!; PIDS+=("$RPID")
+  until_true 10 test -s "$RUN/replay.port" || return 1
+  cat >"$RUN/replay.kc" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: replay, cluster: {server: "http://127.0.0.1:$(cat "$RUN/replay.port")"}}]
+users: [{name: nobody, user: {}}]
+contexts: [{name: replay, context: {cluster: replay, user: nobody${BENCH_REPLAY_NS:+, namespace: $BENCH_REPLAY_NS}}}]
+current-context: replay
+KC
+}

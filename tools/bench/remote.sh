@@ -38,43 +38,15 @@ bench_emit() {  # name value unit
   printf '  %-32s %12s %s\n' "$1" "${2:-?}" "$3"
 }
 
-# Every background process is started in this shell (never in a $(...) subshell, which the
-# EXIT trap would not cover) and remembered in PIDS; the trap stops those still our children.
-PIDS=() STARTED=0
-is_our_child() { local ppid=; read -r _ _ _ ppid _ 2>/dev/null <"/proc/$1/stat"; [ "$ppid" = "$$" ]; }
-stop_all() {
-  local p
-  for p in ${PIDS[@]+"${PIDS[@]}"}; do is_our_child "$p" && { kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; }; done
-  PIDS=()
-  if [ "$STARTED" = 1 ]; then tools/devcluster down >/dev/null 2>&1; STARTED=0; fi
-}
-trap stop_all EXIT
-trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
-stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+bench_process_table     # PIDS, STARTED, the EXIT trap (lib.sh)
 
 # A port below the ephemeral range, for this run only.
 PORT=$((23000 + ($$ % 400) * 20))
 metrics() { curl -s --max-time 2 "http://127.0.0.1:$((PORT + 19))/metrics"; }
-# until SECONDS CMD...: polls CMD every 50 ms; false when it never held
-until_true() {
-  local end=$((SECONDS + $1)); shift
-  while ! "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.05; done
-}
 
 # ------------------------------------------------------------------ cache memory per worker
 replay_start() {  # OBJECTS — sets RPID and writes $RUN/replay.kc
-  rm -f "$RUN/replay.port"          # the previous run's port must not be read for this one's
-  "$ROOT/bin/pipeline-replay" --objects "$1" --events 0 --bytes 1024 --clusters "$1" >"$RUN/replay.port" &
-  PIDS+=($!); RPID=$!
-  until_true 10 test -s "$RUN/replay.port" || return 1
-  cat >"$RUN/replay.kc" <<KC
-apiVersion: v1
-kind: Config
-clusters: [{name: replay, cluster: {server: "http://127.0.0.1:$(cat "$RUN/replay.port")"}}]
-users: [{name: nobody, user: {}}]
-contexts: [{name: replay, context: {cluster: replay, user: nobody, namespace: bench}}]
-current-context: replay
-KC
+  BENCH_REPLAY_NS=bench bench_replay_start --objects "$1" --events 0 --bytes 1024 --clusters "$1"
 }
 cached_all() {  # WANT: every worker connected, the shards dealt, WANT objects cached in all
   local m; m=$(metrics) || return 1

@@ -46,20 +46,7 @@ bench_emit() {  # name value unit
   printf '  %-36s %14s %-8s load %s\n' "$1" "${2:-?}" "$3" "$(load1)"
 }
 
-PIDS=()
-is_our_child() { local ppid=; read -r _ _ _ ppid _ 2>/dev/null <"/proc/$1/stat"; [ "$ppid" = "$$" ]; }
-stop_all() {
-  local p
-  for p in ${PIDS[@]+"${PIDS[@]}"}; do is_our_child "$p" && { kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; }; done
-  PIDS=()
-}
-trap stop_all EXIT
-trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
-stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
-until_true() {  # SECONDS CMD...: polls CMD every 100 ms
-  local end=$((SECONDS + $1)); shift
-  while ! "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.1; done
-}
+bench_process_table     # PIDS, the EXIT trap, stop_pid, until_true (lib.sh)
 
 PORT=$((24000 + ($$ % 400) * 20))
 metrics() { curl -s --max-time 5 "http://127.0.0.1:$((PORT + 19))/metrics"; }
@@ -71,18 +58,7 @@ cpu_s() {  # utime + stime of PID, in seconds
 sum() { awk '{s += $1} END {printf "%.2f", s}'; }
 
 replay_start() {  # CLUSTERS — sets RPID, writes $RUN/replay.kc
-  rm -f "$RUN/replay.port"
-  bin/pipeline-replay --fleet "$1" --members "$M" --events 0 >"$RUN/replay.port" &
-  RPID=$!; PIDS+=($RPID)
-  until_true 10 test -s "$RUN/replay.port" || return 1
-  cat >"$RUN/replay.kc" <<KC
-apiVersion: v1
-kind: Config
-clusters: [{name: replay, cluster: {server: "http://127.0.0.1:$(cat "$RUN/replay.port")"}}]
-users: [{name: nobody, user: {}}]
-contexts: [{name: replay, context: {cluster: replay, user: nobody}}]
-current-context: replay
-KC
+  bench_replay_start --fleet "$1" --members "$M" --events 0
 }
 cached_all() {  # WANT: the worker holds WANT objects over all kinds and every shard is dealt
   local m; m=$(metrics) || return 1
