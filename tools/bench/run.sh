@@ -15,6 +15,8 @@
 #                                     (tools/bench/bench_worker.sh)
 #   worker_cache_rss_bytes_{1,2,4}w, remote_shard_move_after_kill_ms  workers spread over
 #                                     pods (tools/bench/remote.sh)
+#   idle_ctxsw_per_s_{manager,informer,worker}  an idle operator's context switches per second
+#                                     and process (tools/bench/idle.sh)
 #
 # The first three run against bin/bench's replay source (a list, then a recorded watch
 # streamed as fast as the informer reads it: the API server on 2 cores writes far slower
@@ -107,6 +109,9 @@ BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/remote.sh" || log "remote.s
 # 3d. Scale (issue 23 item 4): scale_* — 10 000 GodisClusters' objects held by the informers and
 # a worker, and a fresh worker loading them from snapshots; replay only (tools/bench/scale.sh).
 BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/scale.sh" || log "scale.sh failed"
+# 3e. Idle: idle_ctxsw_per_s_{manager,informer,worker} — the context switches of an operator
+# with nothing to do, on this devcluster (tools/bench/idle.sh).
+BENCH_OUT="$OUT_DIR/latest.jsonl" "$ROOT/tools/bench/idle.sh" || log "idle.sh failed"
 
 # 4. The initial list from the real API server.
 NS_LIST=bench-list-$$
