@@ -300,6 +300,14 @@ bool e2e_check_consistent(k8s_client *c, const char *ns, const char *name)
     return e2e_check_consistent_v(c, ns, name, true);
 }
 
+bool e2e_wait_settled(k8s_client *c, const char *ns, const char *name, int replicas,
+                      int timeout_ms)
+{
+    return e2e_wait_converged(c, ns, name, replicas, timeout_ms) &&
+           e2e_wait_consistent(c, ns, name, timeout_ms) &&
+           e2e_wait_converged(c, ns, name, replicas, timeout_ms);
+}
+
 bool e2e_wait_consistent(k8s_client *c, const char *ns, const char *name, int timeout_ms)
 {
     int64_t deadline = gd_mono_ms() + timeout_ms;

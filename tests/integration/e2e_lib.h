@@ -39,6 +39,12 @@ bool e2e_check_consistent_v(k8s_client *c, const char *ns, const char *name, boo
  * printing the differences only if it still fails at the deadline. */
 bool e2e_wait_consistent(k8s_client *c, const char *ns, const char *name, int timeout_ms);
 int  e2e_status_members(const cJSON *cluster, int64_t *ids, int cap);
+/* A cluster that has settled: converged, consistent, and still converged after that (status
+ * may be ahead of the pods: a forgotten member's pod still terminating, a replaced pod not
+ * started yet; the stand-ins must agree within the timeout, and status must still say
+ * converged afterwards). */
+bool e2e_wait_settled(k8s_client *c, const char *ns, const char *name, int replicas,
+                      int timeout_ms);
 
 /* Watches a GodisCluster's status in a thread and checks every recorded transition:
  * status.members changes by at most one id at a time, a new id is always larger than any

@@ -126,6 +126,12 @@ static bool deleted_event(const char *type, const cJSON *obj, void *arg)
     return strcmp(type, "DELETED") == 0;
 }
 
+bool e2e_ns_delete_wait(k8s_client *c, const char *ns, int timeout_ms)
+{
+    e2e_ns_delete(c, ns);
+    return e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, ns, timeout_ms);
+}
+
 bool e2e_wait_gone(k8s_client *c, const k8s_resource *r, const char *ns, const char *name, int timeout_ms)
 {
     char fs[300];

@@ -44,6 +44,9 @@ bool e2e_delete(k8s_client *c, const k8s_resource *r, const char *ns, const char
 /* Waits until ns/name of r is gone: its DELETED event on a watch, or a 404 (it may be gone
  * before the watch starts). ns NULL for cluster-scoped kinds. */
 bool e2e_wait_gone(k8s_client *c, const k8s_resource *r, const char *ns, const char *name, int timeout_ms);
+/* Deletes the namespace and waits until it is gone: every scenario ends so, and that deletion
+ * must finish (the operator drops its Godis finalizers, nothing is left Terminating). */
+bool e2e_ns_delete_wait(k8s_client *c, const char *ns, int timeout_ms);
 
 /* Records every pod of a cluster a watch shows: uid, member, restarts, Ready, deleted. */
 typedef struct {

@@ -19,12 +19,7 @@ int e2e_timeout_ms = 90000;
 
 static void converge(const char *ns, const char *name, int n)
 {
-    assert_true(e2e_wait_converged(e2e_c, ns, name, n, e2e_timeout_ms));
-    /* status may be ahead of the pods (a forgotten member's pod is still terminating,
-     * a replaced pod not started yet): the stand-ins must agree within the timeout, and
-     * status must still say converged afterwards. */
-    assert_true(e2e_wait_consistent(e2e_c, ns, name, e2e_timeout_ms));
-    assert_true(e2e_wait_converged(e2e_c, ns, name, n, e2e_timeout_ms));
+    assert_true(e2e_wait_settled(e2e_c, ns, name, n, e2e_timeout_ms));
 }
 
 void e2e_scenario_create_scale(void **state)

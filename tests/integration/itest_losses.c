@@ -37,17 +37,10 @@ static const int T = 120000;
 
 static void converge(const char *ns, const char *name, int n)
 {
-    assert_true(e2e_wait_converged(c, ns, name, n, T));
-    assert_true(e2e_wait_consistent(c, ns, name, T));
+    assert_true(e2e_wait_settled(c, ns, name, n, T));
 }
 
-/* Every scenario ends by deleting its namespace, and that deletion must finish: the
- * operator drops its Godis finalizers (nothing left Terminating). */
-static void ns_done(const char *ns)
-{
-    e2e_ns_delete(c, ns);
-    assert_true(e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, ns, T));
-}
+static void ns_done(const char *ns) { assert_true(e2e_ns_delete_wait(c, ns, T)); }
 
 static bool next_id_at_least(const char *type, const cJSON *gc, void *arg)
 {

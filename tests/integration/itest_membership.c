@@ -50,17 +50,10 @@ static char extra_ns[64];                    /* the namespace whose pods run the
 
 static void converge(const char *ns, const char *name, int n)
 {
-    assert_true(e2e_wait_converged(c, ns, name, n, T));
-    assert_true(e2e_wait_consistent(c, ns, name, T));
+    assert_true(e2e_wait_settled(c, ns, name, n, T));
 }
 
-/* Every scenario ends by deleting its namespace, and that deletion must finish: the
- * operator drops its Godis finalizers (nothing left Terminating). */
-static void ns_done(const char *ns)
-{
-    e2e_ns_delete(c, ns);
-    assert_true(e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, ns, T));
-}
+static void ns_done(const char *ns) { assert_true(e2e_ns_delete_wait(c, ns, T)); }
 
 /* Creates cluster name with n members (and spec, an object's members in JSON, or NULL),
  * waits until it has converged, and fills ips[i] with the pod IP of member i+1. */
@@ -684,8 +677,7 @@ static int restore(void **state)
             e2e_operator_spawn(&op, i);
         }
     if (extra_ns[0]) {
-        e2e_ns_delete(c, extra_ns);
-        if (!e2e_wait_gone(c, &K8S_RES_NAMESPACES, NULL, extra_ns, T))
+        if (!e2e_ns_delete_wait(c, extra_ns, T))
             fprintf(stderr, "teardown: namespace %s not gone\n", extra_ns);
         extra_ns[0] = '\0';
     }
