@@ -505,10 +505,10 @@ static void *reconcile_thread(void *arg)
         /* Take no key while fenced: a worker without a lease must not even start. The wait
          * ends at a LEASE (gd_fence_extend) or at controller_stop (gd_fence_kick); the
          * timeout is only a safety net. */
-        for (;;) {
+        while (!gd_fence_open(c->env->fence) && !wq_shutting_down(c->q)) {
             uint64_t gen = gd_fence_gen(c->env->fence);
             if (gd_fence_open(c->env->fence) || wq_shutting_down(c->q))
-                break;
+                break;      /* opened (or stopping) since the look above */
             gd_fence_wait(c->env->fence, gen, FENCED_WAIT_MS);
         }
         /* No timeout: a key or the queue's shutdown ends the wait (64 idle threads timing
@@ -520,17 +520,14 @@ static void *reconcile_thread(void *arg)
                 break;
             continue;
         }
-        int shard = key_shard(c, key);
+        int shard = c->env->revoke_wake_fd ? key_shard(c, key) : -1;   /* key dies at done */
         if (!atomic_load(&c->stopping))
             process_key(c, key);
         wq_done(c->q, key);
-        if (c->env->revoke_wake_fd) {
-            pthread_mutex_lock(&c->mu);
-            bool revoking = revoking_locked(c, shard);
-            pthread_mutex_unlock(&c->mu);
-            if (revoking)
-                gd_wake_poke(*c->env->revoke_wake_fd);
-        }
+        /* Without c->mu: revoke_begin set the flag before the main loop counted this key in
+         * flight, and that count and wq_done are ordered by the queue's lock. */
+        if (shard >= 0 && shard < GD_NSHARDS && atomic_load(&c->revoking[shard]))
+            gd_wake_poke(*c->env->revoke_wake_fd);
     }
     return NULL;
 }

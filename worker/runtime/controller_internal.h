@@ -36,7 +36,9 @@ struct controller {
     pthread_mutex_t mu;         /* everything below */
     bool own_all;
     bool owned[GD_NSHARDS];
-    bool revoking[GD_NSHARDS];
+    /* written under mu; atomic so that a reconcile thread can see, without mu, whether
+     * the key it just finished belongs to a shard being revoked (reconcile_thread) */
+    atomic_bool revoking[GD_NSHARDS];
     gd_map *pending;            /* key -> (void *)(intptr_t)(shard + 1) of revoking shards */
     gd_map *expect;             /* reconcile key -> exp_list */
     atomic_int nexpect;         /* keys in expect (read without mu: the common "none" case) */
