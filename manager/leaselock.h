@@ -30,7 +30,7 @@ gd_err mgr_leaselock_record_to_lease(cJSON *lease, const mgr_le_record *rec);
 typedef struct mgr_lease_watch mgr_lease_watch;
 mgr_lease_watch *mgr_lease_watch_start(k8s_client *client, const char *ns, const char *name,
                                      mgr_le *le);
-/* Asks the watch to end without waiting (it polls its flag every ~100 ms). */
+/* Asks the watch to end without waiting (the poke ends its wait or its stream at once). */
 void mgr_lease_watch_cancel(mgr_lease_watch *w);
 void mgr_lease_watch_stop(mgr_lease_watch **w);
 

@@ -6,13 +6,14 @@
 #include "gd_err.h"
 #include "gd_log.h"
 #include "gd_version.h"
+#include "gd_wake.h"
 #include "keygen.h"
 #include "manager.h"
 
 /* Handlers only set flags; the main loop does the work (nginx's ngx_signal_handler). */
-static void on_term(int sig) { (void)sig; mgr_sig_term = 1; }
-static void on_hup(int sig) { (void)sig; mgr_sig_hup = 1; }
-static void on_chld(int sig) { (void)sig; mgr_sig_chld = 1; }
+static void on_term(int sig) { (void)sig; mgr_sig_term = 1; gd_wake_poke(mgr_sig_wake_fd); }
+static void on_hup(int sig) { (void)sig; mgr_sig_hup = 1; gd_wake_poke(mgr_sig_wake_fd); }
+static void on_chld(int sig) { (void)sig; mgr_sig_chld = 1; gd_wake_poke(mgr_sig_wake_fd); }
 
 static void install(int sig, void (*fn)(int))
 {

@@ -2,7 +2,8 @@
  *
  * Every iteration: reap children, follow the leadership state (acquire → start workers,
  * lose or fail to renew → fence), hand out shards, heartbeat the workers, ask informers for
- * STATS, tick the process table, then wait on the sockets for at most 100 ms. Leadership
+ * STATS, tick the process table, then wait on the sockets until the earliest deadline any
+ * of those has (loop_wait_ms; at most 1 s, so /healthz sees the loop turn). Leadership
  * itself is decided on the election thread; this loop only reads its status, and fences on
  * its own clock too, so a renewal stuck in a request cannot keep workers running past the
  * renew deadline.
@@ -23,6 +24,14 @@
 #include "rundir.h"
 
 volatile sig_atomic_t mgr_sig_term, mgr_sig_hup, mgr_sig_chld;
+volatile sig_atomic_t mgr_sig_wake_fd = -1;
+
+/* What the HTTP threads serve is rebuilt at most every PUBLISH_EVERY_MS, on a wake-up that
+ * comes anyway, and at most PUBLISH_STALE_MS after a wake-up that may have changed it; a
+ * change of leadership or of phase is published at once. */
+#define PUBLISH_EVERY_MS 250
+#define PUBLISH_STALE_MS 1000
+#define STARTUP_SETTLE_MS 2000  /* a new leader waits this long at most for every HELLO */
 
 static int64_t fence_grace_ms(const mgr_t *m)
 {
@@ -163,7 +172,7 @@ static void on_pong(void *ud, int index, uint64_t seq, const char *metrics, size
 
 static bool startup_settled(mgr_t *m, int64_t now)
 {
-    if (now - m->lead_since_ms >= 2000 || mgr_shards_unowned(&m->shards) < GD_NSHARDS) return true;
+    if (now - m->lead_since_ms >= STARTUP_SETTLE_MS || mgr_shards_unowned(&m->shards) < GD_NSHARDS) return true;
     for (int i = 0; i < m->want_workers; i++)
         if (!m->w[i].hello) return false;   /* avoid dealing everything twice at start-up */
     return true;
@@ -336,23 +345,54 @@ static void teardown(mgr_t *m)
     if (m->zctx) zmq_ctx_term(m->zctx);
     mgr_unlink_endpoints(m);
     mgr_rundir_remove(m->rundir, m->rundir_made);
+    mgr_sig_wake_fd = -1;
     gd_wake_close(&m->wake_fd);
     pthread_mutex_destroy(&m->pub_mu);
 }
 
+static void due_at(int64_t *due, int64_t at)
+{
+    if (at < *due) *due = at;
+}
+
+/* How long the loop may sleep: until the first deadline of anything it ticks. Every other
+ * change arrives as a wake-up (a control or STATS message, the election thread's notify,
+ * a signal poking the eventfd), so an idle manager wakes only for its heartbeats, STATS
+ * and lease renewals. sup_wait (the process table's) is at most 1 s. */
+static int64_t loop_wait_ms(mgr_t *m, int64_t now, int64_t sup_wait, int64_t publish_due)
+{
+    int64_t due = now + sup_wait;
+    due_at(&due, m->next_ping_ms);
+    due_at(&due, publish_due);
+    due_at(&due, mgr_remote_due_ms(m->remote, m->ctl));
+    for (int i = 0; i < m->ninf; i++) due_at(&due, mgr_stats_due_ms(m->inf[i].stats));
+    if (m->le) {
+        mgr_le_status_t st;
+        mgr_le_status(m->le, &st);   /* fence on our own clock at the renew deadline */
+        if (st.leading && m->leading) due_at(&due, st.valid_from_mono_ms + m->cfg.renew_deadline_ms);
+    } else {
+        due_at(&due, m->nolead_next_lease_ms);
+    }
+    if (m->leading && now - m->lead_since_ms < STARTUP_SETTLE_MS)
+        due_at(&due, m->lead_since_ms + STARTUP_SETTLE_MS);   /* startup_settled's cap */
+    int64_t wait = due - now;
+    if (m->wake_fd < 0 && wait > 100) wait = 100;   /* no eventfd: a signal may not end the wait */
+    return wait < 0 ? 0 : wait;
+}
+
 static void loop(mgr_t *m)
 {
-    int64_t next_publish = 0;
+    int64_t next_publish = 0, last_publish = 0;
     while (m->phase < 3) {
         int64_t now = gd_mono_ms();
+        bool was_leading = m->leading;
+        int was_phase = m->phase;
         if (mgr_sig_term) begin_shutdown(m, m->exit_code, "signal");
         if (mgr_sig_hup) { mgr_sig_hup = 0; if (m->phase == 0) reload(m); }
         mgr_sig_chld = 0;
         mgr_sup_reap(m->sup);
         if (mgr_sup_fatal(m->sup)) begin_shutdown(m, GD_EXIT_FATAL_CONFIG, "a child reported a fatal configuration error");
-        bool was_leading = m->leading;
         follow_leadership(m, now);
-        if (m->leading != was_leading) next_publish = 0;   /* probes see it at once */
         if (m->leading && startup_settled(m, now)) send_shard_actions(m);
         heartbeat(m, now);                  /* standby workers too */
         int freed[MGR_SHARDS_MAX_WORKERS];
@@ -360,16 +400,24 @@ static void loop(mgr_t *m)
             { free(m->w[freed[i]].metrics); m->w[freed[i]].metrics = NULL; }
         for (int i = 0; i < m->ninf; i++) mgr_stats_tick(m->inf[i].stats);
         advance_shutdown(m);
-        int64_t wait = mgr_sup_tick(m->sup);
-        if (now >= next_publish) { mgr_publish(m, now); next_publish = now + 250; }
+        int64_t sup_wait = mgr_sup_tick(m->sup);
+        if (m->leading != was_leading || m->phase != was_phase) next_publish = 0;   /* probes see it at once */
+        int64_t publish_due = INT64_MAX;
+        if (now >= next_publish) {
+            mgr_publish(m, now);
+            last_publish = now;
+            next_publish = now + PUBLISH_EVERY_MS;
+        } else {
+            publish_due = last_publish + PUBLISH_STALE_MS;
+        }
         zmq_pollitem_t items[2 + MAX_KINDS];
         int n = 0;
         items[n++] = (zmq_pollitem_t){mgr_control_socket(m->ctl), 0, ZMQ_POLLIN, 0};
         if (m->wake_fd >= 0) items[n++] = (zmq_pollitem_t){NULL, m->wake_fd, ZMQ_POLLIN, 0};
         for (int i = 0; i < m->ninf; i++)
             items[n++] = (zmq_pollitem_t){mgr_stats_socket(m->inf[i].stats), 0, ZMQ_POLLIN, 0};
-        if (wait > 100) wait = 100;
-        zmq_poll(items, n, (long)wait);     /* EINTR (a signal) just ends the wait */
+        int64_t wait = loop_wait_ms(m, gd_mono_ms(), sup_wait, publish_due);
+        zmq_poll(items, n, (long)wait);     /* a signal's poke (or EINTR) ends the wait */
         gd_wake_drain(m->wake_fd);
         mgr_control_dispatch(m->ctl);
         for (int i = 0; i < m->ninf; i++) mgr_stats_dispatch(m->inf[i].stats);
@@ -390,6 +438,7 @@ int mgr_run(const mgr_config *cfg, int argc, char **argv)
     else if (cfg->leader_elect)
         mgr_le_make_identity(m->identity, sizeof m->identity);
     m->wake_fd = gd_wake_open();
+    mgr_sig_wake_fd = m->wake_fd;
     pthread_mutex_init(&m->pub_mu, NULL);
     mgr_shards_init(&m->shards);
     mgr_shards_freeze(&m->shards, true);

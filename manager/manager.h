@@ -8,6 +8,9 @@
 
 /* Set by the signal handlers (main.c), read by the loop. */
 extern volatile sig_atomic_t mgr_sig_term, mgr_sig_hup, mgr_sig_chld;
+/* The main loop's eventfd while it runs (-1 otherwise): a handler pokes it, because the
+ * signal may land on any thread and the loop sleeps until its next deadline. */
+extern volatile sig_atomic_t mgr_sig_wake_fd;
 
 /* Runs until stopped by SIGTERM/SIGINT or a fatal child. argv is kept for SIGHUP reloads.
  * Returns the process exit code (0, 1, or 2 for a fatal configuration). */

@@ -80,7 +80,7 @@ gd_err mgr_setup_election(mgr_t *m)
 
 void mgr_stop_election(mgr_t *m)
 {
-    mgr_lease_watch_cancel(m->watch);      /* ends on its own within ~100 ms */
+    mgr_lease_watch_cancel(m->watch);      /* its stop_fd ends the stream or the backoff at once */
     if (m->le_running) {
         mgr_le_stop(m->le);                /* releases the lease on its way out: at once */
         pthread_join(m->le_th, NULL);

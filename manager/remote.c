@@ -201,6 +201,20 @@ int mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now
     return nfreed;
 }
 
+int64_t mgr_remote_due_ms(const mgr_remote *r, mgr_control *ctl)
+{
+    int64_t due = INT64_MAX;
+    for (int i = MGR_REMOTE_FIRST; r && i < MGR_SHARDS_MAX_WORKERS; i++) {
+        const slot_t *s = &r->s[i];
+        if (!s->hello) continue;
+        int64_t at = s->stopping ? mgr_control_remote_lease_end(ctl, i)
+                                 : mgr_control_last_heard(ctl, i) + MGR_REMOTE_MISSED_PINGS * r->heartbeat_ms + 1;
+        if (!s->stopping && r->next_ping_ms < at) at = r->next_ping_ms;
+        if (at < due) due = at;
+    }
+    return due;
+}
+
 bool mgr_remote_quiet(const mgr_remote *r, mgr_control *ctl, int64_t now)
 {
     for (int i = MGR_REMOTE_FIRST; r && i < MGR_SHARDS_MAX_WORKERS; i++)

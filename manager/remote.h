@@ -49,6 +49,9 @@ void mgr_remote_stop_all(mgr_remote *r, mgr_control *ctl, mgr_shards *sh);
  * writes the slots freed now into freed (room for MGR_SHARDS_MAX_WORKERS) and returns how
  * many (the caller forgets what it kept about them, e.g. their metrics). */
 int mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now, int *freed);
+/* When mgr_remote_tick next has something to do (monotonic ms): a PING, a silent worker's
+ * last chance, a stopped one's lease running out. INT64_MAX with no remote worker. */
+int64_t mgr_remote_due_ms(const mgr_remote *r, mgr_control *ctl);
 /* True when no remote worker can still be writing: none holds a lease that has not run out
  * (one that joined without a lease, e.g. during shutdown, cannot write). */
 bool mgr_remote_quiet(const mgr_remote *r, mgr_control *ctl, int64_t now);

@@ -12,8 +12,12 @@ typedef struct mgr_stats mgr_stats;
 
 mgr_stats *mgr_stats_new(void *zctx, const char *snap_endpoint, int64_t period_ms);
 void      mgr_stats_destroy(mgr_stats **s);
-/* Sends a request when one is due, abandons a late one. Call every loop iteration. */
+/* Sends a request when one is due (or due within a quarter of its interval), abandons a
+ * late one. Call every loop iteration. */
 void      mgr_stats_tick(mgr_stats *s);
+/* When the next tick has something to do (monotonic ms): the next request, or the end of
+ * the wait for the one in flight. INT64_MAX when nothing is due (no socket). */
+int64_t   mgr_stats_due_ms(const mgr_stats *s);
 void     *mgr_stats_socket(mgr_stats *s);     /* for zmq_poll (may change after a reset) */
 /* Reads any reply without blocking. */
 void      mgr_stats_dispatch(mgr_stats *s);
