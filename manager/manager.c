@@ -229,6 +229,7 @@ static void follow_leadership(mgr_t *m, int64_t now)
         mgr_le_status(m->le, &st);
         int64_t fence_at = st.leading ? st.valid_from_mono_ms + m->cfg.renew_deadline_ms : 0;
         valid = st.leading && now < fence_at;
+        m->fence_at_ms = fence_at;
         deadline_wall = st.valid_from_wall_ms + m->cfg.renew_deadline_ms;
         renewals = st.renewals;
     } else {
@@ -366,13 +367,8 @@ static int64_t loop_wait_ms(mgr_t *m, int64_t now, int64_t sup_wait, int64_t pub
     due_at(&due, publish_due);
     due_at(&due, mgr_remote_due_ms(m->remote, m->ctl));
     for (int i = 0; i < m->ninf; i++) due_at(&due, mgr_stats_due_ms(m->inf[i].stats));
-    if (m->le) {
-        mgr_le_status_t st;
-        mgr_le_status(m->le, &st);   /* fence on our own clock at the renew deadline */
-        if (st.leading && m->leading) due_at(&due, st.valid_from_mono_ms + m->cfg.renew_deadline_ms);
-    } else {
-        due_at(&due, m->nolead_next_lease_ms);
-    }
+    if (!m->le) due_at(&due, m->nolead_next_lease_ms);
+    else if (m->leading) due_at(&due, m->fence_at_ms);   /* fence on our own clock */
     if (m->leading && now - m->lead_since_ms < STARTUP_SETTLE_MS)
         due_at(&due, m->lead_since_ms + STARTUP_SETTLE_MS);   /* startup_settled's cap */
     int64_t wait = due - now;
@@ -382,7 +378,7 @@ static int64_t loop_wait_ms(mgr_t *m, int64_t now, int64_t sup_wait, int64_t pub
 
 static void loop(mgr_t *m)
 {
-    int64_t next_publish = 0, last_publish = 0;
+    int64_t last_publish = 0;
     while (m->phase < 3) {
         int64_t now = gd_mono_ms();
         bool was_leading = m->leading;
@@ -401,12 +397,11 @@ static void loop(mgr_t *m)
         for (int i = 0; i < m->ninf; i++) mgr_stats_tick(m->inf[i].stats);
         advance_shutdown(m);
         int64_t sup_wait = mgr_sup_tick(m->sup);
-        if (m->leading != was_leading || m->phase != was_phase) next_publish = 0;   /* probes see it at once */
+        bool changed = m->leading != was_leading || m->phase != was_phase;   /* probes see it at once */
         int64_t publish_due = INT64_MAX;
-        if (now >= next_publish) {
+        if (changed || now - last_publish >= PUBLISH_EVERY_MS) {
             mgr_publish(m, now);
             last_publish = now;
-            next_publish = now + PUBLISH_EVERY_MS;
         } else {
             publish_due = last_publish + PUBLISH_STALE_MS;
         }

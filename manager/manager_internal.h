@@ -64,6 +64,7 @@ typedef struct {
     bool leading;           /* workers may run */
     uint64_t renewals_sent;
     int64_t lease_deadline_wall, next_ping_ms, nolead_next_lease_ms;
+    int64_t fence_at_ms;    /* the renew deadline follow_leadership fences at (0: none) */
     int phase;              /* 0 run, 1 stopping workers, 2 stopping informers, 3 done */
     int exit_code;
     uint64_t fencings, heartbeat_kills, leaderships;

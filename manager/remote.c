@@ -168,6 +168,12 @@ void mgr_remote_stop_all(mgr_remote *r, mgr_control *ctl, mgr_shards *sh)
         if (r->s[i].hello && !r->s[i].stopping) stop_one(r, ctl, sh, i);
 }
 
+/* When a live remote worker that has not answered is declared gone (tick and due agree). */
+static int64_t silent_until(const mgr_remote *r, mgr_control *ctl, int i)
+{
+    return mgr_control_last_heard(ctl, i) + MGR_REMOTE_MISSED_PINGS * r->heartbeat_ms + 1;
+}
+
 int mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now, int *freed)
 {
     int nfreed = 0;
@@ -189,7 +195,7 @@ int mgr_remote_tick(mgr_remote *r, mgr_control *ctl, mgr_shards *sh, int64_t now
             continue;
         }
         if (ping) mgr_control_ping(ctl, i);
-        if (now - mgr_control_last_heard(ctl, i) > MGR_REMOTE_MISSED_PINGS * r->heartbeat_ms) {
+        if (now >= silent_until(r, ctl, i)) {
             char idx[12];
             snprintf(idx, sizeof idx, "%d", i);
             GD_ERROR("remote worker stopped answering heartbeats: its shards move once its "
@@ -207,8 +213,7 @@ int64_t mgr_remote_due_ms(const mgr_remote *r, mgr_control *ctl)
     for (int i = MGR_REMOTE_FIRST; r && i < MGR_SHARDS_MAX_WORKERS; i++) {
         const slot_t *s = &r->s[i];
         if (!s->hello) continue;
-        int64_t at = s->stopping ? mgr_control_remote_lease_end(ctl, i)
-                                 : mgr_control_last_heard(ctl, i) + MGR_REMOTE_MISSED_PINGS * r->heartbeat_ms + 1;
+        int64_t at = s->stopping ? mgr_control_remote_lease_end(ctl, i) : silent_until(r, ctl, i);
         if (!s->stopping && r->next_ping_ms < at) at = r->next_ping_ms;
         if (at < due) due = at;
     }

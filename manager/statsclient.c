@@ -73,10 +73,13 @@ void mgr_stats_reset(mgr_stats *s)
     open_sock(s);
 }
 
+/* When a request in flight is abandoned (tick and due agree). */
+static int64_t abandon_at(const mgr_stats *s) { return s->sent_ms + STATS_TIMEOUT_MS + 1; }
+
 void mgr_stats_tick(mgr_stats *s)
 {
     int64_t now = gd_mono_ms();
-    if (s->sent_ms && now - s->sent_ms > STATS_TIMEOUT_MS) {
+    if (s->sent_ms && now >= abandon_at(s)) {
         /* abandoned: a reopened DEALER cannot receive the late answer */
         s->sent_ms = 0;
         s->synced = false;
@@ -102,7 +105,7 @@ void mgr_stats_tick(mgr_stats *s)
 
 int64_t mgr_stats_due_ms(const mgr_stats *s)
 {
-    if (s->sent_ms) return s->sent_ms + STATS_TIMEOUT_MS + 1;   /* tick abandons it after */
+    if (s->sent_ms) return abandon_at(s);
     return s->sock ? s->next_ms : INT64_MAX;
 }
 
