@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "e2e_procs.h"
@@ -15,9 +18,31 @@
 int http_get(int port, const char *path, char *buf, size_t cap);
 double metric(int port, const char *series);
 
+/* Whether a TCP listener could bind port on addr now (the devcluster's components take
+ * random ports in the same range: 20000-31999). */
+static bool port_free(const char *addr, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, addr, &sa.sin_addr);
+    bool ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+static bool block_free(int base)
+{
+    for (int p = base; p < base + RP_PORTS; p++)
+        if (!port_free("127.0.0.1", p) || !port_free("127.0.0.2", p)) return false;
+    return true;
+}
+
 bool rp_init(remote_pair *r, const char *tag, const char *lease_ns, const char *lease,
              const char *allow_name, int base)
 {
+    /* a block of RP_PORTS that nothing listens on yet: the next ones if base's is taken */
+    for (int tries = 0; tries < 20 && !block_free(base); tries++) base += RP_PORTS;
     memset(r, 0, sizeof *r);
     int pid = (int)getpid();
     snprintf(r->dir, sizeof r->dir, "/tmp/itest-%s-%d", tag, pid);

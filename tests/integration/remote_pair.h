@@ -26,7 +26,8 @@ typedef struct {
 #define RP_PORTS 24
 
 /* Fills r: its directory (created here, 0700), log directory and identities named after tag
- * and this pid, RP_PORTS ports from base. The allow-list path is dir/allow_name. False when
+ * and this pid, RP_PORTS ports from base (or from the first block after it that nothing
+ * listens on). The allow-list path is dir/allow_name. False when
  * the directory cannot be made or the domain's kinds need more ports. */
 bool rp_init(remote_pair *r, const char *tag, const char *lease_ns, const char *lease,
              const char *allow_name, int base);
