@@ -495,6 +495,7 @@ static void test_managed_handoff(void **state)
         manager_tick(m);
     }
     assert_true(m->revoked[0] != 0);
+    int64_t revoked_seen = wall_us();
     char *bar1 = strchr(m->revoked, '|'), *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
     assert_non_null(bar2);
     *bar2 = 0;
@@ -504,15 +505,26 @@ static void test_managed_handoff(void **state)
     cJSON *pending = cJSON_Parse(bar2 + 1);
     assert_non_null(pending);
     cJSON_Delete(pending);
+    /* w0 may have reconciled the latest change before the REVOKE reached it, which
+     * satisfies the change; w1's full sync of the moved shards must still reconcile
+     * every moved key, so wait for a reconcile started after the ASSIGN. */
+    for (int i = 0; i < NKEYS; i++)
+        if (fi->objs[i].shard < 64)
+            since[i] = wall_us();
     fmgr_send(m, 1, "ASSIGN", list, bar2 + 1);
     assert_true(wait_all(fi, since, 20000, manager_tick, m));
     read_record(&r);
     assert_int_equal(r.overlaps, 0);
     assert_int_equal(r.unmatched, 0);
-    /* after the handoff, the moved keys' last reconciles ran on w1 */
+    /* after the handoff the moved keys' last reconciles ran on w1, and w0 started none
+     * of them after it answered REVOKED */
     for (int k = 0; k < NKEYS; k++)
-        if (fi->objs[k].shard < 64)
+        if (fi->objs[k].shard < 64) {
             assert_int_equal(r.keys[k].v[r.keys[k].n - 1].pid, w1);
+            for (int i = 0; i < r.keys[k].n; i++)
+                if (r.keys[k].v[i].pid == w0)
+                    assert_true(r.keys[k].v[i].start_wall_us < revoked_seen);
+        }
     free_record(&r);
     revoke_before_active(fi, m);
     /* STOP ends a worker with 0 */
