@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gd_intern.h"
 #include "gd_json.h"
 #include "gd_log.h"
 #include "gd_proto.h"
@@ -343,6 +344,7 @@ static gd_err apply_change(cache *c, cache_op op, const char *kind, const char *
             return GD_ERR_NOMEM;
         it->obj = *obj;
         it->owner = c;
+        gd_json_intern_names(it->obj);      /* the names every object of a kind repeats */
         if (c->verify)
             it->sum = checksum(it->obj);
         it->shard = st->shard;
