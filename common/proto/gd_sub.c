@@ -5,6 +5,7 @@
 #include "gd_sub.h"
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,21 @@ void gd_sub_frames_close(frames *f)
     f->n = 0;
 }
 
+static atomic_uint_fast64_t bytes_received;
+
+uint64_t gd_sub_bytes_received(void)
+{
+    return atomic_load_explicit(&bytes_received, memory_order_relaxed);
+}
+
+cJSON *gd_sub_parse_object(frames *f, int i, bool count)
+{
+    size_t n = zmq_msg_size(&f->m[i]);
+    if (count)
+        atomic_fetch_add_explicit(&bytes_received, n, memory_order_relaxed);
+    return gd_json_parse(zmq_msg_data(&f->m[i]), n);
+}
+
 /* Receives one multipart message. */
 int gd_sub_recv_frames(void *sock, frames *f, int flags)
 {
@@ -321,7 +337,8 @@ static void handle_pub(gd_sub *s, frames *f)
             return;
         }
     }
-    cJSON *body = gd_json_parse(zmq_msg_data(&f->m[7]), zmq_msg_size(&f->m[7]));
+    cJSON *body = gd_sub_parse_object(f, 7, ev == GD_EV_ADDED || ev == GD_EV_MODIFIED ||
+                                                ev == GD_EV_DELETED);
     if (had && g <= prev.gseq) {     /* older than the replica's state (gd_sub_rec.gseq) */
         s->st.stale++;
     } else if (!strcmp(type, "HEARTBEAT") || ev == GD_EV_SYNCED) {

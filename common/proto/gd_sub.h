@@ -161,4 +161,9 @@ typedef struct {
 } gd_sub_stats;
 void gd_sub_get_stats(const gd_sub *s, gd_sub_stats *out);
 
+/* Bytes of the objects (in PUB and snapshot messages) all subscribers of this process have
+ * parsed: how much the feeds brought in, for a heap that may need trimming after a burst.
+ * Heartbeats and other bookkeeping messages do not count. */
+uint64_t gd_sub_bytes_received(void);
+
 #endif

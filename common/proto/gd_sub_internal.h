@@ -47,6 +47,9 @@ void   gd_sub_frames_close(frames *f);
 int    gd_sub_recv_frames(void *sock, frames *f, int flags);
 /* Frame i as a NUL-terminated copy in buf (truncated to cap); returns its full length. */
 size_t gd_sub_frame_str(frames *f, int i, char *buf, size_t cap);
+/* Frame i parsed (NULL: not JSON); count: it is an object, counted in
+ * gd_sub_bytes_received (a status body is not). */
+cJSON *gd_sub_parse_object(frames *f, int i, bool count);
 
 /* A sequence number from a status object: a JSON integer in [0, 2^64); false otherwise. */
 bool gd_sub_seq_value(const cJSON *v, uint64_t *out);

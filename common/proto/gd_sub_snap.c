@@ -101,7 +101,7 @@ int gd_sub_snap_reply(gd_sub *s, frames *f, snap_result *r)
             return -GD_ERR_NOMEM;
         it->shard = gd_shard_parse_topic(topic);
         it->rv = strdup(rv);
-        it->obj = gd_json_parse(zmq_msg_data(&f->m[4]), zmq_msg_size(&f->m[4]));
+        it->obj = gd_sub_parse_object(f, 4, true);
         if (!it->rv || !it->obj || gd_map_put(r->items, key, it, NULL) != GD_OK) {
             bool nomem = !it->rv;
             gd_sub_snap_item_free(it);

@@ -328,6 +328,37 @@ static void test_live_and_late(void **state)
     assert_null(s);
 }
 
+/* gd_sub_bytes_received counts the objects parsed (snapshots and PUB), not the informer's
+ * heartbeats: an idle feed leaves it alone, so the worker's heap trim sees the quiet. */
+static void test_bytes_received(void **state)
+{
+    fx *f = *state;
+    counts c = {0};
+    uint64_t b0 = gd_sub_bytes_received();
+    gd_sub *s = new_sub(f, &c, 0);
+    assert_int_equal(gd_sub_set_all(s), GD_OK);
+    initial_list(f, 100);
+    converge(f, s, NULL, 0);
+    assert_int_equal(c.added, 100);
+    static const char smallest[] =
+        "{\"metadata\":{\"name\":\"o0\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"}}";
+    uint64_t b1 = gd_sub_bytes_received();
+    assert_true(b1 - b0 >= 100 * (sizeof smallest - 1));
+    /* idle: 10 heartbeats (every 50 ms) arrive and count nothing */
+    gd_sub_stats st0, st1;
+    gd_sub_get_stats(s, &st0);
+    int64_t until = gd_mono_ms() + 500;
+    while (gd_mono_ms() < until)
+        gd_sub_poll(s, 50);
+    gd_sub_get_stats(s, &st1);
+    assert_true(st1.messages > st0.messages);       /* they did arrive */
+    assert_int_equal(gd_sub_bytes_received(), b1);
+    churn(f, 50);
+    converge(f, s, NULL, 0);
+    assert_true(gd_sub_bytes_received() - b1 >= 50 * (sizeof smallest - 1));
+    drop_sub(f, &s);
+}
+
 /* The replica in the worker's cache: the handler sees old and new objects as with the
  * default store (on_event asserts them), the cache holds every object with the record the
  * protocol needs, the gd_sub no copy of its own; gaps still repair. */
@@ -601,6 +632,7 @@ int main(void)
     srand(42);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_live_and_late, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bytes_received, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lagged, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_cache_store, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_shards, setup, teardown),

@@ -18,6 +18,10 @@
 #   scale_worker_anon_bytes              its RssAnon
 #   scale_worker_rss_bytes_per_object    the same less an empty fleet's, per object
 #   scale_worker_cpu_s                   its CPU from start until all is cached
+#   scale_worker_rss_settled_bytes       its VmRSS BENCH_SCALE_SETTLE_S (8) s later, idle:
+#                                        what it keeps once the heap was trimmed (the
+#                                        worker trims 1 s and 5 s into a quiet spell,
+#                                        common/base/gd_heap_trim.h), not what the load left
 #   scale_list_load_s                    manager start → the worker has every object (lists)
 #   scale_worker_snapshot_load_s         a fresh worker (standalone, all shards) started beside
 #                                        the warm informers: start → every kind SYNCED, i.e.
@@ -115,6 +119,8 @@ bench_emit scale_worker_anon_bytes "$wrk_anon" bytes
 bench_emit scale_worker_rss_bytes_per_object "$(awk -v a="$wrk_rss" -v b="$wrk_rss0" -v n="$OBJECTS" 'BEGIN {printf "%.0f", (a - b) / n}')" bytes
 bench_emit scale_worker_cpu_s "$wrk_cpu" s
 bench_emit scale_list_load_s "$LOAD_S" s
+sleep "${BENCH_SCALE_SETTLE_S:-8}"
+bench_emit scale_worker_rss_settled_bytes "$(rss "$WORKER")" bytes
 
 # A fresh worker beside the warm informers: every shard from snapshots.
 LOG=$RUN/fresh.log

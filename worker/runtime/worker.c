@@ -210,6 +210,31 @@ static bool wait_and_drain(worker *w, int64_t hb)
     return true;
 }
 
+/* Reconciles finished or running: the work the heap trim waits to end (gd_heap_trim.h). */
+static uint64_t reconciles_done(worker *w)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < w->nctrls; i++) {
+        controller_stats st;
+        controller_get_stats(w->ctrls[i], &st);
+        n += st.success + st.error + st.requeue + st.requeue_after + st.stale + st.fenced +
+             (uint64_t)st.active;
+    }
+    return n;
+}
+
+static void trim_heap_when_quiet(worker *w)
+{
+    int64_t gave_back = gd_heap_trim_tick(&w->heap, gd_sub_bytes_received(),
+                                          reconciles_done(w), gd_mono_ms());
+    if (gave_back > 0) {
+        char b[24];
+        snprintf(b, sizeof b, "%lld", (long long)gave_back);
+        gd_log(GD_LOG_DEBUG, "heap trimmed: the feeds and the reconciles went quiet",
+               "returned_bytes", b, NULL);
+    }
+}
+
 static int run_loop(worker *w)
 {
     const int64_t hb = w->o->heartbeat_ms > 0 ? w->o->heartbeat_ms : 1000;
@@ -230,6 +255,7 @@ static int run_loop(worker *w)
         }
         if (!wait_and_drain(w, hb))
             return GD_EXIT_FAILURE;
+        trim_heap_when_quiet(w);
         bool loading = false;
         for (int i = 0; i < GD_NSHARDS && !loading; i++)
             loading = w->loading[i];

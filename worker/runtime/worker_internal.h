@@ -17,6 +17,7 @@
 #include "cache_sub.h"
 #include "control.h"
 #include "controller.h"
+#include "gd_heap_trim.h"
 #include "gd_sub.h"
 #include "reconciler.h"
 #include "worker.h"
@@ -81,6 +82,7 @@ struct worker {
     /* eventfd ending the main loop's wait: a signal, a subscriber that came into sync, a key
      * of a revoking shard that finished (gd_worker_env.revoke_wake_fd) */
     int wake_fd;
+    gd_heap_trim heap;          /* the main loop trims the heap once the feeds go quiet */
 };
 
 /* worker_feed.c: subscriber → cache → mapping → controllers */
