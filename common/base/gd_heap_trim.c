@@ -24,8 +24,10 @@ bool gd_heap_trim_due(gd_heap_trim *t, uint64_t received, uint64_t work, int64_t
     if (t->done == 0 && quiet >= GD_HEAP_TRIM_QUIET1_MS) {
         t->done = 1;
         /* stays armed: work after this trim (queued keys reconciled) may free more */
-        if (++t->trims >= GD_HEAP_TRIM_MAX_EARLY)
+        if (++t->trims >= GD_HEAP_TRIM_MAX_EARLY) {     /* enough: wait for new input */
             t->base = t->seen;
+            t->trims = 0;
+        }
         return true;
     }
     if (t->done == 1 && quiet >= GD_HEAP_TRIM_QUIET2_MS) {

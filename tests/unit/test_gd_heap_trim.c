@@ -98,6 +98,10 @@ static void test_bursty_work_is_bounded(void **state)
         trims += run_quiet(&t, in, work, &now, now + 3000, NULL);
     }
     assert_int_equal(trims, GD_HEAP_TRIM_MAX_EARLY);
+    /* the next burst of input arms it afresh: both trims of a quiet spell again */
+    in += GD_HEAP_TRIM_MIN_BYTES;
+    assert_false(gd_heap_trim_due(&t, in, work, now += 100));
+    assert_int_equal(run_quiet(&t, in, work, &now, now + 60000, NULL), 2);
 }
 
 static void test_counter_reset_restarts(void **state)
