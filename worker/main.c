@@ -128,8 +128,10 @@ static int remote_main(gd_flagset *fs, worker_opts *o, const char *lease, const 
  * thread allocates the messages they free, and the reconcile threads come and go: with
  * glibc's arena per thread (up to 8 per core) the memory freed after a large load stayed
  * stranded in arenas that no later allocation used. 10 000 clusters' objects held in
- * cache (tools/bench/scale.sh, 675 MB in use): RSS 704-953 MB with the default, 673-689 MB
- * with two, 726-731 MB with one (and 2x the CPU: the threads then wait on its lock). */
+ * cache (tools/bench/scale.sh, 675 MB in use): RSS 704-764 MB with the default (up to 953
+ * on another machine), 659-791 MB (median 683) with two, 726-731 MB with one (and 2x the
+ * CPU: the threads then wait on its lock). Two also keep the freed memory where the heap
+ * trim (gd_heap_trim.h) finds it. */
 static void limit_malloc_arenas(void)
 {
     const char *tun = getenv("GLIBC_TUNABLES");
