@@ -37,22 +37,13 @@ BENCH_OUT=${BENCH_OUT:-$PWD/bench/results/latest.jsonl}
 BENCH_TMP=${BENCH_TMP:-$PWD/build/bench}
 mkdir -p "$(dirname "$BENCH_OUT")" "$BENCH_TMP"
 REPLAY_BIN=bin/pipeline-replay
+ROOT=$PWD
+. "$ROOT/tools/bench/lib.sh"      # bench_emit, stop_pid
 if [ ! -x "$REPLAY_BIN" ]; then
   echo "bench_worker: $REPLAY_BIN is not built (make); skipped" >&2
   exit 0
 fi
 
-# Every line carries load1, the machine's 1-minute load average when it was written (the
-# machine is shared: a figure means little without it).
-bench_emit() {  # name value unit [baseline [what the baseline is, printed]]
-  local load; read -r load _ </proc/loadavg
-  if [ -n "${4:-}" ]; then
-    printf '{"name":"%s","value":%s,"unit":"%s","baseline":%s,"load1":%s}\n' "$1" "${2:-0}" "$3" "$4" "$load" >>"$BENCH_OUT"
-  else
-    printf '{"name":"%s","value":%s,"unit":"%s","load1":%s}\n' "$1" "${2:-0}" "$3" "$load" >>"$BENCH_OUT"
-  fi
-  printf '  %-36s %12s %-9s %s %-9s load %s\n' "$1" "${2:-?}" "$3" "${5:-baseline}" "${4:--}" "$load"
-}
 json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
 
 # Every process this script starts in the background is held in one of these variables until
@@ -109,7 +100,6 @@ TPUB="tcp://127.0.0.1:$TPORT"; TSNAP="tcp://127.0.0.1:$((TPORT + 1))"
 mkdir -p "$RUN/keys" && bin/godis-manager keygen --out "$RUN/keys" --name server >/dev/null &&
   bin/godis-manager keygen --out "$RUN/keys" --name worker >/dev/null || echo "bench_worker: keygen failed" >&2
 
-stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
 # run RATE EVENTS [tcp] → the worker's result JSON line in RESULT (the bench set writes it
 # once every object was reconciled at its final state; after TIMEOUT s the worker is stopped

@@ -2,6 +2,22 @@
 # once they are at the repository root. One copy, so two benchmarks that run the operator
 # the same way keep doing so when its flags change.
 
+# bench_emit NAME VALUE UNIT [BASELINE [LABEL]]: one figure, appended to $BENCH_OUT as
+# {"name","value","unit"[,"baseline"],"load1"} and printed as a line of the table. load1 is
+# the machine's 1-minute load average when it was written: on a shared machine a figure means
+# little without it. LABEL names the baseline in the printed line (default "baseline").
+bench_emit() {
+  local load; read -r load _ </proc/loadavg
+  if [ -n "${4:-}" ]; then
+    printf '{"name":"%s","value":%s,"unit":"%s","baseline":%s,"load1":%s}\n' "$1" "${2:-0}" "$3" "$4" "$load" >>"$BENCH_OUT"
+  else
+    printf '{"name":"%s","value":%s,"unit":"%s","load1":%s}\n' "$1" "${2:-0}" "$3" "$load" >>"$BENCH_OUT"
+  fi
+  local base=""
+  [ -n "${4:-}" ] && base=$(printf '%s %-9s ' "${5:-baseline}" "$4")
+  printf '  %-36s %14s %-9s %sload %s\n' "$1" "${2:-?}" "$3" "$base" "$load"
+}
+
 # bench_replay_manager LOG KINDS WORKERS [FLAG...]: starts a manager, in the background of
 # the calling shell (so its EXIT trap can stop it by pid), over the replay source's
 # kubeconfig $RUN/replay.kc, without leader election: informers for KINDS (comma-separated)

@@ -33,11 +33,6 @@ KILLS=${BENCH_REMOTE_KILLS:-3}
 mkdir -p "$(dirname "$BENCH_OUT")"
 rm -rf "$RUN"; mkdir -p "$RUN"; chmod 0700 "$RUN"
 
-bench_emit() {  # name value unit
-  printf '{"name":"%s","value":%s,"unit":"%s"}\n' "$1" "${2:-0}" "$3" >>"$BENCH_OUT"
-  printf '  %-32s %12s %s\n' "$1" "${2:-?}" "$3"
-}
-
 bench_process_table     # PIDS, STARTED, the EXIT trap (lib.sh)
 
 # A port below the ephemeral range, for this run only.

@@ -44,11 +44,6 @@ KINDS=GodisCluster,Godis,ConfigMap,ReplicaSet,Service,PersistentVolumeClaim,Pod,
 mkdir -p "$(dirname "$BENCH_OUT")"
 rm -rf "$RUN"; mkdir -p "$RUN"; chmod 0700 "$RUN"
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-bench_emit() {  # name value unit
-  printf '{"name":"%s","value":%s,"unit":"%s","load1":%s}\n' "$1" "${2:-0}" "$3" "$(load1)" >>"$BENCH_OUT"
-  printf '  %-36s %14s %-8s load %s\n' "$1" "${2:-?}" "$3" "$(load1)"
-}
 
 bench_process_table     # PIDS, the EXIT trap, stop_pid, until_true (lib.sh)
 
