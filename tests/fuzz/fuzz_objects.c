@@ -25,6 +25,7 @@
 #include "workqueue.c"
 #include "workqueue_metrics.c"
 #include "controller.c"
+#include "fence.c"
 #include "keymetrics.c"
 #include "cache.c"
 #include "reconciler.c"
