@@ -100,7 +100,6 @@ TPUB="tcp://127.0.0.1:$TPORT"; TSNAP="tcp://127.0.0.1:$((TPORT + 1))"
 mkdir -p "$RUN/keys" && bin/godis-manager keygen --out "$RUN/keys" --name server >/dev/null &&
   bin/godis-manager keygen --out "$RUN/keys" --name worker >/dev/null || echo "bench_worker: keygen failed" >&2
 
-
 # run RATE EVENTS [tcp] → the worker's result JSON line in RESULT (the bench set writes it
 # once every object was reconciled at its final state; after TIMEOUT s the worker is stopped
 # and writes what it has, "complete":false). With tcp the worker subscribes over tcp:// with

@@ -44,7 +44,6 @@ KINDS=GodisCluster,Godis,ConfigMap,ReplicaSet,Service,PersistentVolumeClaim,Pod,
 mkdir -p "$(dirname "$BENCH_OUT")"
 rm -rf "$RUN"; mkdir -p "$RUN"; chmod 0700 "$RUN"
 
-
 bench_process_table     # PIDS, the EXIT trap, stop_pid, until_true (lib.sh)
 
 PORT=$((24000 + ($$ % 400) * 20))
