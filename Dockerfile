@@ -13,7 +13,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential pkg-config libcurl4-openssl-dev libcjson-dev libzmq3-dev \
-      libyaml-dev libssl-dev libmicrohttpd-dev libzstd-dev \
+      libyaml-dev libssl-dev libmicrohttpd-dev libzstd-dev libjemalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -37,7 +37,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates libcurl4 libcjson1 libzmq5 libyaml-0-2 libssl3 libmicrohttpd12 \
-      libzstd1 \
+      libzstd1 libjemalloc2 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

@@ -3,7 +3,7 @@
 # Idempotent and quiet when everything is present.
 set -euo pipefail
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev libcurl4-openssl-dev libcjson-dev libzmq3-dev
-      libyaml-dev libssl-dev libcmocka-dev libmicrohttpd-dev libzstd-dev openssl curl etcd-server
+      libyaml-dev libssl-dev libcmocka-dev libmicrohttpd-dev libzstd-dev libjemalloc-dev openssl curl etcd-server
       valgrind etcd-client jq golang-go golang-github-modern-go-reflect2-dev dpkg-dev rsync procps psmisc)
 # kubectl for the drain tests: Debian's kubernetes-client. Where /usr/bin/kubectl already
 # belongs to another package (a vendor's kubectl), installing it would overwrite that

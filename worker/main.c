@@ -8,6 +8,7 @@
 #include "control.h"
 #include "gd_err.h"
 #include "gd_flags.h"
+#include "gd_heap_trim.h"
 #include "gd_hoptrace.h"
 #include "gd_log.h"
 #include "godis_client.h"
@@ -123,7 +124,9 @@ static int remote_main(gd_flagset *fs, worker_opts *o, const char *lease, const 
 
 #define FLAG GD_FLAG
 
-/* Two malloc arenas, set before any thread starts, unless the environment chooses
+/* On glibc's malloc (an ASan build; the worker is otherwise linked with jemalloc, whose
+ * arenas return their free pages by themselves): two malloc arenas, set before any thread
+ * starts, unless the environment chooses
  * (MALLOC_ARENA_MAX, GLIBC_TUNABLES). Nine subscriber threads fill the cache, ZeroMQ's I/O
  * thread allocates the messages they free, and the reconcile threads come and go: with
  * glibc's arena per thread (up to 8 per core) the memory freed after a large load stayed
@@ -134,6 +137,8 @@ static int remote_main(gd_flagset *fs, worker_opts *o, const char *lease, const 
  * trim (gd_heap_trim.h) finds it. */
 static void limit_malloc_arenas(void)
 {
+    if (strcmp(gd_heap_allocator(), "glibc") != 0)
+        return;             /* the worker is linked with jemalloc (Makefile): glibc's is idle */
     const char *tun = getenv("GLIBC_TUNABLES");
     if (getenv("MALLOC_ARENA_MAX") || (tun && strstr(tun, "arena_max")))
         return;

@@ -1,6 +1,8 @@
 /* gd_heap_trim.c — see gd_heap_trim.h. */
 #include "gd_heap_trim.h"
+#include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -50,12 +52,41 @@ static int64_t resident_bytes(void)
     return n == 2 ? (int64_t)rss * sysconf(_SC_PAGESIZE) : 0;
 }
 
+/* jemalloc's control entry point, when the program links jemalloc (its malloc then serves
+ * every library too); looked up rather than linked, so programs on glibc's malloc share
+ * this code. */
+typedef int (*mallctl_fn)(const char *name, void *old, size_t *oldlen, void *new_val,
+                          size_t newlen);
+static mallctl_fn je_mallctl;
+static pthread_once_t je_once = PTHREAD_ONCE_INIT;
+
+static void find_jemalloc(void)
+{
+    void *sym = dlsym(RTLD_DEFAULT, "mallctl");
+    je_mallctl = *(mallctl_fn *)&sym;   /* POSIX: a dlsym result may hold a function */
+}
+
+const char *gd_heap_allocator(void)
+{
+    pthread_once(&je_once, find_jemalloc);
+    return je_mallctl ? "jemalloc" : "glibc";
+}
+
+void gd_heap_release(void)
+{
+    pthread_once(&je_once, find_jemalloc);
+    if (je_mallctl)     /* 4096 is MALLCTL_ARENAS_ALL (jemalloc 5): every arena at once */
+        je_mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
+    else
+        malloc_trim(0);
+}
+
 int64_t gd_heap_trim_tick(gd_heap_trim *t, uint64_t received, uint64_t work, int64_t now_ms)
 {
     if (!gd_heap_trim_due(t, received, work, now_ms))
         return 0;
     int64_t before = resident_bytes();
-    malloc_trim(0);
+    gd_heap_release();
     int64_t freed = before - resident_bytes();
     return freed > 0 ? freed : 0;
 }

@@ -1,4 +1,4 @@
-/* gd_heap_trim.h — gives glibc's freed heap back to the system once a burst of input has
+/* gd_heap_trim.h — gives the freed heap back to the system once a burst of input has
  * settled.
  *
  * Why: a large load (the initial lists, a relist, shards arriving in snapshots) passes
@@ -11,7 +11,10 @@
  * while they ran), never during a steady stream of events, and only after enough input to
  * be worth it. Once armed by the input, it trims 1 s into each quiet spell and 5 s into
  * one, then waits for as much input again; spells broken by work within 5 s get at most
- * GD_HEAP_TRIM_MAX_EARLY trims, so work in bursts cannot make it trim forever. */
+ * GD_HEAP_TRIM_MAX_EARLY trims, so work in bursts cannot make it trim forever.
+ * The figures are glibc's. The worker runs on jemalloc (the Makefile says why), which
+ * returns free pages by itself, but only 10 s after they were freed (dirty_decay_ms) and
+ * only while the process keeps allocating: the same policy purges its arenas instead. */
 #ifndef GD_HEAP_TRIM_H
 #define GD_HEAP_TRIM_H
 #include <stdbool.h>
@@ -39,8 +42,17 @@ typedef struct {
  * now. Call it often (every loop turn); it does no work itself. */
 bool gd_heap_trim_due(gd_heap_trim *t, uint64_t received, uint64_t work, int64_t now_ms);
 
-/* gd_heap_trim_due, and malloc_trim(0) when due; returns the bytes of resident memory it
- * gave back (0 when it did not run). */
+/* gd_heap_trim_due, and when due gives the free memory back (gd_heap_release); returns the
+ * bytes of resident memory that gave back (0 when it did not run). */
 int64_t gd_heap_trim_tick(gd_heap_trim *t, uint64_t received, uint64_t work, int64_t now_ms);
+
+/* The allocator that serves this process's malloc, found at run time: "jemalloc" when the
+ * program was linked with it (the worker is, see the Makefile), else "glibc". */
+const char *gd_heap_allocator(void);
+
+/* Gives the allocator's free memory back to the system now: glibc's malloc_trim(0), or
+ * jemalloc's purge of every arena (its own decay would return it only 10 s later, and only
+ * while the process keeps allocating). */
+void gd_heap_release(void);
 
 #endif

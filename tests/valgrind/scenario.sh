@@ -30,9 +30,10 @@ eval "$("$DC" env)" || exit 1
 
 dir=$ROOT/build/valgrind/scenario
 rm -rf "$dir"; mkdir -p "$dir/bin"
+# --soname-synonyms: the worker runs on jemalloc; memcheck replaces its malloc as it does glibc's.
 VG="valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite,indirect \
 --errors-for-leak-kinds=definite,indirect --num-callers=30 --child-silent-after-fork=yes \
---suppressions=$ROOT/tests/valgrind/godis.supp"
+--soname-synonyms=somalloc=*jemalloc* --suppressions=$ROOT/tests/valgrind/godis.supp"
 for p in informer worker; do
   printf '#!/bin/sh\nexec %s --log-file=%s/%s-%%p.vg %s/bin/godis-%s "$@"\n' \
     "$VG" "$dir" "$p" "$ROOT" "$p" >"$dir/bin/godis-$p"

@@ -89,6 +89,8 @@
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
 #   api_requests_per_cluster_300x3; 100 x 3 keeps the names above), and the line says count
 #   and replicas too.
+#   CONVERGE_WORKER_BIN runs another worker program under the manager (--worker-bin: an A/B
+#   of a change built aside, or a wrapper that sets the worker's environment).
 #   CONVERGE_STORAGE=local: the members' volumes are static local PersistentVolumes, each
 #   with nodeAffinity naming its node (StorageClass local-static, kubernetes.io/no-provisioner,
 #   WaitForFirstConsumer: the scheduler picks a node with a free volume and binds it), as on
@@ -441,7 +443,7 @@ log "manager: --workers $WORKERS --max-concurrent-reconciles $MCR, workers' API 
 bin/godis-manager --kubeconfig "$W/operator.kubeconfig" --leader-elect=true \
   --worker-arg="--kube-api-qps $API_QPS --kube-api-burst $API_BURST" \
   --leader-elect-resource-namespace default --leader-elect-resource-name "bench-converge-$$" \
-  --workers "$WORKERS" --max-concurrent-reconciles "$MCR" --runtime-dir "$W/run" \
+  ${CONVERGE_WORKER_BIN:+--worker-bin "$CONVERGE_WORKER_BIN"} --workers "$WORKERS" --max-concurrent-reconciles "$MCR" --runtime-dir "$W/run" \
   --health-probe-bind-address "127.0.0.1:$HP" --metrics-bind-address "127.0.0.1:$MP" \
   >"$W/manager.log" 2>&1 &
 MGR_PID=$!

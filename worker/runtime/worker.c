@@ -337,7 +337,8 @@ int worker_run(const worker_opts *o)
     if (!o->control_endpoint)
         worker_start_loading(w, o->shards, o->nshards, NULL);
     gd_log(GD_LOG_INFO, "worker running", "reconciler", o->reconciler, "mode",
-           o->control_endpoint ? "managed" : "standalone", NULL);
+           o->control_endpoint ? "managed" : "standalone", "allocator", gd_heap_allocator(),
+           NULL);
     code = run_loop(w);
     if (w->abandoned && code == WORKER_RECONNECT && o->argv) {
         /* reconcile threads that would not finish (fenced: they write nothing more) would
