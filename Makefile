@@ -126,8 +126,9 @@ $(B)/worker/%.o $(B)/tests/%.o $(B)/tools/bench/%.o: ALL_CFLAGS += $(WORKER_INC)
 # pads with its chunk header and rounding (a node takes 80 bytes), and glibc's heap
 # fragments as objects are replaced
 # (tools/bench/scale.sh, 10 000 clusters' objects, 2026-12-03: RSS settled 595 MB on glibc,
-# 492 MB on jemalloc; the load's CPU 1.8-3.5 s -> 1.2-1.3 s; converge.sh's workers used a
-# third less CPU). Not under ASan, whose allocator must serve every malloc.
+# 492 MB on jemalloc; the load's CPU 1.8-3.5 s -> 1.2-1.3 s; in converge.sh the workers
+# took 6.5-7.7 % of the run's CPU against 7.8-8.0 %). Not under ASan, whose allocator must
+# serve every malloc.
 # test_heap_jemalloc checks the trim on the same allocator.
 ifneq ($(V),asan)
 bin/godis-worker $(TEST_WORKER) $(B)/tests/test_heap_jemalloc: LIBS += -ljemalloc

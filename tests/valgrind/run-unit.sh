@@ -18,7 +18,7 @@ for t in "$@"; do
   # A hung binary fails the stage with a message instead of holding CI until its limit.
   out=$(timeout -k 10 "${VALGRIND_TIMEOUT:-900}" valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite,indirect \
         --errors-for-leak-kinds=definite,indirect --track-origins=yes --num-callers=30 \
-        --error-exitcode=99 --child-silent-after-fork=yes --soname-synonyms=somalloc=*jemalloc* \
+        --error-exitcode=99 --child-silent-after-fork=yes '--soname-synonyms=somalloc=*jemalloc*' \
         --suppressions=tests/valgrind/godis.supp --log-file="$log" "$t" 2>&1); rc=$?
   [ $rc -ne 124 ] || echo "valgrind $name: timed out after ${VALGRIND_TIMEOUT:-900} s" >&2
   e=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$log" | tail -1)
