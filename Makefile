@@ -52,6 +52,9 @@ TOOL_BINS  := $(foreach t,$(TOOL_DIRS),bin/$(t))
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 TEST_HELP  := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 TEST_BINS  := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
+ifeq ($(V),asan)        # jemalloc is not linked under ASan: nothing for test_heap_jemalloc to test
+TEST_BINS  := $(filter-out $(B)/tests/test_heap_jemalloc,$(TEST_BINS))
+endif
 ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 ITEST_BINS := $(ITEST_SRC:tests/integration/%.c=bin/tests/%)
 # Reconciler sets for tests (noop, sleepy) and the pipeline benchmark (bench): linked only
