@@ -137,7 +137,7 @@ static int remote_main(gd_flagset *fs, worker_opts *o, const char *lease, const 
  * trim (gd_heap_trim.h) finds it. */
 static void limit_malloc_arenas(void)
 {
-    if (strcmp(gd_heap_allocator(), "glibc") != 0)
+    if (gd_heap_on_jemalloc())
         return;             /* the worker is linked with jemalloc (Makefile): glibc's is idle */
     const char *tun = getenv("GLIBC_TUNABLES");
     if (getenv("MALLOC_ARENA_MAX") || (tun && strstr(tun, "arena_max")))

@@ -41,7 +41,7 @@ bool gd_heap_trim_due(gd_heap_trim *t, uint64_t received, uint64_t work, int64_t
     return false;
 }
 
-static int64_t resident_bytes(void)
+int64_t gd_heap_resident_bytes(void)
 {
     long pages = 0, rss = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -66,16 +66,31 @@ static void find_jemalloc(void)
     je_mallctl = *(mallctl_fn *)&sym;   /* POSIX: a dlsym result may hold a function */
 }
 
-const char *gd_heap_allocator(void)
+bool gd_heap_on_jemalloc(void)
 {
     pthread_once(&je_once, find_jemalloc);
-    return je_mallctl ? "jemalloc" : "glibc";
+    return je_mallctl != NULL;
+}
+
+const char *gd_heap_allocator(void)
+{
+    return gd_heap_on_jemalloc() ? "jemalloc" : "glibc";
+}
+
+uint64_t gd_heap_jemalloc_allocated(void)
+{
+    if (!gd_heap_on_jemalloc())
+        return 0;
+    uint64_t epoch = 1;     /* the statistics are a snapshot taken at each new epoch */
+    size_t len = sizeof epoch, allocated = 0;
+    je_mallctl("epoch", &epoch, &len, &epoch, len);
+    len = sizeof allocated;
+    return je_mallctl("stats.allocated", &allocated, &len, NULL, 0) == 0 ? allocated : 0;
 }
 
 void gd_heap_release(void)
 {
-    pthread_once(&je_once, find_jemalloc);
-    if (je_mallctl)     /* 4096 is MALLCTL_ARENAS_ALL (jemalloc 5): every arena at once */
+    if (gd_heap_on_jemalloc())     /* 4096 is MALLCTL_ARENAS_ALL (jemalloc 5): every arena at once */
         je_mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
     else
         malloc_trim(0);
@@ -85,8 +100,8 @@ int64_t gd_heap_trim_tick(gd_heap_trim *t, uint64_t received, uint64_t work, int
 {
     if (!gd_heap_trim_due(t, received, work, now_ms))
         return 0;
-    int64_t before = resident_bytes();
+    int64_t before = gd_heap_resident_bytes();
     gd_heap_release();
-    int64_t freed = before - resident_bytes();
+    int64_t freed = before - gd_heap_resident_bytes();
     return freed > 0 ? freed : 0;
 }

@@ -46,9 +46,17 @@ bool gd_heap_trim_due(gd_heap_trim *t, uint64_t received, uint64_t work, int64_t
  * bytes of resident memory that gave back (0 when it did not run). */
 int64_t gd_heap_trim_tick(gd_heap_trim *t, uint64_t received, uint64_t work, int64_t now_ms);
 
-/* The allocator that serves this process's malloc, found at run time: "jemalloc" when the
- * program was linked with it (the worker is, see the Makefile), else "glibc". */
+/* Whether this process's malloc is jemalloc's, found at run time: true when the program was
+ * linked with it (the worker is, see the Makefile), false on glibc's. */
+bool gd_heap_on_jemalloc(void);
+/* The same as a name for logs: "jemalloc" or "glibc". */
 const char *gd_heap_allocator(void);
+
+/* The process's resident memory now (/proc/self/statm), in bytes; 0 when unreadable. */
+int64_t gd_heap_resident_bytes(void);
+/* Bytes jemalloc's heap serves now (its "stats.allocated", refreshed); 0 on glibc, or where
+ * another allocator (valgrind's) took jemalloc's place and it has nothing to say. */
+uint64_t gd_heap_jemalloc_allocated(void);
 
 /* Gives the allocator's free memory back to the system now: glibc's malloc_trim(0), or
  * jemalloc's purge of every arena (its own decay would return it only 10 s later, and only

@@ -333,17 +333,39 @@ static bool ready_is(const char *type, const cJSON *gc, void *arg)
     return strcmp(type, "DELETED") != 0 && e2e_condition_is(gc, "Ready", (const char *)arg);
 }
 
+/* What each member's stand-in saw (elections, leaders), for a failed write's message. */
+static void dump_member_events(char ips[][64], int n, int64_t since_us)
+{
+    static e2e_sev evs[4096];
+    for (int i = 0; i < n; i++) {
+        int k = e2e_standin_events(ips[i], evs, 4096);
+        for (int j = 0; j < k; j++)
+            if (evs[j].wall_us >= since_us)
+                fprintf(stderr, "  member %d (%s) %+.3f s: %s\n", i + 1, ips[i],
+                        (evs[j].wall_us - since_us) / 1e6, evs[j].text);
+    }
+}
+
 /* At the moment the watch shows Ready=True, a write through each member succeeds at once. */
 static void write_through_every_member(const char *ns, const char *name, int n)
 {
+    char ips[8][64];
+    int64_t ready_seen_us = gd_wall_ms() * 1000;
     for (int i = 1; i <= n; i++) {
-        char g[64], ip[64];
+        char g[64];
         snprintf(g, sizeof g, "%s-%d", name, i);
-        member_ip(ns, g, ip);
-        godis_client *gc = godis_client_new(ip, 6379, NULL);
+        member_ip(ns, g, ips[i - 1]);
+    }
+    for (int i = 1; i <= n; i++) {
+        godis_client *gc = godis_client_new(ips[i - 1], 6379, NULL);
         assert_non_null(gc);
         gd_err e = godis_set(gc, "written-when-ready", "yes");
-        if (e) fail_msg("write through %s (%s) at Ready=True: %s %s", g, ip, gd_strerror(e), godis_last_error(gc));
+        if (e) {
+            fprintf(stderr, "stand-in events from 30 s before Ready=True was seen:\n");
+            dump_member_events(ips, n, ready_seen_us - 30 * 1000000LL);
+            fail_msg("write through %s-%d (%s) at Ready=True: %s %s", name, i, ips[i - 1],
+                     gd_strerror(e), godis_last_error(gc));
+        }
         godis_client_destroy(&gc);
     }
 }
@@ -400,5 +422,6 @@ int main(void)
         cmocka_unit_test(test_all_members_lost_then_fresh_bootstrap),
         cmocka_unit_test(test_notready_node_migrates_after_grace),
     };
+    if (getenv("LOSSES_FILTER")) cmocka_set_test_filter(getenv("LOSSES_FILTER"));   /* debugging */
     return cmocka_run_group_tests_name("losses", tests, setup, teardown);
 }

@@ -129,7 +129,9 @@ static void test_counter_reset_restarts(void **state)
 /* The real thing: memory freed in a fragmented way comes back to the system. */
 static void test_tick_gives_memory_back(void **state)
 {
-    assert_string_equal(gd_heap_allocator(), "glibc");  /* not linked with jemalloc */
+    assert_false(gd_heap_on_jemalloc());                /* not linked with jemalloc */
+    assert_string_equal(gd_heap_allocator(), "glibc");
+    assert_int_equal(gd_heap_jemalloc_allocated(), 0);
     enum { N = 200000 };
     size_t before = mallinfo2().uordblks;
     char **p = malloc(N * sizeof *p);

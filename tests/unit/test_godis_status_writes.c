@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
@@ -48,7 +50,7 @@ static const cJSON *fake_list(godis_env *e, const char *kind, const char *ns, co
     (void)e;
     (void)ns;
     if (no_godis && !strcmp(kind, "Godis")) return cJSON_CreateArray();
-    cJSON *l = gf_list(kind, k, v, 3, 3, true);
+    cJSON *l = gf_list(kind, k, v, 3, 3, false);    /* every pod at 127.0.0.1: one server */
     if (!strcmp(kind, "Pod")) {
         cJSON *p;
         cJSON_ArrayForEach(p, l)
@@ -139,14 +141,20 @@ static void test_counts_batched_then_coalesced(void **state)
 }
 
 /* A godis that takes every write: each request read is answered +OK (one command a
- * connection, as the write probe sends). Listens on 127.0.0.1, the fake pods' IP. */
+ * connection, as the write probe sends), except on connection number probe_refuse_conn
+ * (counting from 1), answered as a member with no leader answers. Listens on 127.0.0.1,
+ * the fake pods' IP: every member's connection comes here. */
+static atomic_int probe_conns, probe_refuse_conn;
+
 static void *ok_server(void *arg)
 {
     int ls = *(int *)arg, c;
     while ((c = accept(ls, NULL, NULL)) >= 0) {
+        bool refuse = ++probe_conns == probe_refuse_conn;
+        const char *reply = refuse ? "-propose canceled by context\r\n" : "+OK\r\n";
         char buf[512];
         while (read(c, buf, sizeof buf) > 0)
-            if (write(c, "+OK\r\n", 5) != 5) break;
+            if (write(c, reply, strlen(reply)) != (ssize_t)strlen(reply)) break;
         close(c);
     }
     return NULL;
@@ -225,6 +233,38 @@ static void test_bootstrap_phase_rides_on_readiness(void **state)
     assert_string_equal(condition("Progressing", "message"), "membership matches spec");
     /* (what comes next is the fake world's: its ReplicaSets carry no template hash, so a
      * rollout would start) */
+    stop_ok_server(ls, t);
+}
+
+/* Ready=True needs a write through every member, not one: a member that has not heard the
+ * leader yet takes none (clients reach any member). The probe stops at the first that
+ * fails and tries again within a second. */
+static void test_ready_needs_a_write_through_every_member(void **state)
+{
+    client_fixture *f = *state;
+    int ls;
+    pthread_t t;
+    godis_port = start_ok_server(&ls, &t);
+    probe_conns = 0;
+    probe_refuse_conn = 2;                  /* member 2 answers as one with no leader */
+    new_cluster(f);
+    nready = 0;
+    godis_result r;
+    assert_int_equal(reconcile(f, &r), 1);  /* the intent */
+    no_godis = false;
+    nready = 3;
+    assert_int_equal(reconcile(f, &r), 0);  /* the phase's write waits for Ready */
+    assert_int_equal(probe_conns, 2);       /* members 1 and 2; not 3 after 2 failed */
+    assert_string_not_equal(condition("Ready", "status"), "True");
+    assert_int_equal(r.kind, GODIS_REQUEUE_AFTER);
+    assert_true(r.after_ms <= 1000);
+    assert_int_equal(reconcile(f, &r), 1);  /* every member takes the write now */
+    assert_int_equal(probe_conns, 5);
+    assert_string_equal(condition("Ready", "status"), "True");
+    reconcile(f, &r);                       /* Ready: no more probes (what it writes is the
+                                             * fake world's rollout, as above) */
+    assert_int_equal(probe_conns, 5);
+    probe_refuse_conn = 0;
     stop_ok_server(ls, t);
 }
 
@@ -315,6 +355,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_counts_batched_then_coalesced, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_bootstrap_phase_rides_on_readiness, client_setup, client_teardown),
+        cmocka_unit_test_setup_teardown(test_ready_needs_a_write_through_every_member, client_setup, client_teardown),
         cmocka_unit_test_setup_teardown(test_bootstrap_phase_waits_no_longer, client_setup, client_teardown),
         cmocka_unit_test(test_memo_keeps_every_recent_cluster),
     };

@@ -6,7 +6,6 @@
  * valgrind, whose allocator replaces jemalloc's, there is no jemalloc heap to purge: the
  * purge test skips. */
 #include <stdarg.h>
-#include <dlfcn.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -14,39 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 #include "gd_heap_trim.h"
 
 static long resident_kb(void)
 {
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%ld %ld", &pages, &rss), 2);
-    fclose(f);
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-/* Bytes jemalloc's heap serves now ("stats.allocated", after an "epoch" refresh); 0 when
- * it cannot say. Looked up, as gd_heap_trim.c does, so the ASan build links without it. */
-static size_t jemalloc_allocated(void)
-{
-    typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
-    void *sym = dlsym(RTLD_DEFAULT, "mallctl");
-    mallctl_fn ctl = *(mallctl_fn *)&sym;
-    if (!ctl)
-        return 0;
-    uint64_t epoch = 1;
-    size_t len = sizeof epoch, allocated = 0;
-    ctl("epoch", &epoch, &len, &epoch, len);
-    len = sizeof allocated;
-    return ctl("stats.allocated", &allocated, &len, NULL, 0) == 0 ? allocated : 0;
+    int64_t b = gd_heap_resident_bytes();
+    assert_true(b > 0);
+    return (long)(b / 1024);
 }
 
 static void test_purge_gives_memory_back(void **state)
 {
-    assert_string_equal(gd_heap_allocator(), "jemalloc");  /* linked as the worker is */
+    assert_true(gd_heap_on_jemalloc());     /* linked as the worker is */
+    assert_string_equal(gd_heap_allocator(), "jemalloc");
     enum { N = 200000 };
     char **p = malloc(N * sizeof *p);
     assert_non_null(p);
@@ -56,7 +36,7 @@ static void test_purge_gives_memory_back(void **state)
         assert_non_null(p[i]);
         memset(p[i], 1, 1000);
     }
-    if (resident_kb() - before < 150 * 1024 || jemalloc_allocated() < (size_t)N * 1000) {
+    if (resident_kb() - before < 150 * 1024 || gd_heap_jemalloc_allocated() < (uint64_t)N * 1000) {
         /* valgrind's allocator took the mallocs: no jemalloc heap behind them */
         for (int i = 0; i < N; i++)
             free(p[i]);

@@ -83,7 +83,7 @@ typedef struct {
     int64_t max_seen_id;               /* highest id of any Godis object seen (adoption safety) */
     bool bootstrap_fresh;              /* annotation GODIS_ANN_BOOTSTRAP_FRESH: the user asks
                                           for a fresh empty cluster once every member is lost */
-    bool writable;                     /* a write through a member succeeded (Ready=True) */
+    bool writable;                     /* a write through every member succeeded (Ready=True) */
     bool forget_acked;                 /* the forget of scale_in_id got +OK (just now, or
                                           earlier in this worker: godis_forget_memo_has) and
                                           the ConfigMap may not record it yet */

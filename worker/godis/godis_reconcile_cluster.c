@@ -343,23 +343,35 @@ static godis_result drop_bootstrap_annotation(godis_cluster_ctx *c, const cJSON 
     return gw_result(err);
 }
 
-/* Converged: Ready=True only once a write through a member succeeded. Probed while the
+/* A write through every member, in status order, stopping at the first that fails. Each
+ * one, not one for all: clients reach any member (the Service), and a member that has not
+ * heard the leader yet (it came up last, or the leader cannot reach it yet) takes no write,
+ * and its campaign when its election timer runs out takes the leader away from the others
+ * (CI once saw the write through member 1 make the cluster Ready, and one through member 2
+ * fail a second later). A member that took a write follows a leader that confirmed it. */
+static bool writable_through_every_member(godis_cluster_ctx *c)
+{
+    for (int i = 0; i < c->v.nmembers; i++)
+        if (call_member(c, c->v.members[i], "write probe", NULL, probe_fn, NULL) != GD_OK)
+            return false;
+    return true;
+}
+
+/* Converged: Ready=True only once a write through every member succeeded. Probed while the
  * condition is not True yet (a converged cluster that is already Ready costs nothing). */
 static godis_result settle(godis_cluster_ctx *c, const godis_step *s)
 {
     godis_view *v = &c->v;
     bool all_ready = v->nmembers > 0;
-    int64_t via = 0;
     for (int i = 0; i < v->nmembers; i++) {
         int idx = godis_cluster_observed_index(c, v->members[i]);
         all_ready &= idx >= 0 && v->observed[idx].ready;
-        if (idx >= 0 && v->observed[idx].ready && (!via || v->members[i] < via)) via = v->members[i];
     }
     /* (FINISH_INIT: the phase turns Running with this very write, which waits for Ready) */
     bool running = strcmp(c->phase, "Running") == 0 || s->kind == GP_FINISH_INIT;
     bool probe = all_ready && v->nmembers == v->desired && running;
     v->writable = gd_meta_condition_true(c->cluster, "Ready") ||
-                  (probe && call_member(c, via, "write probe", NULL, probe_fn, NULL) == GD_OK);
+                  (probe && writable_through_every_member(c));
     godis_result r = godis_status_step(c->e, c->cluster, v, s, &c->written);
     /* (also sooner than a status write left for later: the probe is what Ready waits on) */
     if (probe && !v->writable && r.err == GD_OK &&

@@ -160,7 +160,7 @@ static const char *apply_step(cJSON *st, const godis_view *v, const godis_step *
     return reason;
 }
 
-/* Ready=True means the cluster takes writes: every member Ready and a write through a
+/* Ready=True means the cluster takes writes: every member Ready and a write through every
  * member succeeded (v->writable) — pods turn Ready seconds before godis has a leader. */
 static void set_conditions(cJSON *st, const godis_view *v, const godis_step *s,
                            const char *pmsg, int n, int ready, int64_t gen)
