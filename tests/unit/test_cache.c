@@ -1,5 +1,6 @@
 /* test_cache.c — the worker's cache replica: upsert/delete, the four indexes following
- * updates, shard drops, sorted listings, copies, hostile input, readers beside a writer. */
+ * updates (and against a model of random changes), shard drops, sorted listings, copies,
+ * hostile input, readers beside a writer. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -184,6 +185,120 @@ static void test_indexes_follow_updates(void **state)
 
 static int stop_first(void *ud, const char *key, const cJSON *o) { return 1; }
 
+/* The indexes against a model: thousands of random upserts (moving objects between nodes,
+ * clusters, members, owners and namespaces, or keeping them), deletes and shard drops; after
+ * each step every index value lists exactly the keys the model has under it, in key
+ * order. (Sets are vectors with swap-removal: a stale place or a lost item shows here.) */
+#define M_KEYS 64
+typedef struct {
+    bool live;
+    int ns, node, cl, mem, owner, shard;
+} m_obj;
+
+static void m_json(char *buf, size_t cap, int k, const m_obj *o)
+{
+    snprintf(buf, cap,
+             "{\"metadata\":{\"name\":\"p%02d\",\"namespace\":\"ns%d\",\"labels\":{"
+             "\"cluster-name\":\"c%d\",\"node-name\":\"c%d-%d\"},\"ownerReferences\":[{"
+             "\"uid\":\"u%d\",\"controller\":true}]},\"spec\":{\"nodeName\":\"n%d\"}}",
+             k, o->ns, o->cl, o->cl, o->mem, o->owner, o->node);
+}
+
+typedef struct {
+    char keys[M_KEYS][16];
+    int n;
+} m_seen;
+
+static int m_collect(void *ud, const char *key, const cJSON *o)
+{
+    m_seen *s = ud;
+    assert_true(s->n < M_KEYS);
+    snprintf(s->keys[s->n++], 16, "%s", key);
+    return 0;
+}
+
+/* the model's value of index idx for object o, as the cache files it */
+static void m_value(int idx, const m_obj *o, char *out, size_t cap)
+{
+    switch (idx) {
+    case CACHE_IDX_NAMESPACE: snprintf(out, cap, "ns%d", o->ns); break;
+    case CACHE_IDX_CLUSTER: snprintf(out, cap, "ns%d/c%d", o->ns, o->cl); break;
+    case CACHE_IDX_OWNER: snprintf(out, cap, "u%d", o->owner); break;
+    case CACHE_IDX_NODE: snprintf(out, cap, "n%d", o->node); break;
+    default: snprintf(out, cap, "ns%d/c%d-%d", o->ns, o->cl, o->mem); break;
+    }
+}
+
+static void m_check(cache *c, const m_obj *m)
+{
+    static const int range[CACHE_IDX__COUNT][3] = {{3, 1, 1}, {3, 4, 1}, {6, 1, 1}, {5, 1, 1}, {3, 4, 3}};
+    for (int idx = 0; idx < CACHE_IDX__COUNT; idx++) {
+        /* every value the generator can produce, present in the model or not */
+        for (int a = 0; a < range[idx][0]; a++)
+            for (int b = 0; b < range[idx][1]; b++)
+                for (int d = 0; d < range[idx][2]; d++) {
+                    char want[64];
+                    m_obj probe = {.ns = a, .cl = b, .mem = d, .owner = a, .node = a};
+                    m_value(idx, &probe, want, sizeof want);
+                    m_seen seen = {.n = 0};
+                    cache_each_indexed(c, "Pod", (cache_index)idx, want, m_collect, &seen);
+                    int j = 0;
+                    for (int k = 0; k < M_KEYS; k++) {
+                        char v[64], key[16];
+                        if (!m[k].live) continue;
+                        m_value(idx, &m[k], v, sizeof v);
+                        if (strcmp(v, want) != 0) continue;
+                        snprintf(key, sizeof key, "ns/p%02d", k);
+                        assert_true(j < seen.n);
+                        assert_string_equal(seen.keys[j], key);     /* in key order */
+                        j++;
+                    }
+                    assert_int_equal(j, seen.n);
+                }
+    }
+}
+
+static void test_indexes_match_a_model(void **state)
+{
+    cache *c = cache_new();
+    m_obj m[M_KEYS] = {{0}};
+    unsigned seed = 12345;
+    for (int step = 0; step < 3000; step++) {
+        int k = (int)(rand_r(&seed) % M_KEYS), r = (int)(rand_r(&seed) % 100);
+        char key[16];
+        snprintf(key, sizeof key, "ns/p%02d", k);      /* one key space: the key is not the ns */
+        if (r < 65) {
+            m_obj o = m[k];
+            if (!o.live || r < 25) {      /* a new object, or one that moved: new values */
+                o = (m_obj){.live = true, .ns = (int)(rand_r(&seed) % 3),
+                            .node = (int)(rand_r(&seed) % 5), .cl = (int)(rand_r(&seed) % 4),
+                            .mem = (int)(rand_r(&seed) % 3), .owner = (int)(rand_r(&seed) % 6),
+                            .shard = (int)(rand_r(&seed) % 4)};
+            }                             /* else: the same values (a status update) */
+            char json[512];
+            m_json(json, sizeof json, k, &o);
+            put(c, "Pod", key, o.shard, json);
+            m[k] = o;
+        } else if (r < 97) {
+            assert_int_equal(cache_apply(c, CACHE_DELETE, "Pod", key, 0, NULL), GD_OK);
+            m[k].live = false;
+        } else {
+            int shard = (int)(rand_r(&seed) % 4), dropped = 0;
+            for (int i = 0; i < M_KEYS; i++)
+                if (m[i].live && m[i].shard == shard) {
+                    m[i].live = false;
+                    dropped++;
+                }
+            assert_int_equal(cache_drop_shards(c, "Pod", &shard, 1), dropped);
+        }
+        m_check(c, m);
+    }
+    int live = 0;
+    for (int i = 0; i < M_KEYS; i++) live += m[i].live;
+    assert_int_equal((int)cache_count(c, "Pod"), live);
+    cache_destroy(&c);
+}
+
 static void test_drop_shards(void **state)
 {
     cache *c = cache_new();
@@ -324,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_upsert_get_delete),
         cmocka_unit_test(test_indexes_follow_updates),
         cmocka_unit_test(test_take_and_read),
+        cmocka_unit_test(test_indexes_match_a_model),
         cmocka_unit_test(test_drop_shards),
         cmocka_unit_test(test_stamps),
         cmocka_unit_test(test_hostile),
