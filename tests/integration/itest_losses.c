@@ -350,6 +350,7 @@ static void dump_member_events(char ips[][64], int n, int64_t since_us)
 static void write_through_every_member(const char *ns, const char *name, int n)
 {
     char ips[8][64];
+    assert_true(n <= (int)(sizeof ips / sizeof ips[0]));
     int64_t ready_seen_us = gd_wall_ms() * 1000;
     for (int i = 1; i <= n; i++) {
         char g[64];
