@@ -30,6 +30,10 @@
 #                             CONVERGE_FLOOR_WRITES=0 skips it. With the default class it lacks
 #                             the ReplicaSet pin (3 patches a cluster, below): the operator
 #                             sends 23, the replay 20.
+#   Each line also carries cpu_s: every component's CPU seconds during that measurement
+#   (the operator's processes in the first), so two runs' ratios can be read against what
+#   the control plane spent in each. The phases printed for each (stderr, kept below) end
+#   with the binding chain and the PV controller's write latencies (binding_chain).
 #
 # The request count comes from the API server itself, the neutral referee: the operator runs
 # under its own ServiceAccount token (default/godis-bench-operator-<pid>, bound to
@@ -84,6 +88,27 @@
 # writes PV status, PVC and PVC status one claim at a time), each of whose writes is slower
 # while the API server also serves the operator. Pods are created as early as in the floor
 # (all by 7-8 s); created->scheduled is the gap (median 8-13 s against the floor's 6).
+# 2026-12-03, local volumes, 19.2-19.5 requests a cluster, five runs (operator / floor /
+# floor_writes, s): 17.97/11.86/13.71, 19.02/11.73/12.60, 17.47/13.22/12.58, 14.20/11.85/
+# 12.46, and 15.04/13.81/17.04 with a CPU profile taken in the first and last: 1.20-1.62x
+# the floor, floor_writes 0.95-1.16x it. The audit log's timestamps: the operator's
+# creates end when the floor's do (the 300th ReplicaSet at 2.09 s against 2.04 s; the
+# first 0.34 s against 0.05 s). binding_chain (above) puts the rest in one place: the
+# scheduler writes the claimRef within the second its pod is created, then the claim
+# waits for kube-controller-manager's PV controller (median 3-5 s, p90 5-8 s), which
+# writes PV status, claim and claim status one claim after another (the server answered
+# each in 5-8 ms; chain_write_latency), so 300 claims take ~300 x (3 writes + its own
+# work) of strictly serial time, and anything else the machine runs stretches it. The
+# operator's own CPU is the part it controls: 2.3-3.4 CPU-s of a run's 21-31 (cpu_s in
+# each result line), of which the workers 1.7-2.5. The workers' profile (perf, dwarf
+# stacks, 14 s): HTTP requests (curl, TLS, poll) 30 %, the SUB thread 24 % (parsing
+# events 4 %, deciding whether a child's update matters to its owner 5 %), hashing pod
+# templates 5 %, thread switches most of the kernel's share. kube-apiserver's 14 s
+# profiles (DEVCLUSTER_PROFILING=true) differ little where the operator could act: watch
+# serving 0.75 against 0.55 s, of which encoding objects once more as JSON for the
+# operator's informers 0.32 against 0.14 s. Events: the measured run posts 300
+# WaitForFirstConsumer (the PV controller saw each claim before its pod existed), the
+# floors 24-51.
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
@@ -368,6 +393,61 @@ phases() {
         ([$in.items[] | select(.[$a] != null and .[$b] != null) | (.[$b] | t) - (.[$a] | t)] | sort) as $d |
         "\($n) median \($d[(($d | length) - 1) / 2 | floor]) max \($d[-1])") | join(", "))))'
 }
+# binding_chain — where a member's pod waits between created and scheduled, from the
+# objects' managedFields times (1 s resolution): the scheduler writes the chosen volume's
+# claimRef in its PreBind, kube-controller-manager's PV controller then binds the claim
+# (one claim at a time), and the scheduler's PreBind, polling every second, sees the claim
+# bound and binds the pod. Medians and 90th percentiles over the namespace's pods.
+binding_chain() {
+  { api GET "/api/v1/namespaces/$NS/pods" | jq -c '{pods: [.items[] | {
+      c: .metadata.creationTimestamp,
+      s: ([.status.conditions[]? | select(.type == "PodScheduled" and .status == "True") | .lastTransitionTime][0]),
+      claim: ([.spec.volumes[]? | .persistentVolumeClaim.claimName // empty][0])}]}'
+    api GET "/api/v1/namespaces/$NS/persistentvolumeclaims" | jq -c '{claims: [.items[] | {name: .metadata.name,
+      b: ([.metadata.managedFields[]? | select(.manager | startswith("kube-controller-manager")) | .time] | max)}]}'
+    api GET /api/v1/persistentvolumes | jq -c --arg ns "$NS" '{volumes: [.items[] |
+      select(.spec.claimRef.namespace == $ns) | {claim: .spec.claimRef.name,
+      a: ([.metadata.managedFields[]? | select(.manager | startswith("kube-scheduler")) | .time] | max)}]}'
+  } | jq -rs '
+    def t: if . == null then null else fromdateiso8601 end;
+    (add) as $in |
+    ($in.claims | map({(.name): (.b | t)}) | add // {}) as $bound |
+    ($in.volumes | map({(.claim): (.a | t)}) | add // {}) as $ref |
+    [$in.pods[] | select(.claim != null) | {c: (.c | t), s: (.s | t), a: $ref[.claim], b: $bound[.claim]}
+     | select(.c != null and .s != null and .a != null and .b != null)] as $p |
+    def q($xs): ($xs | sort) as $v | if ($v | length) == 0 then "none" else
+      "median \($v[(($v | length) - 1) / 2 | floor]) p90 \($v[(($v | length) - 1) * 9 / 10 | floor])" end;
+    "binding chain (s, \($p | length) pods with a claim): created->claimRef written \(q([$p[] | .a - .c])), " +
+    "claimRef->claim bound \(q([$p[] | .b - .a])), claim bound->pod scheduled \(q([$p[] | .s - .b]))"'
+}
+# chain_write_latency BEFORE AFTER — the API server's own mean latency (ms) of the writes
+# kube-controller-manager's PV controller makes, one claim after another, to bind each
+# claim (PV status, claim, claim status), between two /metrics scrapes: the binding chain
+# above is 300 times their sum, so this says how much slower the server answered them.
+chain_write_latency() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+def load(path):
+    d = {}
+    for line in open(path):
+        if not line.startswith("apiserver_request_duration_seconds_"): continue
+        m = re.match(r'apiserver_request_duration_seconds_(sum|count)\{(.*)\} (\S+)', line)
+        if not m: continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        if lab.get("verb") != "PUT": continue
+        k = (lab.get("resource"), lab.get("subresource"))
+        d.setdefault(k, {})[m.group(1)] = float(m.group(3))
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+out = []
+for name, k in (("PV status", ("persistentvolumes", "status")), ("claim", ("persistentvolumeclaims", "")),
+                ("claim status", ("persistentvolumeclaims", "status"))):
+    n = b.get(k, {}).get("count", 0) - a.get(k, {}).get("count", 0)
+    t = b.get(k, {}).get("sum", 0) - a.get(k, {}).get("sum", 0)
+    out.append("%s %s" % (name, "%.1f ms (%d)" % (t / n * 1000, n) if n > 0 else "none"))
+print("PV controller's writes, the server's mean latency: " + ", ".join(out))
+PY
+}
 # event_reasons — the namespace's Events by reporting component and reason (each Event object
 # is one POST; repeats of it are PATCHes of its count), most first: the measured run posts
 # more Events than the floor, and who posts them says where the extra work is.
@@ -408,6 +488,14 @@ cpu_delta() {  # cpu_delta BEFORE AFTER — each component's CPU seconds between
   join "$1" "$2" | awk '{d = ($3 - $2) / 1000; if ($1 !~ /^operator\//) t += d
                          printf "  %-24s %7.1f\n", $1, d}
                         END {printf "  %-24s %7.1f\n", "total", t}'
+}
+# cpu_json BEFORE AFTER — the same figures as one JSON object for the result lines
+# ({"etcd": 4.2, ..., "operator": 3.1, "operator/workers": 2.3, "total": 29.8}): the ratio
+# between two runs moves with what the control plane spent, and the line says how much.
+cpu_json() {
+  join "$1" "$2" | awk '{d = ($3 - $2) / 1000; if ($1 !~ /^operator\//) t += d
+                         printf "%s\"%s\": %.1f", (NR > 1 ? ", " : "{"), $1, d}
+                        END {printf "%s\"total\": %.1f}\n", (NR ? ", " : "{"), t}'
 }
 cpu_all() {  # the control plane's components, the node agent with its pods, the operator
   local a=() c
@@ -470,7 +558,8 @@ keep_control_plane_state
 log "CPU seconds during the run (machine: $(nproc) cores, load average $l0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end):"
 cpu_delta "$W/cpu0" "$W/cpu1" >&2
 request_mix "$W/api.metrics0" "$W/api.metrics1" >"$W/requests" && cat "$W/requests" >&2 || true
-phases >"$W/phases" 2>/dev/null && cat "$W/phases" >&2 || true
+{ phases && binding_chain && chain_write_latency "$W/api.metrics0" "$W/api.metrics1"; } >"$W/phases" 2>/dev/null &&
+  cat "$W/phases" >&2 || true
 event_reasons >"$W/events" 2>/dev/null && cat "$W/events" >&2 || true
 python3 tools/bench/audit_mix.py --audit "$W/audit.log" --user "$USER_CN" --clusters "$COUNT" --timeline 1 \
   >"$W/audit_mix" 2>&1 && sed -n '/^writes per second/q;p' "$W/audit_mix" >&2 || true
@@ -531,14 +620,16 @@ floor_run() {
     bin/godisctl apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml >/dev/null
     gc_knows_crds
   fi
-  cpu_all >"$W/${pre}_cpu0"
+  cpu_all >"$W/${pre}_cpu0"; api GET /metrics >"$W/${pre}_api.metrics0"
   out=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$ns" \
     --count "$COUNT" --timeout "$TIMEOUT" "$@") || log "converge_floor.py $* failed: ${out:-no result}"
-  cpu_all >"$W/${pre}_cpu1"
+  cpu_all >"$W/${pre}_cpu1"; api GET /metrics >"$W/${pre}_api.metrics1"
   log "$pre result: ${out:-none}"
   log "$pre CPU seconds during its run (the machine is CPU bound in both: the difference in total is what the operator costs the control plane and itself):"
   cpu_delta "$W/${pre}_cpu0" "$W/${pre}_cpu1" >&2
-  NS="$ns" phases >"$W/${pre}_phases" 2>/dev/null && sed "s/^/$pre /" "$W/${pre}_phases" >&2 || true
+  { NS="$ns" phases && NS="$ns" binding_chain &&
+    chain_write_latency "$W/${pre}_api.metrics0" "$W/${pre}_api.metrics1"; } >"$W/${pre}_phases" 2>/dev/null &&
+    sed "s/^/$pre /" "$W/${pre}_phases" >&2 || true
   NS="$ns" event_reasons >"$W/${pre}_events" 2>/dev/null && sed "s/^/$pre /" "$W/${pre}_events" >&2 || true
   cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/$pre-audit.log" 2>/dev/null || true
   python3 tools/bench/audit_mix.py --audit "$W/$pre-audit.log" --user admin --namespace "$ns" \
@@ -561,9 +652,13 @@ fi
 mkdir -p "$(dirname "$OUT")"
 settings=$(jq -c --argjson w "$WORKERS" --argjson m "$MCR" --argjson n "$COUNT" --argjson r "$REPLICAS" \
   --arg l "$l0 $(cut -d' ' -f1 /proc/loadavg)" \
-  --argjson q "$API_QPS" \
+  --argjson q "$API_QPS" --argjson cpu "$(cpu_json "$W/cpu0" "$W/cpu1")" \
   '{count: $n, replicas: $r, workers: $w, max_concurrent_reconciles: $m, worker_kube_api_qps: $q, load_avg_start_end: $l,
-    create_s, first_s, p50_s, p90_s, pods_ready_all_s}' <<<"$res")
+    create_s, first_s, p50_s, p90_s, pods_ready_all_s, cpu_s: $cpu}' <<<"$res")
+# floor_cpu PREFIX — that floor run's CPU seconds (cpu_json), {} when it did not run
+floor_cpu() {
+  if [ -s "$W/$1_cpu0" ] && [ -s "$W/$1_cpu1" ]; then cpu_json "$W/$1_cpu0" "$W/$1_cpu1"; else echo '{}'; fi
+}
 jq -c --argjson v "$all" --argjson s "$settings" \
   --arg name "converge_${TAG}_s" '{name: $name, value: $v, unit: "s"} + $s +
    {note: "first create until all Running with readyReplicas and members complete; goal 20 s"}' -n | tee -a "$OUT"
@@ -574,15 +669,15 @@ jq -c --argjson v "$(awk -v r="$reqs" -v n="$COUNT" 'BEGIN{printf "%.1f", r/n}')
    {operator_requests: $total, all_clients_writes: $writes,
     note: "counted by the API server (APF flow of the operator identity, watches excluded) over the run"}' -n | tee -a "$OUT"
 if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
-  jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" \
+  jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor)" \
     --arg name "converge_floor_${TAG}_s" \
-    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f +
+    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu} +
      {note: "no operator: the same ConfigMaps, Services, PVCs and ReplicaSets created at t=0 from 16 threads, until every pod is Ready; what the control plane alone needs"}' -n | tee -a "$OUT"
 fi
 if [ -n "$floor_writes" ] && [ "$(jq -r '.floor_s' <<<"$floor_writes")" != null ]; then
-  jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" \
+  jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor_writes)" \
     --arg name "converge_floor_writes_${TAG}_s" \
-    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f +
+    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu} +
      {note: "no operator process: the floor plus every other request the operator sends for a cluster (GodisCluster and its 2 status writes, 3 Godis and their status writes, PDB, Event; children owned as the operator owns them) from converge_floor.py --operator-writes, until every final status write returned; what the operator costs the control plane, without its own CPU"}' -n | tee -a "$OUT"
 fi
 exit "$rc"
