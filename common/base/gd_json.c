@@ -199,6 +199,26 @@ fail:
     return e;
 }
 
+bool gd_json_equal(const cJSON *a, const cJSON *b)
+{
+    if (!a || !b)
+        return false;
+    if (a == b)
+        return true;
+    if ((a->type & 0xFF) != (b->type & 0xFF))
+        return false;
+    if (!cJSON_IsObject(a) && !cJSON_IsArray(a))
+        return cJSON_Compare(a, b, true);
+    const cJSON *x = a->child, *y = b->child;
+    for (; x && y; x = x->next, y = y->next) {
+        if (cJSON_IsObject(a) && (!x->string || !y->string || strcmp(x->string, y->string) != 0))
+            return cJSON_Compare(a, b, true);   /* another order: match members by name */
+        if (!gd_json_equal(x, y))
+            return false;
+    }
+    return !x && !y;
+}
+
 cJSON *gd_json_parse(const char *buf, size_t len)
 {
     if (!buf)

@@ -25,6 +25,13 @@ int64_t     gd_json_int_or(const cJSON *root, const char *path, int64_t def);
 /* Creates intermediate objects as needed and replaces the leaf (takes ownership of item). */
 gd_err gd_json_set(cJSON *root, const char *path, cJSON *item);
 
+/* cJSON_Compare(a, b, true)'s answer (for objects without repeated member names), in linear
+ * time for the common case: two encodings of one object by one server list members in the
+ * same order, so objects are walked pair by pair, and only one whose member names stop
+ * lining up is compared by name (cJSON_Compare looks every member up, twice: quadratic in
+ * an object's size, 8 us for a pod). */
+bool gd_json_equal(const cJSON *a, const cJSON *b);
+
 /* Parses bytes (not necessarily NUL-terminated). NULL on invalid JSON. */
 cJSON *gd_json_parse(const char *buf, size_t len);
 /* Compact serialisation, malloc'd. */

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -265,6 +266,129 @@ static void test_rv_compare(void **state)
     assert_int_equal(gd_rv_compare(" 1", "1"), -2);
 }
 
+/* gd_json_equal answers as cJSON_Compare does, in member order or not. */
+static void test_equal_cases(void **state)
+{
+    (void)state;
+    struct { const char *a, *b; bool eq; } c[] = {
+        {"{\"a\":1,\"b\":{\"c\":[1,2,{\"d\":\"x\"}]}}", "{\"a\":1,\"b\":{\"c\":[1,2,{\"d\":\"x\"}]}}", true},
+        {"{\"a\":1,\"b\":{\"c\":[1,2],\"e\":null}}", "{\"b\":{\"e\":null,\"c\":[1,2]},\"a\":1}", true},
+        {"{\"a\":1,\"b\":{\"c\":[1,2,{\"d\":\"x\"}]}}", "{\"a\":1,\"b\":{\"c\":[1,2,{\"d\":\"y\"}]}}", false},
+        {"{\"a\":1,\"b\":2}", "{\"a\":1}", false},
+        {"{\"a\":1}", "{\"a\":1,\"b\":2}", false},
+        {"{\"a\":1,\"b\":2}", "{\"b\":2,\"c\":1}", false},
+        {"[1,2,3]", "[1,2]", false},
+        {"[1,2]", "[2,1]", false},
+        {"{\"n\":1}", "{\"n\":1.0}", true},
+        {"{\"n\":1}", "{\"n\":\"1\"}", false},
+        {"{\"t\":true}", "{\"t\":false}", false},
+        {"{}", "[]", false},
+        {"{}", "{}", true},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        cJSON *a = cJSON_Parse(c[i].a), *b = cJSON_Parse(c[i].b);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_int_equal(cJSON_Compare(a, b, true), c[i].eq);   /* the case itself is right */
+        assert_int_equal(gd_json_equal(a, b), c[i].eq);
+        assert_int_equal(gd_json_equal(b, a), c[i].eq);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    cJSON *a = cJSON_Parse("{\"a\":1}");
+    assert_false(gd_json_equal(a, NULL));
+    assert_false(gd_json_equal(NULL, a));
+    assert_false(gd_json_equal(NULL, NULL));
+    assert_true(gd_json_equal(a, a));
+    cJSON_Delete(a);
+}
+
+/* A random tree (unique member names), a copy, and one change: a leaf's value, a member
+ * added or removed, or an object's members reordered (no change at all to equality). */
+static cJSON *random_tree(unsigned *seed, int depth)
+{
+    int kind = depth <= 0 ? (int)(rand_r(seed) % 3) : (int)(rand_r(seed) % 5);
+    switch (kind) {
+    case 0: return cJSON_CreateNumber(rand_r(seed) % 4);
+    case 1: return cJSON_CreateString((rand_r(seed) % 2) ? "x" : "y");
+    case 2: return cJSON_CreateBool(rand_r(seed) % 2);
+    case 3: {
+        cJSON *arr = cJSON_CreateArray();
+        int n = (int)(rand_r(seed) % 4);
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, random_tree(seed, depth - 1));
+        return arr;
+    }
+    default: {
+        cJSON *obj = cJSON_CreateObject();
+        int n = (int)(rand_r(seed) % 5);
+        for (int i = 0; i < n; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "k%d", i);
+            cJSON_AddItemToObject(obj, k, random_tree(seed, depth - 1));
+        }
+        return obj;
+    }
+    }
+}
+
+/* Every node of t, depth first, into out (up to cap). */
+static int nodes_of(cJSON *t, cJSON **out, int n, int cap)
+{
+    if (n < cap) out[n++] = t;
+    for (cJSON *c = t->child; c && (cJSON_IsObject(t) || cJSON_IsArray(t)); c = c->next)
+        n = nodes_of(c, out, n, cap);
+    return n;
+}
+
+static void mutate(cJSON *t, unsigned *seed)
+{
+    cJSON *nodes[256], *multi[256];
+    int n = nodes_of(t, nodes, 0, 256), m = 0;
+    for (int i = 0; i < n; i++)
+        if (cJSON_IsObject(nodes[i]) && nodes[i]->child && nodes[i]->child->next) multi[m++] = nodes[i];
+    if (m > 0 && rand_r(seed) % 2) {   /* reorder an object: its first member goes last */
+        cJSON *x = multi[rand_r(seed) % (unsigned)m];
+        cJSON *first = cJSON_DetachItemViaPointer(x, x->child);
+        cJSON_AddItemToObject(x, first->string, first);
+        return;
+    }
+    cJSON *x = nodes[rand_r(seed) % (unsigned)n];
+    if (cJSON_IsObject(x) && rand_r(seed) % 2)
+        cJSON_AddItemToObject(x, "added", cJSON_CreateNull());
+    else if ((cJSON_IsObject(x) || cJSON_IsArray(x)) && x->child)
+        cJSON_Delete(cJSON_DetachItemViaPointer(x, x->child));
+    else if (cJSON_IsNumber(x))
+        cJSON_SetNumberValue(x, x->valuedouble + (rand_r(seed) % 2));   /* may stay equal */
+}
+
+static void test_equal_matches_cjson_compare(void **state)
+{
+    (void)state;
+    unsigned seed = 4711;
+    int differed = 0, equal_in_another_order = 0;
+    for (int i = 0; i < 3000; i++) {
+        cJSON *a = random_tree(&seed, 4);
+        cJSON *b = cJSON_Duplicate(a, true);
+        int steps = 1 + (int)(rand_r(&seed) % 2);
+        for (int s = 0; s < steps; s++) mutate(b, &seed);
+        bool want = cJSON_Compare(a, b, true);
+        assert_int_equal(gd_json_equal(a, b), want);
+        assert_int_equal(gd_json_equal(b, a), want);
+        differed += !want;
+        if (want) {   /* equal, yet printed differently: members in another order */
+            char *pa = cJSON_PrintUnformatted(a), *pb = cJSON_PrintUnformatted(b);
+            equal_in_another_order += strcmp(pa, pb) != 0;
+            free(pa);
+            free(pb);
+        }
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    assert_true(differed > 500);                 /* both answers, and the by-name fallback, */
+    assert_true(differed < 2900);                /* were exercised */
+    assert_true(equal_in_another_order > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +402,8 @@ int main(void)
         cmocka_unit_test(test_meta_hostile),
         cmocka_unit_test(test_rv_compare),
         cmocka_unit_test(test_conditions),
+        cmocka_unit_test(test_equal_cases),
+        cmocka_unit_test(test_equal_matches_cjson_compare),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

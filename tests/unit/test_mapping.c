@@ -290,6 +290,27 @@ static void test_predicates(void **state)
     assert_true(mapping_owned_update_matters(b, a));
     cJSON_Delete(a);
     cJSON_Delete(b);
+    /* an owned child's status is compared first; the answer is the same as a full walk */
+    a = J("{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"1\",\"managedFields\":[1]},"
+          "\"spec\":{\"c\":[1,2]},\"status\":{\"ready\":false}}");
+    b = J("{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"2\",\"managedFields\":[2]},"
+          "\"spec\":{\"c\":[1,2]},\"status\":{\"ready\":false}}");
+    assert_false(mapping_owned_update_matters(a, b));   /* only rv and managedFields moved */
+    cJSON_Delete(b);
+    b = J("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"c\":[1,2]},\"status\":{\"ready\":true}}");
+    assert_true(mapping_owned_update_matters(a, b));    /* status differs */
+    cJSON_Delete(b);
+    b = J("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"c\":[1,3]},\"status\":{\"ready\":false}}");
+    assert_true(mapping_owned_update_matters(a, b));    /* equal status, spec differs */
+    cJSON_Delete(b);
+    b = J("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"c\":[1,2]}}");
+    assert_true(mapping_owned_update_matters(a, b));    /* status on one side only */
+    assert_true(mapping_owned_update_matters(b, a));
+    cJSON_Delete(b);
+    b = J("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"c\":[1,2]},\"status\":{\"ready\":false}}");
+    assert_true(mapping_owned_update_matters(a, b));    /* equal status, metadata differs */
+    cJSON_Delete(a);
+    cJSON_Delete(b);
     /* metadata of the wrong type compares as a value */
     a = J("{\"metadata\":5}");
     b = J("{\"metadata\":6}");

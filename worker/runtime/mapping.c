@@ -43,7 +43,7 @@ static bool covered(const cJSON *a, const cJSON *b, skip_fn skipper, bool ds, bo
             cJSON_IsObject(o)) {
             if (!members_equal(m, o, skip_meta, ds, dg))
                 return false;
-        } else if (!cJSON_Compare(m, o, 1)) {
+        } else if (!gd_json_equal(m, o)) {
             return false;
         }
     }
@@ -53,12 +53,22 @@ static bool covered(const cJSON *a, const cJSON *b, skip_fn skipper, bool ds, bo
 static bool members_equal(const cJSON *a, const cJSON *b, skip_fn skipper, bool ds, bool dg)
 {
     if (!cJSON_IsObject(a) || !cJSON_IsObject(b))
-        return cJSON_Compare(a, b, 1);
+        return gd_json_equal(a, b);
     return covered(a, b, skipper, ds, dg, true) && covered(b, a, skipper, ds, dg, false);
 }
 
 static bool differs(const cJSON *a, const cJSON *b, bool drop_status, bool drop_generation)
 {
+    /* Most updates of a child are status changes (a pod's conditions, a ReplicaSet's
+     * counts): comparing status first decides them without walking the spec, which for a
+     * pod is most of the object. Equal statuses are not compared again below. */
+    if (!drop_status && cJSON_IsObject(a) && cJSON_IsObject(b)) {
+        const cJSON *sa = cJSON_GetObjectItemCaseSensitive(a, "status");
+        const cJSON *sb = cJSON_GetObjectItemCaseSensitive(b, "status");
+        if (!sa != !sb || (sa && !gd_json_equal(sa, sb)))
+            return true;
+        drop_status = true;
+    }
     return !members_equal(a, b, skip_top, drop_status, drop_generation);
 }
 
@@ -101,7 +111,7 @@ static bool json_equal(const cJSON *a, const cJSON *b)
 {
     if (!a || !b)
         return a == b;
-    return cJSON_Compare(a, b, 1);
+    return gd_json_equal(a, b);
 }
 
 bool mapping_node_update_matters(const cJSON *old_obj, const cJSON *new_obj)
