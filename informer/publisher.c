@@ -464,7 +464,17 @@ gd_err inf_pub_serve_one(inf_pub *p)
         err = "bad version: expected GDI1";
     else if (strcmp(args[1], "SNAPSHOT") == 0)
         serve_snapshot(p, &fr[0], delim, nargs > 2 ? args[2] : "*");
-    else if (strcmp(args[1], "STATS") == 0) {
+    else if (strcmp(args[1], "HEARTBEAT") == 0) {
+        /* A subscriber that just subscribed asks for a heartbeat now rather than wait up to
+         * a period for proof that its subscriptions are active (PROTOCOL.md §1, subscriber
+         * step 2): every shard handed over was held back that long. One is published per
+         * request; the subscriber asks again only while none reached it. */
+        publish(p, "HEARTBEAT", GD_SHARD_BROADCAST, "", p->last_rv, NULL);
+        char seq[24];
+        snprintf(seq, sizeof seq, "%" PRIu64, p->seq);
+        const char *f[3] = {GD_PROTO_INFORMER, "HEARTBEAT", seq};
+        reply(p->router, &fr[0], delim, f, NULL, 3);
+    } else if (strcmp(args[1], "STATS") == 0) {
         char *text = inf_counters_render(p->cfg.ctr, p->kind);
         const char *f[3] = {GD_PROTO_INFORMER, "STATS", text ? text : ""};
         reply(p->router, &fr[0], delim, f, NULL, 3);

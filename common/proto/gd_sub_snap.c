@@ -152,6 +152,51 @@ int gd_sub_poll_stoppable(const gd_sub *s, zmq_pollitem_t *pi, int64_t ms)
     }
 }
 
+/* Asks the informer to publish a heartbeat now (PROTOCOL.md §1, `HEARTBEAT` request).
+ * Returns false when it will not: an informer older than the request answers ERROR. */
+static bool request_heartbeat(gd_sub *s)
+{
+    if (open_dealer(s) != GD_OK)
+        return false;
+    if (zmq_send(s->dealer, GD_PROTO_INFORMER, 4, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        zmq_send(s->dealer, "HEARTBEAT", 9, ZMQ_DONTWAIT) < 0) {
+        gd_sub_close_dealer(s);
+        return true;                    /* not connected yet: ask again */
+    }
+    zmq_pollitem_t pi = {.socket = s->dealer, .events = ZMQ_POLLIN};
+    frames f;
+    if (gd_sub_poll_stoppable(s, &pi, 200) <= 0 || gd_sub_recv_frames(s->dealer, &f, ZMQ_DONTWAIT) <= 0) {
+        gd_sub_close_dealer(s);         /* a late answer must not be read as a snapshot's */
+        return true;
+    }
+    char cmd[16] = "";
+    if (f.n >= 2)
+        gd_sub_frame_str(&f, 1, cmd, sizeof cmd);
+    gd_sub_frames_close(&f);
+    return strcmp(cmd, "ERROR") != 0;
+}
+
+/* Nothing received yet: our subscriptions may not be active at the PUB side, and whatever
+ * is published between the snapshot and that moment would be lost (a gap, repaired, but
+ * avoidable). A message on the SUB proves they are active. Waits for one, briefly, without
+ * consuming it, and asks the informer for a heartbeat meanwhile (again every 50 ms while
+ * none arrives: the subscription may reach the PUB side after the request) instead of
+ * waiting for its periodic one, up to a second away. */
+static void await_first_message(gd_sub *s)
+{
+    int64_t until = gd_mono_ms() + 1500;
+    bool ask = true;
+    for (;;) {
+        if (ask)
+            ask = request_heartbeat(s);
+        int64_t left = until - gd_mono_ms();
+        zmq_pollitem_t pi = {.socket = s->sub, .events = ZMQ_POLLIN};
+        if (left <= 0 || gd_sub_stopping(s) ||
+            gd_sub_poll_stoppable(s, &pi, ask && left > 50 ? 50 : left) != 0)
+            return;
+    }
+}
+
 /* Fetches a snapshot of want[] into r (r->items must be an empty map). */
 static gd_err fetch_snapshot(gd_sub *s, const bool *want, snap_result *r)
 {
@@ -287,14 +332,8 @@ gd_err gd_sub_resnapshot(gd_sub *s)
         return GD_OK;
     if (gd_mono_ms() < s->next_snap_ms)
         return GD_ERR_TIMEOUT;
-    if (s->last_heard_ms == 0) {
-        /* Nothing received yet: our subscriptions may not be active at the PUB side, and
-         * whatever is published between the snapshot and that moment would be lost (a
-         * gap, repaired, but avoidable). A message on the SUB proves they are active;
-         * heartbeats come every second, so wait for one, briefly, without consuming it. */
-        zmq_pollitem_t pi = {.socket = s->sub, .events = ZMQ_POLLIN};
-        gd_sub_poll_stoppable(s, &pi, 1500);
-    }
+    if (s->last_heard_ms == 0)
+        await_first_message(s);
     if (gd_sub_stopping(s))
         return GD_ERR_CANCELLED;
     snap_result r = {.items = gd_map_new(gd_sub_snap_item_free)};

@@ -115,7 +115,7 @@ static bool topic_wanted(const char *list, int topic_idx)
     return false;
 }
 
-static void serve_snapshot(finf *fi)
+static void serve_request(finf *fi)
 {
     char frames[6][1200];
     size_t lens[6] = {0};
@@ -130,11 +130,27 @@ static void serve_snapshot(finf *fi)
         n++;
         zmq_getsockopt(fi->snap, ZMQ_RCVMORE, &more, &more_sz);
     }
-    assert_int_equal(n, 4);         /* identity, GDI1, SNAPSHOT, topics */
+    assert_true(n >= 3);
     assert_string_equal(frames[1], "GDI1");
-    assert_string_equal(frames[2], "SNAPSHOT");
     const char *id = frames[0], *list = frames[3];
     size_t idlen = lens[0];
+    if (strcmp(frames[2], "HEARTBEAT") == 0) {     /* identity, GDI1, HEARTBEAT */
+        assert_int_equal(n, 3);
+        fi->heartbeat_requests++;
+        if (fi->predates_heartbeat_request) {
+            const char *f[] = {"GDI1", "ERROR", "unknown command"};
+            sendv_to(fi->snap, id, idlen, 3, f);
+            return;
+        }
+        finf_heartbeat(fi, "HEARTBEAT");
+        char gs[24];
+        snprintf(gs, sizeof gs, "%llu", (unsigned long long)fi->gseq);
+        const char *f[] = {"GDI1", "HEARTBEAT", gs};
+        sendv_to(fi->snap, id, idlen, 3, f);
+        return;
+    }
+    assert_int_equal(n, 4);         /* identity, GDI1, SNAPSHOT, topics */
+    assert_string_equal(frames[2], "SNAPSHOT");
     for (int i = 0; i < fi->nobjs; i++) {
         fobj *o = &fi->objs[i];
         if (!o->body || !topic_wanted(list, o->shard))
@@ -169,7 +185,7 @@ void finf_serve(finf *fi, int ms)
         int64_t left = until - gd_mono_ms();
         zmq_poll(&pi, 1, left > 20 ? 20 : (left > 0 ? left : 0));
         if (pi.revents & ZMQ_POLLIN)
-            serve_snapshot(fi);
+            serve_request(fi);
         if (gd_mono_ms() - fi->last_hb_ms >= 200)
             finf_heartbeat(fi, "HEARTBEAT");
     } while (gd_mono_ms() < until);

@@ -6,6 +6,7 @@
  * the test calls finf_serve while it waits. */
 #ifndef FAKE_INFORMER_H
 #define FAKE_INFORMER_H
+#include <stdbool.h>
 #include <stdint.h>
 #include "gd_proto.h"
 
@@ -25,6 +26,9 @@ typedef struct {
     int nobjs;
     uint64_t rv;
     int64_t last_hb_ms;
+    /* true: answer a HEARTBEAT request with ERROR, as an informer older than the request */
+    bool predates_heartbeat_request;
+    int heartbeat_requests;     /* HEARTBEAT requests received */
 } finf;
 
 /* Binds <dir>/GodisCluster.pub and .snap; track is given each socket as it is created (the
@@ -35,7 +39,7 @@ void  finf_destroy(finf *fi);
 void  finf_put_cluster(finf *fi, int i, int generation);
 /* A status message on the broadcast topic: "HEARTBEAT" or "SYNCED". */
 void  finf_heartbeat(finf *fi, const char *type);
-/* Serves snapshot requests and heartbeats (every 200 ms) for up to ms. */
+/* Serves snapshot and heartbeat requests and heartbeats (every 200 ms) for up to ms. */
 void  finf_serve(finf *fi, int ms);
 /* Sends n frames as one message. */
 void  finf_sendv(void *sock, int n, const char **f);

@@ -262,17 +262,23 @@ static int teardown(void **state)
 
 /* ---------------------------------------------------------------- tests */
 
+/* Every key at generation 1, then the informer's SYNCED; since[] all 0 (any reconcile). */
+static void put_all_synced(finf *fi, int64_t *since)
+{
+    for (int i = 0; i < NKEYS; i++) {
+        finf_put_cluster(fi, i, 1);
+        since[i] = 0;
+    }
+    finf_heartbeat(fi, "SYNCED");
+}
+
 /* 500 keys, 8 reconcile threads, random sleeps, updates while running. */
 static void test_standalone_500_keys(void **state)
 {
     unlink(rec_path);
     finf *fi = finf_new(zctx, dir, track);
     int64_t since[NKEYS];
-    for (int i = 0; i < NKEYS; i++) {
-        finf_put_cluster(fi, i, 1);
-        since[i] = 0;
-    }
-    finf_heartbeat(fi, "SYNCED");
+    put_all_synced(fi, since);
     pid_t w = spawn_worker(0, false, "0-255");
     assert_true(wait_all(fi, since, 20000, NULL, NULL));
     /* updates while it runs: every updated key must be reconciled again afterwards */
@@ -295,6 +301,7 @@ static void test_standalone_500_keys(void **state)
         total += r.keys[k].n;
     }
     fprintf(stderr, "  standalone: %d reconciles of %d keys, no overlap\n", total, NKEYS);
+    assert_true(fi->heartbeat_requests >= 1);      /* its first snapshot asked for one */
     free_record(&r);
     assert_int_equal(stop_worker(w, SIGTERM), 0);
     finf_destroy(fi);
@@ -556,6 +563,23 @@ static void test_manager_silence(void **state)
     finf_destroy(fi);
 }
 
+/* An informer older than the HEARTBEAT request answers it with ERROR: the worker's first
+ * snapshot then waits for the periodic heartbeat, as before the request existed, and every
+ * key is reconciled all the same. */
+static void test_informer_without_heartbeat_request(void **state)
+{
+    unlink(rec_path);
+    finf *fi = finf_new(zctx, dir, track);
+    fi->predates_heartbeat_request = true;
+    int64_t since[NKEYS];
+    put_all_synced(fi, since);
+    pid_t w = spawn_worker(0, false, "0-255");
+    assert_true(wait_all(fi, since, 20000, NULL, NULL));
+    assert_int_equal(fi->heartbeat_requests, 1);   /* asked once; ERROR: not again */
+    assert_int_equal(stop_worker(w, SIGTERM), 0);
+    finf_destroy(fi);
+}
+
 /* --runtime-dir with an informer for one kind only (the manager's --informer-kinds): the
  * missing kinds do not hold the shards back once their grace has passed. */
 static void test_runtime_dir_missing_informers(void **state)
@@ -642,6 +666,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flags),
         cmocka_unit_test_setup_teardown(test_standalone_500_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_informer_without_heartbeat_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_managed_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager_silence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime_dir_missing_informers, setup, teardown),

@@ -32,6 +32,7 @@ typedef struct {
     char pub_ep[128], snap_ep[128], dir[64];
     int pub_hwm;
     int64_t resync_ms;
+    int heartbeat_ms;       /* the informer's period; 0: 50 ms */
     /* the model: what the informer's store must hold */
     int rv[NKEYS];          /* 0: absent */
     int shard[NKEYS];
@@ -78,7 +79,7 @@ static void start_pub(fx *f)
 {
     f->stop = 0;
     inf_pub_cfg c = {.zctx = f->zctx, .kind = "ConfigMap", .pub_endpoint = f->pub_ep,
-                     .snap_endpoint = f->snap_ep, .heartbeat_ms = 50,
+                     .snap_endpoint = f->snap_ep, .heartbeat_ms = f->heartbeat_ms ? f->heartbeat_ms : 50,
                      .ctr = &f->ctr, .stop = &f->stop, .pub_hwm = f->pub_hwm,
                      .resync_ms = f->resync_ms};
     f->p = inf_pub_new(&c);
@@ -94,10 +95,11 @@ static void stop_pub(fx *f)
     inf_pub_destroy(&f->p);
 }
 
-static int setup_common(void **state, int pub_hwm, int64_t resync_ms)
+static int setup_common(void **state, int pub_hwm, int64_t resync_ms, int heartbeat_ms)
 {
     fx *f = calloc(1, sizeof *f);
     f->resync_ms = resync_ms;
+    f->heartbeat_ms = heartbeat_ms;
     f->zctx = zmq_ctx_new();
     f->pub_hwm = pub_hwm;
     snprintf(f->dir, sizeof f->dir, "/tmp/gdsubXXXXXX");
@@ -109,9 +111,10 @@ static int setup_common(void **state, int pub_hwm, int64_t resync_ms)
     *state = f;
     return 0;
 }
-static int setup(void **state) { return setup_common(state, 0, 0); }
-static int setup_lag(void **state) { return setup_common(state, 5, 0); }
-static int setup_resync(void **state) { return setup_common(state, 0, 100); }
+static int setup(void **state) { return setup_common(state, 0, 0, 0); }
+static int setup_lag(void **state) { return setup_common(state, 5, 0, 0); }
+static int setup_resync(void **state) { return setup_common(state, 0, 100, 0); }
+static int setup_hourly_heartbeat(void **state) { return setup_common(state, 0, 0, 3600000); }
 
 static int teardown(void **state)
 {
@@ -326,6 +329,35 @@ static void test_live_and_late(void **state)
     drop_sub(f, &s2);
     drop_sub(f, &s);
     assert_null(s);
+}
+
+/* A new subscriber's first snapshot waits for proof that its subscriptions are active
+ * (a message on the SUB, PROTOCOL.md §1 step 2). It asks the informer for a heartbeat
+ * instead of waiting for the periodic one: with the informer's period an hour, the one
+ * message it hears is the heartbeat it asked for. (Before the request existed it heard
+ * nothing and took its snapshot when its wait ran out.) */
+static void test_first_snapshot_asks_for_a_heartbeat(void **state)
+{
+    fx *f = *state;
+    initial_list(f, 20);
+    uint64_t published = atomic_load(&f->ctr.messages_published);
+    counts c = {0};
+    gd_sub *s = new_sub(f, &c, 0);
+    assert_int_equal(gd_sub_set_all(s), GD_OK);
+    assert_true(gd_sub_synced(s));
+    assert_int_equal(c.added, 20);
+    uint64_t asked = atomic_load(&f->ctr.messages_published) - published;
+    assert_true(asked >= 1 && asked <= 30);      /* once, or again every 50 ms for 1.5 s */
+    for (int i = 0; i < 10; i++)
+        gd_sub_poll(s, 20);
+    gd_sub_stats st;
+    gd_sub_get_stats(s, &st);
+    /* heard: a heartbeat it asked for (one asked before its subscription was active at
+     * the PUB side is not delivered: that is what it asks again for) */
+    assert_true(st.messages >= 1 && st.messages <= asked);
+    assert_int_equal(st.gaps, 0);
+    assert_int_equal(st.snapshots, 1);
+    drop_sub(f, &s);
 }
 
 /* gd_sub_bytes_received counts the objects parsed (snapshots and PUB), not the informer's
@@ -632,6 +664,8 @@ int main(void)
     srand(42);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_live_and_late, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_snapshot_asks_for_a_heartbeat,
+                                        setup_hourly_heartbeat, teardown),
         cmocka_unit_test_setup_teardown(test_bytes_received, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lagged, setup_lag, teardown),
         cmocka_unit_test_setup_teardown(test_cache_store, setup_lag, teardown),

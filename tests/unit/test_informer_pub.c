@@ -315,6 +315,31 @@ static void test_snapshot(void **state)
     }
 }
 
+/* HEARTBEAT request: a HEARTBEAT goes out on topic B at once (no loop runs here, so no
+ * periodic one can), and the answer names its global seq; also with a REQ envelope. */
+static void test_heartbeat_request(void **state)
+{
+    fx *f = *state;
+    for (int delim = 0; delim <= 1; delim++) {
+        uint64_t g0 = inf_pub_seq(f->p), b0 = inf_pub_topic_seq(f->p, GD_SHARD_BROADCAST);
+        const char *req[] = {"GDI1", "HEARTBEAT"};
+        void *d = request(f, delim, req, 2);
+        msg m;
+        assert_int_equal(recv_msg(d, &m, 1000), 3 + delim);
+        char want[32];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)g0 + 1);
+        assert_string_equal(m.f[delim + 0], "GDI1");
+        assert_string_equal(m.f[delim + 1], "HEARTBEAT");
+        assert_string_equal(m.f[delim + 2], want);
+        zmq_close(d);
+        char seq[48];
+        snprintf(seq, sizeof seq, "%llu:%llu", (unsigned long long)g0 + 1,
+                 (unsigned long long)b0 + 1);
+        expect(f, "B", seq, "HEARTBEAT", "", "");
+        assert_int_equal(inf_pub_seq(f->p), g0 + 1);
+    }
+}
+
 static void test_stats(void **state)
 {
     fx *f = *state;
@@ -382,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_status_json),
         cmocka_unit_test_setup_teardown(test_publish_sequences, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wake_and_update_destroy, setup, teardown),
     };

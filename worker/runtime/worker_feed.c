@@ -110,6 +110,17 @@ void worker_wake_subs(worker *w)
         gd_wake_poke(w->subs[i].wake_fd);
 }
 
+/* In sync now: the main loop may activate loading shards. Checked after a new follow set
+ * too, not only after a poll: the follow set's snapshot is what brings a subscriber into
+ * sync, and the poll after it sleeps until the next message (an idle informer's heartbeat,
+ * up to a second), which held every shard taken over back that long. */
+static void note_synced(sub_slot *s)
+{
+    bool synced = gd_sub_synced(s->sub);
+    if (!atomic_exchange(&s->synced, synced) && synced)
+        gd_wake_poke(s->w->wake_fd);
+}
+
 static void *sub_thread(void *arg)
 {
     sub_slot *s = arg;
@@ -135,15 +146,13 @@ static void *sub_thread(void *arg)
             /* the shards no longer followed left the cache without events (cache_sub) */
             applied = gen;
             atomic_store(&s->applied_gen, gen);
+            note_synced(s);
         }
         /* the keys one batch of messages maps to wake the reconcile threads once */
         wq_hold_wakeups();
         gd_sub_poll(s->sub, SUB_IDLE_POLL_MS);
         wq_release_wakeups();
-        /* in sync now: the main loop may activate loading shards */
-        bool synced = gd_sub_synced(s->sub);
-        if (!atomic_exchange(&s->synced, synced) && synced)
-            gd_wake_poke(w->wake_fd);
+        note_synced(s);
     }
     return NULL;
 }
