@@ -91,7 +91,8 @@ typedef struct {
     const char *pub_endpoint;      /* informer PUB, e.g. ipc:///run/x/Pod.pub (copied) */
     const char *snap_endpoint;     /* informer ROUTER, e.g. ipc:///run/x/Pod.snap (copied) */
     int  rcvhwm;                   /* SUB receive high-water mark; 0 → 100000 */
-    int  snapshot_timeout_ms;      /* one snapshot request; 0 → 10000 */
+    int  snapshot_timeout_ms;      /* how long a snapshot's answer may pause (its first
+                                    * message included); 0 → 10000 */
     int  max_batch;                /* gd_sub_poll: messages per call; 0 → 1000 */
     gd_sub_event_fn on_event;      /* may be NULL */
     void *ud;

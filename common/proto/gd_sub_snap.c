@@ -223,6 +223,10 @@ static gd_err fetch_snapshot(gd_sub *s, const bool *want, snap_result *r)
         frames f;
         if (gd_sub_recv_frames(s->dealer, &f, ZMQ_DONTWAIT) <= 0)
             continue;
+        /* The timeout is for an informer gone silent, not for a large snapshot: one of
+         * 10 000 pods, on a loaded machine, takes longer than the worker's second while
+         * every frame of it arrives in time, and a retry starts it over. */
+        deadline = gd_mono_ms() + s->o.snapshot_timeout_ms;
         int rc = gd_sub_snap_reply(s, &f, r);
         gd_sub_frames_close(&f);
         if (rc == SNAP_DONE)

@@ -622,6 +622,100 @@ static void test_bad_opts(void **state)
 /* gd_sub_poll sleeps until a message, a snapshot retry falling due, or a write to its
  * wake_fd: each of the last two ends a 60 s wait (a worker's subscriber threads sleep in
  * it; they polled every 50 ms before). */
+/* An informer, played here, whose snapshot answer is slow but never stalls: five objects
+ * 80 ms apart, then END, against a 200 ms snapshot timeout. It answers the HEARTBEAT
+ * request with ERROR (an older informer) and publishes nothing. */
+typedef struct {
+    void *router;
+    int heartbeat_requests, snapshots;
+} slow_informer;
+
+static void slow_send(void *sock, const char *id, size_t idl, int n, const char **f)
+{
+    zmq_send(sock, id, idl, ZMQ_SNDMORE);
+    for (int i = 0; i < n; i++)
+        zmq_send(sock, f[i], strlen(f[i]), i + 1 < n ? ZMQ_SNDMORE : 0);
+}
+
+static void *slow_informer_main(void *arg)
+{
+    slow_informer *si = arg;
+    while (si->snapshots == 0) {
+        zmq_pollitem_t pi = {.socket = si->router, .events = ZMQ_POLLIN};
+        if (zmq_poll(&pi, 1, 5000) <= 0)
+            return NULL;
+        char fr[4][256];
+        int n = 0, more = 1;
+        size_t ms = sizeof more, idl = 0;
+        while (more) {
+            int l = zmq_recv(si->router, fr[n < 4 ? n : 3], 255, 0);
+            if (n == 0) idl = (size_t)(l < 255 ? l : 255);
+            fr[n < 4 ? n : 3][l < 255 ? (l < 0 ? 0 : l) : 255] = 0;
+            n++;
+            zmq_getsockopt(si->router, ZMQ_RCVMORE, &more, &ms);
+        }
+        if (n >= 3 && !strcmp(fr[2], "HEARTBEAT")) {
+            si->heartbeat_requests++;
+            const char *f[] = {"GDI1", "ERROR", "unknown command"};
+            slow_send(si->router, fr[0], idl, 3, f);
+            continue;
+        }
+        for (int i = 0; i < 5; i++) {
+            char key[16], body[128];
+            snprintf(key, sizeof key, "ns/s%d", i);
+            snprintf(body, sizeof body, "{\"metadata\":{\"name\":\"s%d\",\"namespace\":\"ns\","
+                                        "\"resourceVersion\":\"7\"}}", i);
+            const char *f[] = {"GDI1", "OBJ", key, "7", body, "S001"};
+            slow_send(si->router, fr[0], idl, 6, f);
+            gd_sleep_ms(80);
+        }
+        const char *f[] = {"GDI1", "END", "9", "{\"S001\":5,\"B\":4}", "1",
+                           "{\"instance\":\"ab\",\"seq\":9,\"synced\":true,\"topics\":{\"S001\":5,\"B\":4}}"};
+        slow_send(si->router, fr[0], idl, 6, f);
+        si->snapshots++;
+    }
+    return NULL;
+}
+
+/* The snapshot timeout is for an informer gone silent: an answer that takes longer in all
+ * than the timeout, every message of it in time, is read to its end (it used to be given
+ * up at the timeout and started over, never finishing on a loaded machine). */
+static void test_slow_snapshot_is_read_to_the_end(void **state)
+{
+    (void)state;
+    void *z = zmq_ctx_new();
+    void *pub = zmq_socket(z, ZMQ_PUB);
+    slow_informer si = {.router = zmq_socket(z, ZMQ_ROUTER)};
+    assert_int_equal(zmq_bind(pub, "inproc://slow.pub"), 0);
+    assert_int_equal(zmq_bind(si.router, "inproc://slow.snap"), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, slow_informer_main, &si), 0);
+    gd_sub_opts o;
+    gd_sub_opts_default(&o);
+    o.pub_endpoint = "inproc://slow.pub";
+    o.snap_endpoint = "inproc://slow.snap";
+    o.snapshot_timeout_ms = 200;
+    counts c = {0};
+    o.on_event = on_event;
+    o.ud = &c;
+    gd_sub *s = gd_sub_new(z, &o);
+    assert_non_null(s);
+    int shards[] = {1};
+    assert_int_equal(gd_sub_set_shards(s, shards, 1), GD_OK);
+    pthread_join(th, NULL);
+    assert_int_equal(si.heartbeat_requests, 1);     /* ERROR: not asked again */
+    assert_int_equal(si.snapshots, 1);
+    assert_true(gd_sub_synced(s));
+    assert_int_equal(c.added, 5);
+    gd_sub_stats st;
+    gd_sub_get_stats(s, &st);
+    assert_int_equal(st.snapshot_failures, 0);
+    gd_sub_destroy(&s);
+    zmq_close(pub);
+    zmq_close(si.router);
+    zmq_ctx_term(z);
+}
+
 static void test_wake_fd_and_retry(void **state)
 {
     (void)state;
@@ -677,6 +771,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resync_restamps_cache, setup_resync, teardown),
         cmocka_unit_test(test_bad_opts),
         cmocka_unit_test(test_wake_fd_and_retry),
+        cmocka_unit_test(test_slow_snapshot_is_read_to_the_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
