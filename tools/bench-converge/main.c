@@ -21,7 +21,8 @@
  *   {"converged":100,"count":100,"create_s":..,"first_s":..,"p50_s":..,"p90_s":..,
  *    "all_s":..,"pods_ready_all_s":..}
  * all_s is from the first create until the last cluster converged; pods_ready_all_s until
- * the detail list that first saw COUNT*REPLICAS Ready pods. Exit 0 when all converged, 1 on
+ * the pods' watch first saw COUNT*REPLICAS of them Ready (what the no-operator floor
+ * measures, converge_floor.py; it was the detail list's time, up to DETAIL_MS late). Exit 0 when all converged, 1 on
  * timeout (the JSON still printed, all_s null), 2 on bad usage or setup failure. */
 #include <pthread.h>
 #include <stdio.h>
@@ -132,6 +133,15 @@ static cJSON *list_items(k8s_client *c, const k8s_resource *r, const char *ns, c
     return cJSON_GetObjectItem(*list, "items");
 }
 
+static bool pod_is_ready(const cJSON *p)
+{
+    const cJSON *cond;
+    cJSON_ArrayForEach(cond, gd_json_path(p, "status.conditions"))
+        if (strcmp(gd_json_str_or(cond, "type", ""), "Ready") == 0)
+            return strcmp(gd_json_str_or(cond, "status", ""), "True") == 0;
+    return false;
+}
+
 typedef struct {
     int pods, running, ready;
 } pod_counts;
@@ -144,11 +154,7 @@ static pod_counts count_pods(k8s_client *c, const char *ns)
         pc.pods++;
         if (strcmp(gd_json_str_or(p, "status.phase", ""), "Running") == 0)
             pc.running++;
-        const cJSON *cond;
-        cJSON_ArrayForEach(cond, gd_json_path(p, "status.conditions"))
-            if (strcmp(gd_json_str_or(cond, "type", ""), "Ready") == 0 &&
-                strcmp(gd_json_str_or(cond, "status", ""), "True") == 0)
-                pc.ready++;
+        pc.ready += pod_is_ready(p);
     }
     cJSON_Delete(list);
     return pc;
@@ -176,18 +182,27 @@ static void print_s(const char *name, int64_t ms, bool last)
         printf("\"%s\":%.3f%s", name, ms / 1000.0, last ? "" : ",");
 }
 
-/* ---- watching: one thread follows the GodisClusters and stamps each convergence */
+/* ---- watching: one thread follows the GodisClusters and stamps each convergence, one
+ * follows the pods and stamps when the last of them turned Ready */
 
 typedef struct {
     k8s_client *c;              /* its own client: a watch holds its connection */
+    const k8s_resource *res;
+    k8s_watch_fn on_event;      /* called with mu not held; takes it itself */
     const char *ns;
     int count, replicas;
     int64_t t0;
     pthread_mutex_t mu;
+    /* GodisClusters, by index */
     int64_t *done_at;           /* ms since t0, 0 = not yet */
-    int *members;               /* status.members size, by index */
-    char *seen;                 /* 1 while the cluster exists, by index */
+    int *members;               /* status.members size */
+    char *seen;                 /* 1 while the cluster exists */
     int ndone, ngc;             /* converged; existing (so no list is needed to count them) */
+    /* pods: the names of those Ready now (a pod's name is not an index: it has the
+     * ReplicaSet's hash), and when COUNT x REPLICAS of them first were */
+    char **ready;
+    int nready, ready_cap;
+    int64_t all_ready_ms;       /* -1 = not yet */
     char rv[64];                /* resume point after the server ends a watch */
     volatile int stop;
 } watcher;
@@ -215,9 +230,40 @@ static int on_cluster(void *ud, const char *type, cJSON *gc)
     return 0;
 }
 
+/* (a linear search: a few thousand pods at most, a few events each) */
+static int ready_index(const watcher *w, const char *name)
+{
+    for (int i = 0; i < w->nready; i++)
+        if (!strcmp(w->ready[i], name)) return i;
+    return -1;
+}
+
+static int on_pod(void *ud, const char *type, cJSON *pod)
+{
+    watcher *w = ud;
+    const char *rv = gd_json_str_or(pod, "metadata.resourceVersion", NULL), *name = gd_meta_name(pod);
+    pthread_mutex_lock(&w->mu);
+    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
+    if (strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0 && name && *name) {
+        int at = ready_index(w, name);
+        bool ready = strcmp(type, "DELETED") != 0 && pod_is_ready(pod);
+        if (ready && at < 0 && w->nready < w->ready_cap) {
+            w->ready[w->nready] = strdup(name);
+            w->nready += w->ready[w->nready] != NULL;
+        } else if (!ready && at >= 0) {
+            free(w->ready[at]);
+            w->ready[at] = w->ready[--w->nready];
+        }
+        if (w->all_ready_ms < 0 && w->nready >= w->count * w->replicas)
+            w->all_ready_ms = gd_mono_ms() - w->t0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
 /* Watches from the list's resourceVersion; a watch the server ends (its timeout) resumes
- * from the last version seen, so no status write is missed. 410 Gone cannot happen within
- * a run of minutes (the watch cache keeps far more history); if it does, the run says so. */
+ * from the last version seen, so no event is missed. 410 Gone cannot happen within a run
+ * of minutes (the watch cache keeps far more history); if it does, the run says so. */
 static void *watch_main(void *arg)
 {
     watcher *w = arg;
@@ -230,16 +276,34 @@ static void *watch_main(void *arg)
         o.list.resource_version = rv;
         o.list.timeout_seconds = 300;
         k8s_status st = {0};
-        gd_err e = k8s_watch(w->c, &K8S_RES_GODISCLUSTERS, w->ns, &o, on_cluster, w, &st);
+        gd_err e = k8s_watch(w->c, w->res, w->ns, &o, w->on_event, w, &st);
         if (e == GD_ERR_CANCELLED) break;
         if (e != GD_OK && e != GD_ERR_CLOSED) {
-            fprintf(stderr, "bench-converge: watch godisclusters: %s %s\n", gd_strerror(e),
-                    st.message);
+            fprintf(stderr, "bench-converge: watch %s: %s %s\n", w->res->resource,
+                    gd_strerror(e), st.message);
             if (e == GD_ERR_GONE) break;
             gd_sleep_ms(200);
         }
     }
     return NULL;
+}
+
+/* The watch starts from the (still empty) namespace's list, taken before the first
+ * create. Returns false with the error printed. */
+static bool watch_from_list(watcher *w, k8s_client *lc)
+{
+    cJSON *list = NULL;
+    k8s_status st = {0};
+    k8s_list_opts lo = {.resource_version = "0"};
+    gd_err e = k8s_list(lc, w->res, w->ns, &lo, &list, &st);
+    if (e != GD_OK) {
+        fprintf(stderr, "bench-converge: list %s: %s %s\n", w->res->resource, gd_strerror(e),
+                st.message);
+        return false;
+    }
+    snprintf(w->rv, sizeof w->rv, "%s", gd_json_str_or(list, "metadata.resourceVersion", "0"));
+    cJSON_Delete(list);
+    return true;
 }
 
 static k8s_client *client_new(void)
@@ -275,8 +339,8 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    k8s_client *c = client_new(), *wc = client_new();
-    if (!c || !wc) return 2;
+    k8s_client *c = client_new(), *wc = client_new(), *pc = client_new();
+    if (!c || !wc || !pc) return 2;
 
     char body[200];
     snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
@@ -291,32 +355,35 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* The watch starts from an empty namespace's list, before the first create. */
-    watcher w = {.c = wc, .ns = ns, .count = count, .replicas = replicas,
-                 .done_at = calloc(count, sizeof(int64_t)), .members = calloc(count, sizeof(int)),
-                 .seen = calloc(count, 1)};
+    int npods = count * replicas;
+    watcher w = {.c = wc, .res = &K8S_RES_GODISCLUSTERS, .on_event = on_cluster, .ns = ns,
+                 .count = count, .replicas = replicas, .done_at = calloc(count, sizeof(int64_t)),
+                 .members = calloc(count, sizeof(int)), .seen = calloc(count, 1)};
+    watcher pw = {.c = pc, .res = &K8S_RES_PODS, .on_event = on_pod, .ns = ns, .count = count,
+                  .replicas = replicas, .ready = calloc(2 * npods, sizeof(char *)),
+                  .ready_cap = 2 * npods, .all_ready_ms = -1};
     pthread_mutex_init(&w.mu, NULL);
-    cJSON *list = NULL;
-    k8s_list_opts lo = {.resource_version = "0"};
-    e = k8s_list(c, &K8S_RES_GODISCLUSTERS, ns, &lo, &list, &st);
-    if (e != GD_OK || !w.done_at || !w.members || !w.seen) {
-        fprintf(stderr, "bench-converge: list godisclusters: %s %s\n", gd_strerror(e), st.message);
+    pthread_mutex_init(&pw.mu, NULL);
+    if (!w.done_at || !w.members || !w.seen || !pw.ready) {
+        fprintf(stderr, "bench-converge: no memory\n");
         return 2;
     }
-    snprintf(w.rv, sizeof w.rv, "%s", gd_json_str_or(list, "metadata.resourceVersion", "0"));
-    cJSON_Delete(list);
+    if (!watch_from_list(&w, c) || !watch_from_list(&pw, c)) return 2;
 
     creator cr = {.c = c, .ns = ns, .storage_class = storage_class, .count = count, .replicas = replicas};
     pthread_mutex_init(&cr.mu, NULL);
-    pthread_t th[64], wt;
+    pthread_t th[64], wt, pt;
     int64_t t0 = gd_mono_ms();
-    w.t0 = t0;
-    pthread_create(&wt, NULL, watch_main, &w);
+    w.t0 = pw.t0 = t0;
+    if (pthread_create(&wt, NULL, watch_main, &w) || pthread_create(&pt, NULL, watch_main, &pw)) {
+        fprintf(stderr, "bench-converge: cannot start the watch threads\n");
+        return 2;
+    }
     for (int i = 0; i < nthreads; i++)
         pthread_create(&th[i], NULL, create_main, &cr);
 
     int ndone = 0;
-    int64_t pods_ready_ms = -1, next_detail = t0;
+    int64_t next_detail = t0;
     while (gd_mono_ms() - t0 < timeout_ms) {
         pthread_mutex_lock(&w.mu);
         ndone = w.ndone;
@@ -327,8 +394,6 @@ int main(int argc, char **argv)
         if (ndone == count || gd_mono_ms() >= next_detail) {
             pod_counts pc = count_pods(c, ns);
             int godis = count_items(c, &K8S_RES_GODISES, ns);
-            if (pods_ready_ms < 0 && pc.ready >= count * replicas)
-                pods_ready_ms = gd_mono_ms() - t0;
             fprintf(stderr, "t=%6.1f gc=%d godis=%d pods=%d running=%d ready=%d members=%d "
                             "converged=%d\n", now / 1000.0, ngc, godis, pc.pods, pc.running,
                     pc.ready, members, ndone);
@@ -339,7 +404,9 @@ int main(int argc, char **argv)
         gd_sleep_ms(50);        /* no request: only reads what the watch thread recorded */
     }
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&pw.stop, 1, __ATOMIC_RELAXED);
     pthread_join(wt, NULL);
+    pthread_join(pt, NULL);
     for (int i = 0; i < nthreads; i++)
         pthread_join(th[i], NULL);
     int64_t *done_at = w.done_at;
@@ -355,15 +422,20 @@ int main(int argc, char **argv)
     print_s("first_s", n ? sorted[0] : -1, false);
     print_s("p50_s", n * 2 >= count ? sorted[(count - 1) / 2] : -1, false);
     print_s("p90_s", n * 10 >= count * 9 ? sorted[(count * 9 - 1) / 10] : -1, false);
-    print_s("pods_ready_all_s", pods_ready_ms, false);
+    print_s("pods_ready_all_s", pw.all_ready_ms, false);
     print_s("all_s", n == count ? sorted[n - 1] : -1, true);
     printf("}\n");
     free(done_at);
     free(w.members);
     free(w.seen);
+    for (int i = 0; i < pw.nready; i++)
+        free(pw.ready[i]);
+    free(pw.ready);
     pthread_mutex_destroy(&cr.mu);
     pthread_mutex_destroy(&w.mu);
+    pthread_mutex_destroy(&pw.mu);
     k8s_client_destroy(&c);
     k8s_client_destroy(&wc);
+    k8s_client_destroy(&pc);
     return n == count ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # converge.sh — the whole operator on the local control plane (issue 7 part 7). Appends
-# three JSON lines to bench/results/latest.jsonl:
+# five JSON lines to bench/results/latest.jsonl:
 #
 #   converge_100x3_s          first create of 100 GodisClusters (replicas 3, fresh namespace)
 #                             until every one reports status Running, readyReplicas 3 and 3
@@ -18,6 +18,15 @@
 #                             once, and kube-controller-manager's claim resync (every 15 s)
 #                             posts an Event for each one each time (4 025 WaitForPodScheduled
 #                             against 890); the node agent used 227 CPU-s against 137.
+#   converge_floor_writable_100x3_s  the same floor run, until every cluster took a write
+#                             through each of its members (converge_floor.py --writable, a
+#                             `set` per member from 32 threads once a cluster's pods are all
+#                             Ready, again at once after each refusal): the no-operator floor of
+#                             the operator's own test for Ready. godis takes a write only once
+#                             its members elected a leader, 1-2 s after they started, so the
+#                             last cluster turns writable after its last pod turned Ready.
+#                             converge_100x3_s's pods_ready_all_s (from a pod watch) is the
+#                             operator's figure for the floor's end event.
 #   converge_floor_writes_100x3_s  the floor plus every other request the operator sends for
 #                             a cluster, from converge_floor.py --operator-writes with no
 #                             operator process (its GodisClusters, 2 status writes each, 3
@@ -111,6 +120,24 @@
 # operator's informers 0.32 against 0.14 s. Events: the measured run posts 300
 # WaitForFirstConsumer (the PV controller saw each claim before its pod existed), the
 # floors 24-51.
+# 2026-12-03, later: bench-converge watches the pods, so pods_ready_all_s is the moment the
+# floor's floor_s measures (the last pod turned Ready; it was the 2 s detail list's time),
+# and the floor run also times every cluster taking a write through each of its members
+# (converge_floor_writable_*), which is what the operator's Ready waits for. Before 0182a66
+# the workers made their shards active 2.1 s after the manager started (0.3 s since), so
+# the runs above began while the operator was still loading (first reconcile 0.39 s after
+# the first create; after it still 0.27 s in one run, unexplained: 14 ms on a devcluster
+# with the same manager flags under the admin identity). Three 100 x 3 runs after it (operator: all / its pods Ready; floor /
+# floor writable; floor_writes, s): 17.05/15.52, 19.35/19.74, 22.85 (both floors slow: the
+# PV controller's writes took 10-12 ms); 17.67/16.20, 12.40/13.74, 16.05; 15.82/14.61,
+# 12.19/12.77, 15.17 (0.88x, 1.43x, 1.30x the floor). 30 x 7: 9.99/9.52, 10.41/10.63, 8.68.
+# After the operator's last pod turned Ready, 1.2-1.5 s pass before the last cluster is
+# converged: godis's leader election (a member campaigns 1-2 s after it starts; the write
+# probe waits in godis for the leader, and succeeds as soon as there is one; 2 probes of
+# 100 failed and were retried), not the operator's queue. The floor's last cluster turned
+# writable 0.2-1.3 s after its last pod. The rest of the gap is the pods turning Ready
+# later (like for like, 14.6-16.2 s against 12.2-12.4 s): the serial PV binding stretched
+# while the operator runs (claimRef -> bound p90 7-9 s against the floor's 5).
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
@@ -618,7 +645,7 @@ floor_run() {
   local pre=$2 ns=$3; shift 3
   fresh_devcluster
   local_volumes
-  if [ "$#" -gt 0 ]; then   # the operator's objects: its CRDs, as in the measured run
+  if [[ " $* " == *" --operator-writes "* ]]; then   # the operator's objects: its CRDs, as in the measured run
     bin/godisctl apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml >/dev/null
     gc_knows_crds
   fi
@@ -644,7 +671,7 @@ if [ "${CONVERGE_FLOOR:-1}" = 1 ] && [ "$rc" = 0 ] && save_templates; then
   stop_manager
   delete_namespace "$NS"
   log "floor: the same $COUNT x $REPLICAS children created at once with no operator (converge_floor.py), on a fresh control plane"
-  floor_run floor floor "$NS-floor"
+  floor_run floor floor "$NS-floor" --writable
   if [ "${CONVERGE_FLOOR_WRITES:-1}" = 1 ]; then
     log "floor_writes: the children and the operator's other requests (its objects, statuses, PDB, Event) sent by converge_floor.py --operator-writes, no operator process, on a fresh control plane"
     floor_run floor_writes floor_writes "$NS-floorw" --operator-writes
@@ -675,6 +702,13 @@ if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
     --arg name "converge_floor_${TAG}_s" \
     '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu} +
      {note: "no operator: the same ConfigMaps, Services, PVCs and ReplicaSets created at t=0 from 16 threads, until every pod is Ready; what the control plane alone needs"}' -n | tee -a "$OUT"
+  if [ "$(jq -r '.writable_s' <<<"$floor")" != null ]; then
+    jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" \
+      --arg name "converge_floor_writable_${TAG}_s" \
+      '{name: $name, value: $f.writable_s, unit: "s", count: $n, replicas: $r, floor_s: $f.floor_s, writable_failures: $f.writable_failures} +
+       {note: "the floor run (converge_floor_*), until every cluster took a write through each of its members (converge_floor.py --writable): the no-operator floor of the test the operator'"'"'s Ready makes, which also waits for godis'"'"'s leader elections"}' -n | tee -a "$OUT"
+  fi
+  log "like for like: all pods Ready $(jq -r '.pods_ready_all_s' <<<"$res") s with the operator against $(jq -r '.floor_s' <<<"$floor") s in the floor; every cluster writable and its status written $all s against every cluster writable $(jq -r '.writable_s' <<<"$floor") s in the floor"
 fi
 if [ -n "$floor_writes" ] && [ "$(jq -r '.floor_s' <<<"$floor_writes")" != null ]; then
   jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor_writes)" \

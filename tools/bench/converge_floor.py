@@ -25,12 +25,16 @@ last cluster's final status write returned (the operator's convergence), and the
 must hold the cluster's objects too (converge.sh saves them: godiscluster, godises, pdb).
 
 floor_s is from the first create until the last pod turned Ready (as seen on the watch);
-created_s until the last create returned. Uses $KUBECONFIG's admin certificate like the
+created_s until the last create returned. With --writable the output also has writable_s:
+until the last cluster took a write through every one of its members (class Writable), the
+floor of the operator's own test for Ready, which waits for godis's leader election. Uses $KUBECONFIG's admin certificate like the
 rest of the benchmark (DEVCLUSTER_DIR/pki). Exit 0 when every pod got Ready, 1 on timeout,
 2 on bad input.
 """
 import argparse
+import ipaddress
 import json
+import socket
 import os
 import queue
 import ssl
@@ -241,6 +245,92 @@ class Replay:
                     self.done_ms[cluster] = (time.monotonic() - t0) * 1000
 
 
+PROBE_KEY = "floor-ready-probe"   # (never starts with * $ + - : — godis dies on those)
+
+
+def resp_set(ip, port, key, value, timeout=5):
+    """One `set KEY VALUE` in RESP2, as the operator's write probe sends it: None when it
+    was taken, else godis's error (or the transport's)."""
+    req = b"".join([b"*3\r\n"] + [b"$%d\r\n%s\r\n" % (len(a), a) for a in
+                                   (b"set", key.encode(), value.encode())])
+    try:
+        with socket.create_connection((ip, port), timeout=timeout) as sk:
+            sk.sendall(req)
+            line = sk.makefile("rb").readline().rstrip(b"\r\n").decode(errors="replace")
+    except OSError as e:
+        return f"{ip}:{port}: {e}"
+    return None if line == "+OK" else (line.lstrip("-") or f"{ip}:{port}: connection closed")
+
+
+class Writable:
+    """--writable: when each cluster took its first write through every one of its members,
+    which is what the operator's Ready waits for (godis takes a write only once its Raft
+    members have elected a leader that hears a majority, 1-2 s after they started, and a pod
+    being Ready does not say so). Once all of a cluster's pods are Ready, a `set` goes
+    through each member in turn, again at once after each refusal (godis itself holds a
+    write for about a second while it has no leader): what a client with no operator gets
+    at best. Only loopback pod IPs are dialled (the test cluster's node agent gives pods
+    127.0.0.0/8 addresses); any other is a failure, not a connection."""
+
+    def __init__(self, members, port, t0, deadline):
+        self.members, self.port, self.t0, self.deadline = members, port, t0, deadline
+        self.mu = threading.Lock()
+        self.ips = {}           # cluster -> {member: pod IP}
+        self.queued = set()
+        self.jobs = queue.Queue()
+        self.done_ms = {}       # cluster -> ms since t0 its last member took a write
+        self.failures = []
+
+    def pod_ready(self, pod):
+        labels = pod.get("metadata", {}).get("labels", {})
+        cluster, member = labels.get("cluster-name"), labels.get("node-name")
+        ip = pod.get("status", {}).get("podIP")
+        if not cluster or not member or not ip:
+            return
+        with self.mu:
+            got = self.ips.setdefault(cluster, {})
+            got[member] = ip
+            start = len(got) == self.members and cluster not in self.queued
+            if start:
+                self.queued.add(cluster)
+        if start:
+            self.jobs.put(cluster)
+
+    def probe(self, cluster):
+        with self.mu:
+            members = sorted(self.ips[cluster].items())
+        for member, ip in members:
+            try:
+                loopback = ipaddress.ip_address(ip).is_loopback
+            except ValueError:
+                loopback = False
+            if not loopback:
+                self.failures.append(f"{member}: pod IP {ip} is not a loopback address")
+                return
+            while (err := resp_set(ip, self.port, PROBE_KEY, member)) is not None:
+                if time.monotonic() >= self.deadline:
+                    self.failures.append(f"{member}: no write taken before the timeout: {err}")
+                    return
+                time.sleep(0.02)
+        with self.mu:
+            self.done_ms[cluster] = (time.monotonic() - self.t0) * 1000
+
+    def serve(self):
+        while (cluster := self.jobs.get()) is not None:
+            self.probe(cluster)
+
+
+def client_port(t):
+    """The godis client port of the template's member containers (6379 unless named)."""
+    for o in t["members"][0]:
+        if o.get("kind") == "ReplicaSet":
+            for ctr in o["spec"]["template"]["spec"].get("containers", []):
+                for p in ctr.get("ports", []):
+                    if p.get("name") == "client":
+                        return int(p["containerPort"])
+    return 6379
+
+
 def create_all(api, ns, t, count, threads, replay=None):
     work = queue.Queue()
     for i in range(count):
@@ -322,6 +412,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--operator-writes", action="store_true",
                     help="also send the operator's own requests for each cluster (see above)")
+    ap.add_argument("--writable", action="store_true",
+                    help="also time each cluster's first write through every member (writable_s)")
     a = ap.parse_args()
     if not 1 <= a.count <= 1000 or not 1 <= a.threads <= 64:
         die("--count wants 1..1000 and --threads 1..64")
@@ -344,10 +436,17 @@ def main():
     result = {}
     t0 = time.monotonic()
     replay = Replay(api, a.namespace) if a.operator_writes else None
+    writable = Writable(len(t["members"]), client_port(t), t0, t0 + a.timeout) if a.writable else None
+    told = [f for f in (replay and replay.pod_ready, writable and writable.pod_ready) if f]
     w = threading.Thread(target=watch_ready,
                          args=(api, a.namespace, rv, expected, t0, t0 + a.timeout, result,
-                               replay.pod_ready if replay else None))
+                               (lambda pod: [f(pod) for f in told]) if told else None))
     w.start()
+    # (as many probing threads as the operator's 32 concurrent reconciles: a probe of a
+    # cluster without a leader holds its thread for about a second)
+    probers = [threading.Thread(target=writable.serve) for _ in range(32)] if writable else []
+    for th in probers:
+        th.start()
     # (the status writes: as many threads as the creates, as the operator's reconcilers share
     # one client; they wait for pods while the creates run)
     pool = [threading.Thread(target=replay.serve, args=(t0,)) for _ in range(a.threads)] if replay else []
@@ -360,6 +459,15 @@ def main():
         replay.jobs.put(None)
     for th in pool:
         th.join()
+    if writable:
+        while len(writable.done_ms) + len(writable.failures) < a.count and time.monotonic() < t0 + a.timeout:
+            time.sleep(0.05)
+        for _ in probers:
+            writable.jobs.put(None)
+        for th in probers:
+            th.join()
+        for f in writable.failures[:10]:
+            print(f"converge_floor: write probe {f}", file=sys.stderr)
     for f in failures[:10]:
         print(f"converge_floor: create {f}", file=sys.stderr)
     if replay:   # the operator's convergence: every cluster's final status written
@@ -373,8 +481,13 @@ def main():
                                  (3 + len(t["members"]) if replay else 0)),
            "create_failures": len(failures),
            "ready_pods": result.get("ready", 0), "expected_pods": expected}
+    if writable:
+        whole = len(writable.done_ms) == a.count
+        out["writable_s"] = round(max(writable.done_ms.values()) / 1000, 3) if whole else None
+        out["writable_failures"] = len(writable.failures)
     print(json.dumps(out))
-    return 0 if "floor_ms" in result and not failures else 1
+    ok = "floor_ms" in result and not failures and (not writable or out["writable_s"] is not None)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
