@@ -13,7 +13,8 @@
  * the violations file. The kernel drops a process's locks when it dies, which is exactly
  * the "moves only after the old owner was reaped" rule. Environment (inherited through the
  * manager): FAKE_DIR (lock, violations, pid and write files), FAKE_HANG_INDEX (that worker
- * never answers PING), FAKE_EXIT2_KIND (that informer exits 2), FAKE_WRITE_MS (while it
+ * never answers PING), FAKE_STOP_LINGER_MS (a worker told to stop exits that much later),
+ * FAKE_EXIT2_KIND (that informer exits 2), FAKE_WRITE_MS (while it
  * owns shards and holds an unexpired LEASE, the worker appends "W <wall ms> <pid> <manager pid>"
  * lines). */
 #include <stdarg.h>
@@ -215,6 +216,11 @@ static int fake_worker_main(int argc, char **argv)
             }
         }
     }
+    /* FAKE_STOP_LINGER_MS: told to stop, it takes that long to exit (in-flight reconciles
+     * finishing), whatever signals come meanwhile short of SIGKILL */
+    long linger = getenv("FAKE_STOP_LINGER_MS") ? atol(getenv("FAKE_STOP_LINGER_MS")) : 0;
+    for (long long until = fake_wall_ms() + linger; rc == 0 && fake_wall_ms() < until;)
+        gd_sleep_ms(10);
     zmq_close(s);
     zmq_ctx_term(ctx);
     return rc;

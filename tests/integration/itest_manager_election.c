@@ -35,6 +35,7 @@
 #include "gd_json.h"
 #include "audit_log.h"
 #include "e2e_lib.h"
+#include "gd_time.h"
 
 #define NMGR 3
 static k8s_client *kc;
@@ -417,6 +418,46 @@ static void test_sigstop_leader_is_fenced(void **st)
     for (int i = 0; i < 2; i++) assert_int_equal(stop_mgr(&m[i], SIGTERM, 10000), 0);
 }
 
+static bool worker_back(mgr_proc *m, void *arg)
+{
+    pid_t old = *(pid_t *)arg, now = read_pid("fake-w0.pid");
+    return leading(m) == 1 && now != old && pid_alive(now) &&
+           metric(m->metrics, "godis_manager_children_running{role=\"worker\"}") == 1 &&
+           metric(m->metrics, "godis_manager_shards_unassigned") == 0;
+}
+
+static bool fenced(mgr_proc *m, void *arg)
+{
+    (void)arg;
+    return metric(m->metrics, "godis_manager_fencings_total") >= 1;
+}
+
+/* One manager stopped past its renew deadline (SIGSTOP, as a machine too loaded to renew in
+ * time) fences its workers and wins its own lease back before they exited (they take 2.5 s
+ * to finish). The workers come back as this leader's and get every shard; they used to be
+ * left down: a leader with no worker, reconciling nothing (300 x 3 benchmark, 2026-12-03). */
+static void test_lease_won_back_before_workers_exit(void **st)
+{
+    (void)st;
+    setenv("FAKE_STOP_LINGER_MS", "2500", 1);
+    mgr_proc m;
+    start_le(&m, 0);
+    unsetenv("FAKE_STOP_LINGER_MS");
+    bool alive[NMGR] = {true, false, false};
+    assert_int_equal(watch_leaders(&m, alive, 8000, -1), 0);
+    pid_t w0 = 0;
+    long long end = now_ms() + 5000;
+    while (now_ms() < end && !pid_alive(w0 = read_pid("fake-w0.pid"))) usleep(20000);
+    assert_true(pid_alive(w0));
+    kill(m.pid, SIGSTOP);
+    gd_sleep_ms(3500);                          /* past the renew deadline (3 s) */
+    kill(m.pid, SIGCONT);
+    assert_true(wait_for(fenced, &m, NULL, 10000));
+    assert_true(wait_for(worker_back, &m, &w0, 20000));
+    assert_false(pid_alive(w0));
+    assert_int_equal(stop_mgr(&m, SIGTERM, 10000), 0);
+}
+
 int main(int argc, char **argv)
 {
     int rc = mgr_itest_init(argc, argv, "itest_manager_election");
@@ -432,6 +473,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_two_managers_graceful_handover, setup, kill_started),
         cmocka_unit_test_setup_teardown(test_crash_failover_within_lease, setup, kill_started),
         cmocka_unit_test_setup_teardown(test_sigstop_leader_is_fenced, setup, fence_teardown),
+        cmocka_unit_test_setup_teardown(test_lease_won_back_before_workers_exit, setup, kill_started),
     };
     rc = MGR_ITEST_RUN(tests, "itest_manager_election");
     k8s_client_destroy(&kc);
