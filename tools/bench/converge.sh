@@ -127,10 +127,14 @@
 # the workers made their shards active 2.1 s after the manager started (0.3 s since), so
 # the runs above began while the operator was still loading (first reconcile 0.39 s after
 # the first create; after it still 0.27 s in one run, unexplained: 14 ms on a devcluster
-# with the same manager flags under the admin identity). Three 100 x 3 runs after it (operator: all / its pods Ready; floor /
-# floor writable; floor_writes, s): 17.05/15.52, 19.35/19.74, 22.85 (both floors slow: the
-# PV controller's writes took 10-12 ms); 17.67/16.20, 12.40/13.74, 16.05; 15.82/14.61,
-# 12.19/12.77, 15.17 (0.88x, 1.43x, 1.30x the floor). 30 x 7: 9.99/9.52, 10.41/10.63, 8.68.
+# with the same manager flags under the admin identity). 100 x 3 (operator: all / its pods
+# Ready; floor / floor writable; floor_writes, s), before it: 17.05/15.52, 19.35/19.74,
+# 22.85 (both floors slow: the PV controller's writes took 10-12 ms); after it and 089b523:
+# 17.67/16.20, 12.40/13.74, 16.05; 15.82/14.61, 12.19/12.77, 15.17 (0.88x, 1.43x, 1.30x
+# the floor). 30 x 7: 9.99/9.52, 10.41/10.63, 8.68. 300 x 3, operator only: 187.4 s (pods
+# Ready 185.8; 22.5 requests a cluster; load 29 at the end) after 7b9536a; the run before
+# it never converged (80 clusters): the lease renewal timed out at load 95 and the
+# workers, fenced, were not restarted when the lease came back.
 # After the operator's last pod turned Ready, 1.2-1.5 s pass before the last cluster is
 # converged: godis's leader election (a member campaigns 1-2 s after it starts; the write
 # probe waits in godis for the leader, and succeeds as soon as there is one; 2 probes of
