@@ -132,7 +132,7 @@ static void serve_request(finf *fi)
     }
     assert_true(n >= 3);
     assert_string_equal(frames[1], "GDI1");
-    const char *id = frames[0], *list = frames[3];
+    const char *id = frames[0];
     size_t idlen = lens[0];
     if (strcmp(frames[2], "HEARTBEAT") == 0) {     /* identity, GDI1, HEARTBEAT */
         assert_int_equal(n, 3);
@@ -151,6 +151,7 @@ static void serve_request(finf *fi)
     }
     assert_int_equal(n, 4);         /* identity, GDI1, SNAPSHOT, topics */
     assert_string_equal(frames[2], "SNAPSHOT");
+    const char *list = frames[3];
     for (int i = 0; i < fi->nobjs; i++) {
         fobj *o = &fi->objs[i];
         if (!o->body || !topic_wanted(list, o->shard))
