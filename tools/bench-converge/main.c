@@ -189,41 +189,57 @@ typedef struct {
     k8s_client *c;              /* its own client: a watch holds its connection */
     const k8s_resource *res;
     k8s_watch_fn on_event;      /* called with mu not held; takes it itself */
+    void *tally;                /* what on_event records: cluster_tally or pod_tally */
     const char *ns;
-    int count, replicas;
     int64_t t0;
-    pthread_mutex_t mu;
-    /* GodisClusters, by index */
-    int64_t *done_at;           /* ms since t0, 0 = not yet */
-    int *members;               /* status.members size */
-    char *seen;                 /* 1 while the cluster exists */
-    int ndone, ngc;             /* converged; existing (so no list is needed to count them) */
-    /* pods: the names of those Ready now (a pod's name is not an index: it has the
-     * ReplicaSet's hash), and when COUNT x REPLICAS of them first were */
-    char **ready;
-    int nready, ready_cap;
-    int64_t all_ready_ms;       /* -1 = not yet */
+    pthread_mutex_t mu;         /* guards rv and the tally */
     char rv[64];                /* resume point after the server ends a watch */
     volatile int stop;
 } watcher;
 
+/* GodisClusters, by index */
+typedef struct {
+    int count, replicas;
+    int64_t *done_at;           /* ms since t0, 0 = not yet */
+    int *members;               /* status.members size */
+    char *seen;                 /* 1 while the cluster exists */
+    int ndone, ngc;             /* converged; existing (so no list is needed to count them) */
+} cluster_tally;
+
+/* pods: the names of those Ready now (a pod's name is not an index: it has the
+ * ReplicaSet's hash), and when `want` of them first were */
+typedef struct {
+    int want;
+    char **ready;
+    int nready, ready_cap;
+    int64_t all_ready_ms;       /* -1 = not yet */
+} pod_tally;
+
+/* Records the resume point; true when the event is about an object (not a bookmark or an
+ * error). Called with w->mu held. */
+static bool note_event(watcher *w, const char *type, const cJSON *obj)
+{
+    const char *rv = gd_json_str_or(obj, "metadata.resourceVersion", NULL);
+    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
+    return strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0;
+}
+
 static int on_cluster(void *ud, const char *type, cJSON *gc)
 {
     watcher *w = ud;
-    const char *rv = gd_json_str_or(gc, "metadata.resourceVersion", NULL);
+    cluster_tally *t = w->tally;
     pthread_mutex_lock(&w->mu);
-    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
     int idx;
-    if (strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0 &&
-        sscanf(gd_meta_name(gc), "bench-%d", &idx) == 1 && idx >= 0 && idx < w->count) {
+    if (note_event(w, type, gc) && sscanf(gd_meta_name(gc), "bench-%d", &idx) == 1 &&
+        idx >= 0 && idx < t->count) {
         int64_t now = gd_mono_ms() - w->t0;
         bool deleted = strcmp(type, "DELETED") == 0;
-        w->ngc += (int)!deleted - (int)w->seen[idx];
-        w->seen[idx] = !deleted;
-        w->members[idx] = cJSON_GetArraySize(gd_json_path(gc, "status.members"));
-        if (w->done_at[idx] == 0 && !deleted && converged(gc, w->replicas)) {
-            w->done_at[idx] = now > 0 ? now : 1;
-            w->ndone++;
+        t->ngc += (int)!deleted - (int)t->seen[idx];
+        t->seen[idx] = !deleted;
+        t->members[idx] = cJSON_GetArraySize(gd_json_path(gc, "status.members"));
+        if (t->done_at[idx] == 0 && !deleted && converged(gc, t->replicas)) {
+            t->done_at[idx] = now > 0 ? now : 1;
+            t->ndone++;
         }
     }
     pthread_mutex_unlock(&w->mu);
@@ -231,31 +247,31 @@ static int on_cluster(void *ud, const char *type, cJSON *gc)
 }
 
 /* (a linear search: a few thousand pods at most, a few events each) */
-static int ready_index(const watcher *w, const char *name)
+static int ready_index(const pod_tally *t, const char *name)
 {
-    for (int i = 0; i < w->nready; i++)
-        if (!strcmp(w->ready[i], name)) return i;
+    for (int i = 0; i < t->nready; i++)
+        if (!strcmp(t->ready[i], name)) return i;
     return -1;
 }
 
 static int on_pod(void *ud, const char *type, cJSON *pod)
 {
     watcher *w = ud;
-    const char *rv = gd_json_str_or(pod, "metadata.resourceVersion", NULL), *name = gd_meta_name(pod);
+    pod_tally *t = w->tally;
+    const char *name = gd_meta_name(pod);
     pthread_mutex_lock(&w->mu);
-    if (rv) snprintf(w->rv, sizeof w->rv, "%s", rv);
-    if (strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0 && name && *name) {
-        int at = ready_index(w, name);
+    if (note_event(w, type, pod) && name && *name) {
+        int at = ready_index(t, name);
         bool ready = strcmp(type, "DELETED") != 0 && pod_is_ready(pod);
-        if (ready && at < 0 && w->nready < w->ready_cap) {
-            w->ready[w->nready] = strdup(name);
-            w->nready += w->ready[w->nready] != NULL;
+        if (ready && at < 0 && t->nready < t->ready_cap) {
+            t->ready[t->nready] = strdup(name);
+            t->nready += t->ready[t->nready] != NULL;
         } else if (!ready && at >= 0) {
-            free(w->ready[at]);
-            w->ready[at] = w->ready[--w->nready];
+            free(t->ready[at]);
+            t->ready[at] = t->ready[--t->nready];
         }
-        if (w->all_ready_ms < 0 && w->nready >= w->count * w->replicas)
-            w->all_ready_ms = gd_mono_ms() - w->t0;
+        if (t->all_ready_ms < 0 && t->nready >= t->want)
+            t->all_ready_ms = gd_mono_ms() - w->t0;
     }
     pthread_mutex_unlock(&w->mu);
     return 0;
@@ -356,15 +372,17 @@ int main(int argc, char **argv)
     }
 
     int npods = count * replicas;
-    watcher w = {.c = wc, .res = &K8S_RES_GODISCLUSTERS, .on_event = on_cluster, .ns = ns,
-                 .count = count, .replicas = replicas, .done_at = calloc(count, sizeof(int64_t)),
-                 .members = calloc(count, sizeof(int)), .seen = calloc(count, 1)};
-    watcher pw = {.c = pc, .res = &K8S_RES_PODS, .on_event = on_pod, .ns = ns, .count = count,
-                  .replicas = replicas, .ready = calloc(2 * npods, sizeof(char *)),
-                  .ready_cap = 2 * npods, .all_ready_ms = -1};
+    cluster_tally ct = {.count = count, .replicas = replicas,
+                        .done_at = calloc(count, sizeof(int64_t)),
+                        .members = calloc(count, sizeof(int)), .seen = calloc(count, 1)};
+    pod_tally pt = {.want = npods, .ready = calloc(2 * npods, sizeof(char *)),
+                    .ready_cap = 2 * npods, .all_ready_ms = -1};
+    watcher w = {.c = wc, .res = &K8S_RES_GODISCLUSTERS, .on_event = on_cluster, .tally = &ct,
+                 .ns = ns};
+    watcher pw = {.c = pc, .res = &K8S_RES_PODS, .on_event = on_pod, .tally = &pt, .ns = ns};
     pthread_mutex_init(&w.mu, NULL);
     pthread_mutex_init(&pw.mu, NULL);
-    if (!w.done_at || !w.members || !w.seen || !pw.ready) {
+    if (!ct.done_at || !ct.members || !ct.seen || !pt.ready) {
         fprintf(stderr, "bench-converge: no memory\n");
         return 2;
     }
@@ -372,10 +390,10 @@ int main(int argc, char **argv)
 
     creator cr = {.c = c, .ns = ns, .storage_class = storage_class, .count = count, .replicas = replicas};
     pthread_mutex_init(&cr.mu, NULL);
-    pthread_t th[64], wt, pt;
+    pthread_t th[64], wt, ptid;
     int64_t t0 = gd_mono_ms();
     w.t0 = pw.t0 = t0;
-    if (pthread_create(&wt, NULL, watch_main, &w) || pthread_create(&pt, NULL, watch_main, &pw)) {
+    if (pthread_create(&wt, NULL, watch_main, &w) || pthread_create(&ptid, NULL, watch_main, &pw)) {
         fprintf(stderr, "bench-converge: cannot start the watch threads\n");
         return 2;
     }
@@ -386,17 +404,17 @@ int main(int argc, char **argv)
     int64_t next_detail = t0;
     while (gd_mono_ms() - t0 < timeout_ms) {
         pthread_mutex_lock(&w.mu);
-        ndone = w.ndone;
-        int ngc = w.ngc, members = 0;
-        for (int i = 0; i < count; i++) members += w.members[i];
+        ndone = ct.ndone;
+        int ngc = ct.ngc, members = 0;
+        for (int i = 0; i < count; i++) members += ct.members[i];
         pthread_mutex_unlock(&w.mu);
         int64_t now = gd_mono_ms() - t0;
         if (ndone == count || gd_mono_ms() >= next_detail) {
-            pod_counts pc = count_pods(c, ns);
+            pod_counts counts = count_pods(c, ns);
             int godis = count_items(c, &K8S_RES_GODISES, ns);
             fprintf(stderr, "t=%6.1f gc=%d godis=%d pods=%d running=%d ready=%d members=%d "
-                            "converged=%d\n", now / 1000.0, ngc, godis, pc.pods, pc.running,
-                    pc.ready, members, ndone);
+                            "converged=%d\n", now / 1000.0, ngc, godis, counts.pods, counts.running,
+                    counts.ready, members, ndone);
             next_detail = gd_mono_ms() + detail_ms;
         }
         if (ndone == count)
@@ -406,10 +424,10 @@ int main(int argc, char **argv)
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&pw.stop, 1, __ATOMIC_RELAXED);
     pthread_join(wt, NULL);
-    pthread_join(pt, NULL);
+    pthread_join(ptid, NULL);
     for (int i = 0; i < nthreads; i++)
         pthread_join(th[i], NULL);
-    int64_t *done_at = w.done_at;
+    int64_t *done_at = ct.done_at;
     int64_t sorted[MAX_COUNT];
     int n = 0;
     for (int i = 0; i < count; i++)
@@ -422,15 +440,15 @@ int main(int argc, char **argv)
     print_s("first_s", n ? sorted[0] : -1, false);
     print_s("p50_s", n * 2 >= count ? sorted[(count - 1) / 2] : -1, false);
     print_s("p90_s", n * 10 >= count * 9 ? sorted[(count * 9 - 1) / 10] : -1, false);
-    print_s("pods_ready_all_s", pw.all_ready_ms, false);
+    print_s("pods_ready_all_s", pt.all_ready_ms, false);
     print_s("all_s", n == count ? sorted[n - 1] : -1, true);
     printf("}\n");
     free(done_at);
-    free(w.members);
-    free(w.seen);
-    for (int i = 0; i < pw.nready; i++)
-        free(pw.ready[i]);
-    free(pw.ready);
+    free(ct.members);
+    free(ct.seen);
+    for (int i = 0; i < pt.nready; i++)
+        free(pt.ready[i]);
+    free(pt.ready);
     pthread_mutex_destroy(&cr.mu);
     pthread_mutex_destroy(&w.mu);
     pthread_mutex_destroy(&pw.mu);

@@ -394,6 +394,8 @@ flow_requests() {
 writes_total() {
   api GET /metrics | awk '/^apiserver_request_total\{/ && /verb="(POST|PUT|PATCH|DELETE)"/ {n += $NF} END {printf "%d\n", n}'
 }
+# the jq definition phases and binding_chain share: an object's RFC 3339 timestamp in seconds
+JQ_TIME='def t: if . == null then null else fromdateiso8601 end;'
 # phases — where the time went, from the objects' own timestamps (1 s resolution): when the
 # first, the median and the last object of each kind was created, pods scheduled and Ready,
 # in seconds since the first GodisCluster (the floor: the first ConfigMap) was created.
@@ -413,8 +415,7 @@ phases() {
   # hostPath volumes provisioned by kube-controller-manager for this namespace's claims
   api GET /api/v1/persistentvolumes | jq -c --arg ns "$NS" '{k: "persistentvolumes", items: [.items[] |
     select(.spec.claimRef.namespace == $ns) | {c: .metadata.creationTimestamp}]}'
-  } | jq -rs '
-    def t: if . == null then null else fromdateiso8601 end;
+  } | jq -rs "$JQ_TIME"'
     ([.[] | select(.k == "godisclusters" or .k == "configmaps") | .items[] | .c | t] | min) as $t0 |
     def row($name; $xs): ($xs | map(select(. != null) - $t0) | sort) as $v |
       if ($v | length) == 0 then "\($name): none" else
@@ -441,8 +442,7 @@ binding_chain() {
     api GET /api/v1/persistentvolumes | jq -c --arg ns "$NS" '{volumes: [.items[] |
       select(.spec.claimRef.namespace == $ns) | {claim: .spec.claimRef.name,
       a: ([.metadata.managedFields[]? | select(.manager | startswith("kube-scheduler")) | .time] | max)}]}'
-  } | jq -rs '
-    def t: if . == null then null else fromdateiso8601 end;
+  } | jq -rs "$JQ_TIME"'
     (add) as $in |
     ($in.claims | map({(.name): (.b | t)}) | add // {}) as $bound |
     ($in.volumes | map({(.claim): (.a | t)}) | add // {}) as $ref |
