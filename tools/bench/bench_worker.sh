@@ -31,6 +31,14 @@
 # resync after a gap folds events together and is reported (events_missed), an object that
 # never reaches its final state is a loss (complete:false) and fails the run loudly.
 # GD_HOPTRACE=<dir> also records per-hop timestamps (tools/bench/hoptrace.py <dir>/<run>).
+# The 5 000/s tail depends on what else takes the 2 cores (2026-12-06, three interleaved
+# pairs each, p99 ours / client-go): run by make bench with its devcluster started 2 min
+# before, 5.80/2.62, 5.55/2.27, 0.95/1.30 ms; alone, 0.34/1.06, 0.47/1.20, 0.38/0.99. A hop
+# trace puts the tail's extra time in the two cross-process hops only (replay -> informer
+# decoded 0.88 ms, informer sent -> SUB received 0.85 ms, mean over the events past the p99,
+# bunched in 52-56 10-ms windows: processes waiting for a core), the queue 0.25 ms, the
+# cache, mapping and locks ~0: a neighbour's CPU costs a two-hop pipeline more than
+# client-go's one process.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BENCH_OUT=${BENCH_OUT:-$PWD/bench/results/latest.jsonl}
