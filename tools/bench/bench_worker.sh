@@ -32,8 +32,10 @@
 # never reaches its final state is a loss (complete:false) and fails the run loudly.
 # GD_HOPTRACE=<dir> also records per-hop timestamps (tools/bench/hoptrace.py <dir>/<run>).
 # The 5 000/s tail depends on what else takes the 2 cores (2026-12-06, three interleaved
-# pairs each, p99 ours / client-go): run by make bench with its devcluster started 2 min
-# before, 5.80/2.62, 5.55/2.27, 0.95/1.30 ms; alone, 0.34/1.06, 0.47/1.20, 0.38/0.99. A hop
+# pairs each, p99 ours / client-go): run by make bench (its devcluster started 2 min before,
+# the replay benchmark just run), 5.80/2.62, 5.55/2.27, 0.95/1.30 ms; alone, 0.34/1.06,
+# 0.47/1.20, 0.38/0.99; beside a devcluster just started, 0.60/0.80, 0.42/0.93, 0.58/0.63
+# (what in make bench's run took the cores was not found). A hop
 # trace puts the tail's extra time in the two cross-process hops only (replay -> informer
 # decoded 0.88 ms, informer sent -> SUB received 0.85 ms, mean over the events past the p99,
 # bunched in 52-56 10-ms windows: processes waiting for a core), the queue 0.25 ms, the
