@@ -143,10 +143,11 @@
 # later (like for like, 14.6-16.2 s against 12.2-12.4 s): the serial PV binding stretched
 # while the operator runs (claimRef -> bound p90 7-9 s against the floor's 5).
 # 2026-12-06, a fresh machine whose control plane answers slower (the PV controller's
-# writes 8.0-9.9 ms in the floor, 12.4-14.7 ms beside the operator): 100 x 3 local, 25.51/
+# writes 8.0-9.9 ms in the floor, 12.3-14.7 ms beside the operator): 100 x 3 local, 25.51/
 # 24.10, 16.55/18.23, 21.07 and 29.83/28.99, 17.89/19.19, 22.89 s (1.54x, 1.67x; floor_writes
-# 1.27x, 1.28x), 19.3 requests a cluster in the audit log in both (APF 20.1, 20.2: the
-# start-up's requests too); default class 27.33/26.41, 18.85/19.18, 21.57 (1.45x, 22.3);
+# 1.27x, 1.28x), 19.3 requests a cluster in the audit log in both, 0.26 of them the run's
+# fixed ones; the devcluster's audit policy logs no Events, so with the Initializing Event
+# 20.0 a cluster (APF 20.1, 20.2); default class 27.33/26.41, 18.85/19.18, 21.57 (1.45x, 22.3);
 # 30 x 7 22.33 against 16.34 (1.37x, 46.8); 300 x 3 140.5 against 114.2 (1.23x, 24.8: the
 # 30 s progress writes of a longer run). The operator's first write (a status intent, no
 # read before it) reached the server 0.20 s after the first GodisCluster's create, while the
