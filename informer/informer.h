@@ -208,6 +208,10 @@ typedef struct {
     const char *tcp_pub_endpoint, *tcp_snap_endpoint;
     const gd_curve_keys *curve;      /* server keys; NULL: no tcp:// allowed */
     int heartbeat_ms;
+    /* HEARTBEAT requests within this many ms of the last one that published share its
+     * heartbeat (0: each publishes). Below the subscriber's 50 ms retry, so one that the
+     * shared heartbeat missed gets its own on asking again. */
+    int heartbeat_request_gap_ms;
     int64_t resync_ms;               /* 0: off */
     int pub_hwm;                     /* 0: 100000 */
     inf_counters *ctr;

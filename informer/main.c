@@ -317,6 +317,7 @@ int main(int argc, char **argv)
     inf_pub_cfg pc = {.zctx = zctx, .kind = kind, .pub_endpoint = pub_ep,
                       .snap_endpoint = snap_ep, .tcp_pub_endpoint = f.tcp_pub_ep,
                       .tcp_snap_endpoint = f.tcp_snap_ep, .curve = tcp ? &keys : NULL, .heartbeat_ms = (int)f.heartbeat_ms,
+                      .heartbeat_request_gap_ms = 10,
                       .resync_ms = f.resync_ms, .pub_hwm = (int)f.pub_hwm,
                       .ctr = &ctr, .stop = &g_stop};
     inf_pub *pub = inf_pub_new(&pc);

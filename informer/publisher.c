@@ -467,11 +467,21 @@ gd_err inf_pub_serve_one(inf_pub *p)
     else if (strcmp(args[1], "HEARTBEAT") == 0) {
         /* A subscriber that just subscribed asks for a heartbeat now rather than wait up to
          * a period for proof that its subscriptions are active (PROTOCOL.md §1, subscriber
-         * step 2): every shard handed over was held back that long. One is published per
-         * request; the subscriber asks again only while none reached it. */
-        publish(p, "HEARTBEAT", GD_SHARD_BROADCAST, "", p->last_rv, NULL);
+         * step 2): every shard handed over was held back that long. Requests inside the gap
+         * share one (workers starting together, or a subscriber asking in a loop, cannot
+         * make the informer flood topic B); one that missed it asks again in 50 ms. */
+        int64_t now = gd_mono_ms();
+        uint64_t hb = p->requested_hb_seq;
+        if (hb == 0 || p->cfg.heartbeat_request_gap_ms <= 0 ||
+            now - p->requested_hb_ms >= p->cfg.heartbeat_request_gap_ms) {
+            hb = 0;
+            if (publish(p, "HEARTBEAT", GD_SHARD_BROADCAST, "", p->last_rv, NULL) == GD_OK) {
+                p->requested_hb_ms = now;
+                p->requested_hb_seq = hb = p->seq;
+            }
+        }
         char seq[24];
-        snprintf(seq, sizeof seq, "%" PRIu64, p->seq);
+        snprintf(seq, sizeof seq, "%" PRIu64, hb ? hb : p->seq);
         const char *f[3] = {GD_PROTO_INFORMER, "HEARTBEAT", seq};
         reply(p->router, &fr[0], delim, f, NULL, 3);
     } else if (strcmp(args[1], "STATS") == 0) {

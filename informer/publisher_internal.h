@@ -29,6 +29,8 @@ struct inf_pub {
     bool synced;
     bool trim_pending;             /* trim the heap again once the list's messages left */
     int64_t next_heartbeat_ms, next_resync_ms;
+    int64_t requested_hb_ms;       /* when a HEARTBEAT request last published one */
+    uint64_t requested_hb_seq;     /* and that heartbeat's global seq */
     int wake_fd;                   /* eventfd: inf_pub_wake interrupts the loop's poll */
 };
 

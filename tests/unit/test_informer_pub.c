@@ -51,12 +51,13 @@ static int recv_msg(void *sock, msg *m, int timeout_ms)
     return m->n;
 }
 
-static int setup(void **state)
+static int setup_with_gap(void **state, int heartbeat_request_gap_ms)
 {
     fx *f = calloc(1, sizeof *f);
     f->zctx = zmq_ctx_new();
     inf_pub_cfg c = {.zctx = f->zctx, .kind = "ConfigMap", .pub_endpoint = "inproc://t.pub",
                      .snap_endpoint = "inproc://t.snap", .heartbeat_ms = 1000,
+                     .heartbeat_request_gap_ms = heartbeat_request_gap_ms,
                      .ctr = &f->ctr, .stop = &f->stop};
     f->p = inf_pub_new(&c);
     assert_non_null(f->p);
@@ -75,6 +76,10 @@ static int setup(void **state)
     *state = f;
     return 0;
 }
+
+static int setup(void **state) { return setup_with_gap(state, 0); }
+/* A gap no test outlasts: every request after the first shares its heartbeat. */
+static int setup_shared(void **state) { return setup_with_gap(state, 3600 * 1000); }
 
 static int teardown(void **state)
 {
@@ -340,6 +345,36 @@ static void test_heartbeat_request(void **state)
     }
 }
 
+/* HEARTBEAT requests inside the gap share the heartbeat the first one published: one
+ * message on topic B, and every answer names its global seq, whatever was published on
+ * other topics since (a subscriber only needs proof its subscription is live). */
+static void test_heartbeat_request_shared(void **state)
+{
+    fx *f = *state;
+    uint64_t g0 = inf_pub_seq(f->p), b0 = inf_pub_topic_seq(f->p, GD_SHARD_BROADCAST);
+    char want[32];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)g0 + 1);
+    const char *req[] = {"GDI1", "HEARTBEAT"};
+    for (int i = 0; i < 5; i++) {
+        if (i == 3) {               /* an event between requests does not end the sharing */
+            inf_obj **l = calloc(1, sizeof *l);
+            l[0] = mk("ns/a", "10", 3);
+            apply(f, INF_UPD_REPLACE, NULL, l, 1, "10");
+            free(l);
+        }
+        void *d = request(f, i % 2, req, 2);
+        msg m;
+        assert_int_equal(recv_msg(d, &m, 1000), 3 + i % 2);
+        assert_string_equal(m.f[i % 2 + 1], "HEARTBEAT");
+        assert_string_equal(m.f[i % 2 + 2], want);
+        zmq_close(d);
+    }
+    assert_int_equal(inf_pub_topic_seq(f->p, GD_SHARD_BROADCAST), b0 + 2);  /* + SYNCED */
+    char seq[48];
+    snprintf(seq, sizeof seq, "%llu:%llu", (unsigned long long)g0 + 1, (unsigned long long)b0 + 1);
+    expect(f, "B", seq, "HEARTBEAT", "", "");
+}
+
 static void test_stats(void **state)
 {
     fx *f = *state;
@@ -408,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_publish_sequences, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_request_shared, setup_shared, teardown),
         cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wake_and_update_destroy, setup, teardown),
     };

@@ -42,7 +42,7 @@
 # cache, mapping and locks ~0: a neighbour's CPU costs a two-hop pipeline more than
 # client-go's one process.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 BENCH_OUT=${BENCH_OUT:-$PWD/bench/results/latest.jsonl}
 BENCH_TMP=${BENCH_TMP:-$PWD/build/bench}
 mkdir -p "$(dirname "$BENCH_OUT")" "$BENCH_TMP"
@@ -63,7 +63,7 @@ json_field() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" <<<"$1"; }
 # could not see. A pid whose parent is not this shell any more (reaped, reused) is left alone.
 # No $(...) in the trap: bash 5.2 segfaults running one in an EXIT trap entered from a signal
 # trap's `exit` while `read -t` (run's wait) was timing out.
-REPLAY_PID= WORKER_PID= INFORMER_PID= CLIENTGO_PID=
+REPLAY_PID="" WORKER_PID="" INFORMER_PID="" CLIENTGO_PID=""
 is_our_child() { local ppid=; read -r _ _ _ ppid _ 2>/dev/null <"/proc/$1/stat"; [ "$ppid" = "$$" ]; }
 stop_started() {
   local pid
@@ -71,7 +71,7 @@ stop_started() {
     is_our_child "$pid" || continue
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   done
-  WORKER_PID= INFORMER_PID= CLIENTGO_PID= REPLAY_PID=
+  WORKER_PID="" INFORMER_PID="" CLIENTGO_PID="" REPLAY_PID=""
 }
 trap stop_started EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM   # killed: the status says so
@@ -115,7 +115,7 @@ mkdir -p "$RUN/keys" && bin/godis-manager keygen --out "$RUN/keys" --name server
 # and writes what it has, "complete":false). With tcp the worker subscribes over tcp:// with
 # CURVE instead of ipc://.
 run() {
-  local rate=$1 events=$2 out="$RUN/result-$1.json" trace= eps="ConfigMap=$PUB,$SNAP" wkeys=() ikeys=()
+  local rate=$1 events=$2 out="$RUN/result-$1.json" trace="" eps="ConfigMap=$PUB,$SNAP" wkeys=() ikeys=()
   local objects=${RUN_OBJECTS:-$OBJECTS}
   if [ "${3:-}" = tcp ]; then
     eps="ConfigMap=$TPUB,$TSNAP"
