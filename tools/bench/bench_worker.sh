@@ -35,7 +35,11 @@
 # pairs each, p99 ours / client-go): run by make bench (its devcluster started 2 min before,
 # the replay benchmark just run), 5.80/2.62, 5.55/2.27, 0.95/1.30 ms; alone, 0.34/1.06,
 # 0.47/1.20, 0.38/0.99; beside a devcluster just started, 0.60/0.80, 0.42/0.93, 0.58/0.63
-# (what in make bench's run took the cores was not found). A hop
+# (what in make bench's run took the cores was not found). 2026-12-07: make bench again
+# (same order), 0.61/0.41, 0.55/0.67, 0.43/0.61 (median 0.553 against 0.613, p99.9 3.28
+# against 3.23), and two runs of its sequence with top sampled (the capture, replay.sh,
+# then this script's rates, or its pipeline and rates parts) 0.66/0.83 and 0.69/0.83: the
+# 2026-12-06 loss did not come back, so it came with that run, not with the sequence. A hop
 # trace puts the tail's extra time in the two cross-process hops only (replay -> informer
 # decoded 0.88 ms, informer sent -> SUB received 0.85 ms, mean over the events past the p99,
 # bunched in 52-56 10-ms windows: processes waiting for a core), the queue 0.25 ms, the

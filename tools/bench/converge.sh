@@ -152,6 +152,15 @@
 # 30 s progress writes of a longer run). The operator's first write (a status intent, no
 # read before it) reached the server 0.20 s after the first GodisCluster's create, while the
 # other 99 creates were being served.
+# 2026-12-07, make bench on the same machine (operator / floor / floor_writes, s): default
+# class 21.82/16.96/18.16 (1.29x; 23.1 requests a cluster), local 23.29/16.15/17.70 (1.44x;
+# 20.1 APF, 19.2 in the audit log), 30 x 7 18.09/13.22/14.53 (1.37x), 300 x 3 86.78/61.34/
+# 68.52 (1.41x; 24.5). This time the objects cost little (floor_writes 1.07-1.12x the
+# floor) and the operator's run most (1.20-1.32x floor_writes): in the local run the PV
+# controller's writes took 10.9-11.8 ms against 8.4-8.6 in floor_writes (claimRef -> bound
+# median 8 s against 5), kube-apiserver 18.4 CPU-s against 15.2, etcd 5.2 against 4.4, the
+# operator 3.6; and the run has 1 000 Events against 749 (300 WaitForFirstConsumer against
+# 48: the operator's claims wait ~4 s for their pods, the replay's ~2 s).
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
