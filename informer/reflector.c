@@ -191,7 +191,9 @@ static gd_err add_page(refl *r, cJSON *page, objvec *out)
 
 /* from_cache: resourceVersion=0, served by the API server's watch cache (client-go's initial
  * list: cheap for etcd, but the cache ignores limit, so it arrives as one page). */
-static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
+/* A complete list is counted before it is pushed: the push is what the publisher (which
+ * also serves STATS) acts on, so whoever sees the list's events sees it counted. */
+static gd_err list_all(refl *r, k8s_status *st, bool from_cache, bool relist)
 {
     inf_reflector_cfg *c = r->cfg;
     objvec all = {0};
@@ -283,6 +285,9 @@ static gd_err list_all(refl *r, k8s_status *st, bool from_cache)
     snprintf(n, sizeof n, "%zu", all.n);
     snprintf(np, sizeof np, "%d", pages);
     GD_INFO("listed", "kind", c->kind, "objects", n, "pages", np, "rv", r->rv);
+    atomic_fetch_add(&c->ctr->lists, 1);
+    if (relist)
+        atomic_fetch_add(&c->ctr->relists, 1);
     gd_err pe = push(r, INF_UPD_REPLACE, NULL, all.v, all.n);
     /* The response bodies (tens of MB for a large list) were freed, but glibc keeps freed
      * heap once its trim threshold has grown past them: measured +5 MB over 8 informers
@@ -453,7 +458,7 @@ void *inf_reflector_run(void *arg)
         k8s_status st;
         memset(&st, 0, sizeof st);
         if (need_list) {
-            gd_err e = list_all(&r, &st, first_list && c->initial_list_from_cache);
+            gd_err e = list_all(&r, &st, first_list && c->initial_list_from_cache, !first_list);
             if (e == GD_ERR_CANCELLED)
                 break;
             if (e != GD_OK) {
@@ -466,9 +471,6 @@ void *inf_reflector_run(void *arg)
                 nap(c, d);
                 continue;
             }
-            atomic_fetch_add(&c->ctr->lists, 1);
-            if (!first_list)
-                atomic_fetch_add(&c->ctr->relists, 1);
             first_list = false;
             need_list = false;
         }
