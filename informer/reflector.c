@@ -190,9 +190,9 @@ static gd_err add_page(refl *r, cJSON *page, objvec *out)
 }
 
 /* from_cache: resourceVersion=0, served by the API server's watch cache (client-go's initial
- * list: cheap for etcd, but the cache ignores limit, so it arrives as one page). */
-/* A complete list is counted before it is pushed: the push is what the publisher (which
- * also serves STATS) acts on, so whoever sees the list's events sees it counted. */
+ * list: cheap for etcd, but the cache ignores limit, so it arrives as one page).
+ * A complete list is counted before it is pushed: the push publishes its events from this
+ * thread, so whoever sees them and then asks for STATS must find the list counted. */
 static gd_err list_all(refl *r, k8s_status *st, bool from_cache, bool relist)
 {
     inf_reflector_cfg *c = r->cfg;
