@@ -161,11 +161,20 @@
 # median 8 s against 5), kube-apiserver 18.4 CPU-s against 15.2, etcd 5.2 against 4.4, the
 # operator 3.6; and the run has 1 000 Events against 749 (300 WaitForFirstConsumer against
 # 48: the operator's claims wait ~4 s for their pods, the replay's ~2 s).
+# 2026-12-07, later, tools/bench/converge_rounds.sh (3 interleaved rounds each; operator /
+# floor / floor_writes, s): default class 22.94/16.81/15.64, 22.83/13.97/17.05, 22.25/18.07/
+# 17.42 (median ratio 1.37x, rounds 1.23-1.64x; the operator within 3 %, the floor 14.0-18.1);
+# local 21.22/15.29/17.71, 18.40/16.70/16.07, 23.22/14.86/18.01 (1.39x, 1.10-1.56x;
+# floor_writes 0.96-1.21x the floor). One round's ratio is worth little: the floor alone
+# moves by 30 % between fresh control planes of the same hour.
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
 #   api_requests_per_cluster_300x3; 100 x 3 keeps the names above), and the line says count
 #   and replicas too.
+#   CONVERGE_OUT: the file the lines are appended to (bench/results/latest.jsonl;
+#   tools/bench/converge_rounds.sh gives each of its rounds a file of its own and reports
+#   the median of the rounds' ratios, converge_ratio_<tag>).
 #   CONVERGE_WORKER_BIN runs another worker program under the manager (--worker-bin: an A/B
 #   of a change built aside, or a wrapper that sets the worker's environment).
 #   CONVERGE_STORAGE=local: the members' volumes are static local PersistentVolumes, each
@@ -180,7 +189,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-OUT=$ROOT/bench/results/latest.jsonl
+OUT=${CONVERGE_OUT:-$ROOT/bench/results/latest.jsonl}   # (converge_rounds.sh: one file a round)
 COUNT=${CONVERGE_COUNT:-100}
 REPLICAS=${CONVERGE_REPLICAS:-3}
 TAG=${COUNT}x${REPLICAS}   # in the figures' names: converge_300x3_s, api_requests_per_cluster_30x7, ...

@@ -17,6 +17,10 @@
 #                                     pods (tools/bench/remote.sh)
 #   idle_ctxsw_per_s_{manager,informer,worker}  an idle operator's context switches per second
 #                                     and process (tools/bench/idle.sh)
+#   converge_ratio_{,writable_,pods_ready_,writes_,floor_writes_}100x3{,_local}  the median
+#                                     of BENCH_CONVERGE_ROUNDS (3) interleaved rounds' ratios
+#                                     (tools/bench/converge_rounds.sh), beside each round's
+#                                     converge_* lines
 #
 # The first three run against bin/bench's replay source (a list, then a recorded watch
 # streamed as fast as the informer reads it: the API server on 2 cores writes far slower
@@ -143,13 +147,19 @@ if [ "$STARTED" = 1 ]; then "$ROOT/tools/devcluster" down >/dev/null 2>&1 || tru
 # appended by tools/bench/converge.sh (on fresh control planes of its own, with the node agent);
 # then the same at other sizes and on local volumes (issue 23.1): converge_100x3_local_s,
 # converge_30x7_s, converge_300x3_s, their floors and api_requests_per_cluster_<size>.
-"$ROOT/tools/bench/converge.sh" || log "converge.sh: not every GodisCluster converged (see its lines)"
+# 100 x 3, goal 1's size, in BENCH_CONVERGE_ROUNDS (3) interleaved rounds of operator, floor
+# and floor_writes (tools/bench/converge_rounds.sh: each round's lines, then the median of
+# the rounds' ratios, converge_ratio_100x3 and converge_ratio_100x3_local): one round's
+# ratio moved by more than the 15 % the goal allows from one make bench to the next.
+CONVERGE_ROUNDS=${BENCH_CONVERGE_ROUNDS:-3} "$ROOT/tools/bench/converge_rounds.sh" ||
+  log "converge_rounds.sh: a round did not converge or its floor did not finish (see its lines)"
 # How the cost grows with the number of clusters (300 x 3) and with members per cluster
 # (30 x 7), and what it is where the volumes say their node (100 x 3 on static local PVs:
 # no member is pinned to its node by a ReplicaSet write). BENCH_CONVERGE_MORE=0 skips them
-# (~9 min on 2 cores).
+# (~17 min on 2 cores, the local volumes' three rounds ~12 of it).
 if [ "${BENCH_CONVERGE_MORE:-1}" = 1 ]; then
-  CONVERGE_STORAGE=local "$ROOT/tools/bench/converge.sh" || log "converge.sh (local volumes) failed"
+  CONVERGE_STORAGE=local CONVERGE_ROUNDS=${BENCH_CONVERGE_ROUNDS:-3} "$ROOT/tools/bench/converge_rounds.sh" ||
+    log "converge_rounds.sh (local volumes) failed"
   CONVERGE_COUNT=30 CONVERGE_REPLICAS=7 "$ROOT/tools/bench/converge.sh" || log "converge.sh 30 x 7 failed"
   CONVERGE_COUNT=300 "$ROOT/tools/bench/converge.sh" || log "converge.sh 300 x 3 failed"
 fi
