@@ -30,15 +30,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=$ROOT/bench/results/latest.jsonl
 ROUNDS=${CONVERGE_ROUNDS:-3}
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "[converge_rounds] CONVERGE_ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
-TAG=${CONVERGE_COUNT:-100}x${CONVERGE_REPLICAS:-3}
-[ "${CONVERGE_STORAGE:-default}" = local ] && TAG=${TAG}_local
 W=$(mktemp -d /tmp/bench-converge-rounds-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 log() { printf '[converge_rounds] %s\n' "$*" >&2; }
 
 failed=0
 for k in $(seq 1 "$ROUNDS"); do
-  log "round $k of $ROUNDS ($TAG): the operator, its floor, floor_writes"
+  log "round $k of $ROUNDS: the operator, its floor, floor_writes"
   CONVERGE_OUT=$W/round-$k.jsonl "$ROOT/tools/bench/converge.sh" || { failed=1; log "round $k: converge.sh failed"; }
   [ -s "$W/round-$k.jsonl" ] || continue
   jq -c --argjson k "$k" --argjson n "$ROUNDS" '. + {round: $k, rounds: $n}' "$W/round-$k.jsonl" >>"$W/all.jsonl"
@@ -46,6 +44,11 @@ done
 [ -s "$W/all.jsonl" ] || { log "no round gave a figure"; exit 1; }
 mkdir -p "$(dirname "$OUT")"
 cat "$W/all.jsonl" >>"$OUT"
+# The size's tag as converge.sh named its first figure (converge_<tag>_s), not derived again
+# from the CONVERGE_* settings here.
+TAG=$(jq -rs 'map(.name | select(startswith("converge_") and (startswith("converge_floor") | not) and endswith("_s")))
+              | first // empty | ltrimstr("converge_") | rtrimstr("_s")' "$W/all.jsonl")
+[ -n "$TAG" ] || { log "no round has the operator's figure (converge_<tag>_s)"; exit 1; }
 
 # ratio NAME NUMERATOR_NAME[.FIELD] DENOMINATOR_NAME NOTE — per round: numerator / denominator
 # when both lines are there; the summary line carries the median and every round's ratio.
