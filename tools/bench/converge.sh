@@ -167,6 +167,18 @@
 # local 21.22/15.29/17.71, 18.40/16.70/16.07, 23.22/14.86/18.01 (1.39x, 1.10-1.56x;
 # floor_writes 0.96-1.21x the floor). One round's ratio is worth little: the floor alone
 # moves by 30 % between fresh control planes of the same hour.
+# 2026-12-07, session 17, local volumes: the floors now authenticate as the operator does
+# (sa_token: before, converge_floor.py's requests on the admin certificate cost kube-apiserver
+# a certificate verification each: authentication 1.57 CPU-s of floor_writes' 13.1 in a
+# profile, 0.73 of the operator run's 13.3). Four rounds before it (operator / floor /
+# floor_writes, s): 20.07/15.01/19.84, 20.32/14.00/13.96, 18.25/16.09/19.04, 19.46/18.48/17.38
+# (median 1.24x, 1.05-1.45x); four after it: 20.19/16.26/15.81, 19.90/13.92/15.25,
+# 20.92/15.41/19.77, 21.70/14.06/14.02 (median 1.39x, 1.24-1.54x; floor_writes 1.05x the
+# floor). The floors' medians of seven each are the same 15.3 s (13.4-18.5): the change is
+# below what the floor's spread lets one see. The operator's runs were the steady side
+# this session (18.3-21.7 s in ten runs). With the workers at nice 19 (CONVERGE_WORKER_BIN
+# wrapper, three rounds) 19.2/20.0/21.6 s: their CPU taking the cores from the control plane
+# is not what sets the operator's time.
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
@@ -205,6 +217,7 @@ API_QPS=${CONVERGE_API_QPS:-200}      # per worker; the worker's default is 50 (
 API_BURST=${CONVERGE_API_BURST:-400}
 TIMEOUT=${CONVERGE_TIMEOUT:-300}
 USER_CN=godis-bench-operator-$$   # per run: a finishing run deletes its binding and flow
+FLOOR_CN=godis-bench-floor-$$     # converge_floor.py's identity, on the floors' control planes
 NS=godis-bench-$$
 W=$(mktemp -d /tmp/bench-converge-XXXXXX)
 # the last run's manager log, timeline and metrics (other sizes: build/bench-converge-300x3, ...)
@@ -328,6 +341,8 @@ cleanup() {
     api DELETE /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas/$USER_CN >/dev/null 2>&1 || true
     api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/$USER_CN >/dev/null 2>&1 || true
     api DELETE /api/v1/namespaces/default/serviceaccounts/$USER_CN >/dev/null 2>&1 || true
+    api DELETE /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/$FLOOR_CN >/dev/null 2>&1 || true
+    api DELETE /api/v1/namespaces/default/serviceaccounts/$FLOOR_CN >/dev/null 2>&1 || true
   fi
   mkdir -p "$KEEP"; cp "$W"/manager.log "$W"/manager.metrics "$W"/timeline "$W"/requests "$W"/api.metrics? "$W"/children.json \
     "$W"/*.log "$W"/apiserver.goroutines \
@@ -371,20 +386,32 @@ gc_knows_crds() {
 }
 gc_knows_crds
 
-# The operator's own identity, and the flow that counts its requests: a ServiceAccount token,
-# as the operator has when it runs in a cluster (deploy/). A client certificate would also
-# do, but kube-apiserver 1.20 verifies a client certificate's chain on every request (~6 %
-# of its CPU in this run's profile), while a token is checked once and then cached.
-api POST /api/v1/namespaces/default/serviceaccounts "$(jq -cn --arg u "$USER_CN" '{
-  apiVersion: "v1", kind: "ServiceAccount", metadata: {name: $u}}')" >/dev/null
-token=
-for _ in $(seq 1 100); do   # kube-controller-manager's token controller writes the secret
-  secret=$(api GET "/api/v1/namespaces/default/serviceaccounts/$USER_CN" | jq -r '.secrets[0].name // empty')
-  [ -n "$secret" ] && token=$(api GET "/api/v1/namespaces/default/secrets/$secret" | jq -r '.data.token // empty' | base64 -d)
-  [ -n "$token" ] && break
-  sleep 0.1
-done
-[ -n "$token" ] || { log "no token for ServiceAccount default/$USER_CN after 10 s"; exit 1; }
+# sa_token NAME — a ServiceAccount default/NAME bound to cluster-admin; its token on stdout.
+# Every client this script measures (the operator, converge_floor.py) authenticates so, as
+# the operator does when it runs in a cluster (deploy/): kube-apiserver 1.20 verifies a
+# client certificate's chain on every request (~6 % of its CPU in a run's profile; 0.9 s of
+# floor_writes' 2 000 requests on 2026-12-07), while a token is checked once and then cached.
+# A floor on the admin certificate paid that and the operator did not.
+sa_token() {
+  local u=$1 secret token=
+  api POST /api/v1/namespaces/default/serviceaccounts "$(jq -cn --arg u "$u" '{
+    apiVersion: "v1", kind: "ServiceAccount", metadata: {name: $u}}')" >/dev/null
+  for _ in $(seq 1 100); do   # kube-controller-manager's token controller writes the secret
+    secret=$(api GET "/api/v1/namespaces/default/serviceaccounts/$u" | jq -r '.secrets[0].name // empty')
+    [ -n "$secret" ] && token=$(api GET "/api/v1/namespaces/default/secrets/$secret" | jq -r '.data.token // empty' | base64 -d)
+    [ -n "$token" ] && break
+    sleep 0.1
+  done
+  [ -n "$token" ] || { log "no token for ServiceAccount default/$u after 10 s"; return 1; }
+  api POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings "$(jq -cn --arg u "$u" '{
+    apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: {name: $u},
+    roleRef: {apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin"},
+    subjects: [{kind: "ServiceAccount", name: $u, namespace: "default"}]}')" >/dev/null
+  printf '%s\n' "$token"
+}
+
+# The operator's own identity (sa_token), and the flow that counts its requests.
+token=$(sa_token "$USER_CN") || exit 1
 cat >"$W/operator.kubeconfig" <<KC
 apiVersion: v1
 kind: Config
@@ -402,10 +429,6 @@ contexts:
   context: {cluster: devcluster, user: $USER_CN, namespace: default}
 current-context: operator
 KC
-api POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings "$(jq -cn --arg u "$USER_CN" '{
-  apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: {name: $u},
-  roleRef: {apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin"},
-  subjects: [{kind: "ServiceAccount", name: $u, namespace: "default"}]}')" >/dev/null
 api POST /apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas "$(jq -cn --arg u "$USER_CN" '{
   apiVersion: "flowcontrol.apiserver.k8s.io/v1beta1", kind: "FlowSchema", metadata: {name: $u},
   spec: {matchingPrecedence: 100, priorityLevelConfiguration: {name: "exempt"},
@@ -681,9 +704,12 @@ floor_run() {
     bin/godisctl apply -f deploy/base/crds/godisclusters.yaml -f deploy/base/crds/godises.yaml >/dev/null
     gc_knows_crds
   fi
+  # (the floor's client authenticates as the operator does: sa_token)
+  sa_token "$FLOOR_CN" >"$W/floor.token" || { log "$pre: no identity for converge_floor.py; no $pre figure"; return 0; }
   cpu_all >"$W/${pre}_cpu0"; api GET /metrics >"$W/${pre}_api.metrics0"
   out=$(python3 tools/bench/converge_floor.py --templates "$W/children.json" --namespace "$ns" \
-    --count "$COUNT" --timeout "$TIMEOUT" "$@") || log "converge_floor.py $* failed: ${out:-no result}"
+    --token-file "$W/floor.token" --count "$COUNT" --timeout "$TIMEOUT" "$@") ||
+    log "converge_floor.py $* failed: ${out:-no result}"
   cpu_all >"$W/${pre}_cpu1"; api GET /metrics >"$W/${pre}_api.metrics1"
   log "$pre result: ${out:-none}"
   log "$pre CPU seconds during its run (the machine is CPU bound in both: the difference in total is what the operator costs the control plane and itself):"
@@ -693,7 +719,7 @@ floor_run() {
     sed "s/^/$pre /" "$W/${pre}_phases" >&2 || true
   NS="$ns" event_reasons >"$W/${pre}_events" 2>/dev/null && sed "s/^/$pre /" "$W/${pre}_events" >&2 || true
   cat "$DEVCLUSTER_DIR"/logs/audit-*.log "$DEVCLUSTER_DIR/logs/audit.log" >"$W/$pre-audit.log" 2>/dev/null || true
-  python3 tools/bench/audit_mix.py --audit "$W/$pre-audit.log" --user admin --namespace "$ns" \
+  python3 tools/bench/audit_mix.py --audit "$W/$pre-audit.log" --user "$FLOOR_CN" --namespace "$ns" \
     --clusters "$COUNT" --timeline 1 >"$W/${pre}_audit_mix" 2>&1 || true
   delete_namespace "$ns"
 }

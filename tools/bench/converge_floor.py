@@ -27,9 +27,10 @@ must hold the cluster's objects too (converge.sh saves them: godiscluster, godis
 floor_s is from the first create until the last pod turned Ready (as seen on the watch);
 created_s until the last create returned. With --writable the output also has writable_s:
 until the last cluster took a write through every one of its members (class Writable), the
-floor of the operator's own test for Ready, which waits for godis's leader election. Uses $KUBECONFIG's admin certificate like the
-rest of the benchmark (DEVCLUSTER_DIR/pki). Exit 0 when every pod got Ready, 1 on timeout,
-2 on bad input.
+floor of the operator's own test for Ready, which waits for godis's leader election.
+Authenticates with --token-file's bearer token (converge.sh gives it a ServiceAccount's, as
+the operator has), else with the devcluster's admin certificate (DEVCLUSTER_DIR/pki). Exit 0
+when every pod got Ready, 1 on timeout, 2 on bad input.
 """
 import argparse
 import ipaddress
@@ -51,13 +52,18 @@ def die(msg):
 
 
 class Api:
-    """One keep-alive HTTPS connection per thread, the devcluster's admin certificate."""
+    """One keep-alive HTTPS connection per thread; a bearer token (--token-file), else the
+    devcluster's admin certificate. With a token no certificate is offered: kube-apiserver
+    tries a client certificate first and, in 1.20, verifies its chain on every request,
+    where a token is checked once and cached, as the operator's own is."""
 
-    def __init__(self, server, pki):
+    def __init__(self, server, pki, token=None):
         u = urlparse(server)
         self.host, self.port = u.hostname, u.port
         self.ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
-        self.ctx.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
+        self.auth = {"Authorization": f"Bearer {token}"} if token else {}
+        if not token:
+            self.ctx.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
         self.local = threading.local()
 
     def conn(self, timeout=60):
@@ -72,7 +78,7 @@ class Api:
             c = self.conn()
             try:
                 c.request(method, path, body=json.dumps(body) if body is not None else None,
-                          headers={"Content-Type": "application/json"})
+                          headers={"Content-Type": "application/json", **self.auth})
                 r = c.getresponse()
                 data = r.read()
                 return r.status, data
@@ -373,7 +379,7 @@ def watch_ready(api, ns, rv, expected, t0, deadline, result, on_ready=None):
     while time.monotonic() < deadline and len(ready) < expected:
         c = http.client.HTTPSConnection(api.host, api.port, context=api.ctx, timeout=30)
         c.request("GET", f"/api/v1/namespaces/{ns}/pods?watch=1&allowWatchBookmarks=true"
-                         f"&resourceVersion={rv}&timeoutSeconds=60")
+                         f"&resourceVersion={rv}&timeoutSeconds=60", headers=api.auth)
         r = c.getresponse()
         if r.status != 200:
             die(f"watch pods: HTTP {r.status} {r.read()[:200]!r}")
@@ -409,6 +415,7 @@ def main():
     ap.add_argument("--namespace", required=True)
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--token-file", help="a bearer token to authenticate with (else the admin certificate)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--operator-writes", action="store_true",
                     help="also send the operator's own requests for each cluster (see above)")
@@ -423,7 +430,16 @@ def main():
     server, pki = os.environ.get("KUBE_APISERVER"), os.environ.get("DEVCLUSTER_DIR")
     if not server or not pki:
         die("KUBE_APISERVER and DEVCLUSTER_DIR must be set (eval \"$(tools/devcluster env)\")")
-    api = Api(server, os.path.join(pki, "pki"))
+    token = None
+    if a.token_file:
+        try:
+            with open(a.token_file) as f:
+                token = f.read().strip()
+        except OSError as e:
+            die(f"--token-file: {e}")
+        if not token:
+            die(f"--token-file {a.token_file} is empty")
+    api = Api(server, os.path.join(pki, "pki"), token)
     code, body = api.request("POST", "/api/v1/namespaces",
                              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": a.namespace}})
     if code not in (201, 409):
