@@ -389,9 +389,11 @@ gc_knows_crds
 # sa_token NAME — a ServiceAccount default/NAME bound to cluster-admin; its token on stdout.
 # Every client this script measures (the operator, converge_floor.py) authenticates so, as
 # the operator does when it runs in a cluster (deploy/): kube-apiserver 1.20 verifies a
-# client certificate's chain on every request (~6 % of its CPU in a run's profile; 0.9 s of
-# floor_writes' 2 000 requests on 2026-12-07), while a token is checked once and then cached.
-# A floor on the admin certificate paid that and the operator did not.
+# client certificate's chain on every request (~6 % of its CPU in a run's profile; on
+# 2026-12-07 certificate verification took 0.90 CPU-s in floor_writes' run, whose 2 000
+# requests used the admin certificate, and 0.38 in the operator's, the node agent's and the
+# observers'), while a token is checked once and then cached. A floor on the admin
+# certificate paid that and the operator did not.
 sa_token() {
   local u=$1 secret token=
   api POST /api/v1/namespaces/default/serviceaccounts "$(jq -cn --arg u "$u" '{
