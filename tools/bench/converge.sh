@@ -178,7 +178,32 @@
 # below what the floor's spread lets one see. The operator's runs were the steady side
 # this session (18.3-21.7 s in ten runs). With the workers at nice 19 (CONVERGE_WORKER_BIN
 # wrapper, three rounds) 19.2/20.0/21.6 s: their CPU taking the cores from the control plane
-# is not what sets the operator's time.
+# is not what sets the operator's time. (That test was weaker than it looked: the kernel's
+# autogroups are on here, the devcluster starts every component in a session of its own, and
+# a nice value only ranks processes within their session's group; CONVERGE_OPERATOR_NICE
+# below lowers the operator's whole group.)
+# 2026-12-07/08, session 18, local volumes, a fresh machine: the whole operator in a session
+# of its own at autogroup nice 19 (CONVERGE_OPERATOR_NICE=19: weight 15 against 1 024 for
+# each control-plane component) took 21.03 / 21.34 / 24.22 s, interleaved with plain runs
+# of 25.18 / 23.57 / 20.42 s: no slower (its creates spread over 6 s instead of 2), so the
+# operator's own CPU is not what the floor lacks. What every run's time follows is
+# pv_write_ms (on each result line since then: the server's mean latency for the PV
+# controller's 900 writes, whose serial chain sets the pace): over the day's 41 runs of this
+# code (17 operator, 17 floor, 7 floor_writes; pv_write_ms 6.4-15.8 ms, the floor alone
+# 13.0-25.9 s and its machine CPU-seconds 20.6-40.2 for the same work within two hours),
+# time = 1.94 s + 1.69 s per ms + 2.93 s if the operator ran (+0.42 s for floor_writes),
+# residual 0.55 s. So at equal latency the operator is 1.149x the floor (converge_fit.py,
+# converge_rounds.sh's converge_ratio_equal_latency_<tag>); the rest of the gap comes through
+# the latency: median 11.5 ms beside the operator, 13.9 beside floor_writes (its 1 600
+# creates at once), 10.5 in the floors, 1.8 s and 5.7 s at 1.69 s per ms. The same day's
+# converge_rounds.sh (four rounds): median ratio 1.44x (0.88-1.90), floor_writes / floor
+# 1.47x, the operator / floor_writes 1.03x. The operator's 2.9 s: its first ReplicaSet
+# reaches the server at 0.8-0.9 s against the floor's 0.1 s (status intent, ConfigMap, Godis,
+# Service, PVC, ReplicaSet in turn, each 100-190 ms while its 64 reconciles and the 100
+# creates of GodisClusters load the server), and ~1.0 s after the last pod is Ready (godis's
+# election, the Godis status write, the write probe, the status write). Creating each
+# member's claim and ReplicaSet before its Service (an A/B, three rounds, CONVERGE_WORKER_BIN)
+# was 0.5-0.8 s slower at equal latency, not faster: not kept.
 #
 #   CONVERGE_COUNT (100), CONVERGE_REPLICAS (3), CONVERGE_TIMEOUT (300 s) change the run;
 #   the figures are then named after them (converge_300x3_s, converge_floor_300x3_s,
@@ -189,6 +214,8 @@
 #   the median of the rounds' ratios, converge_ratio_<tag>).
 #   CONVERGE_WORKER_BIN runs another worker program under the manager (--worker-bin: an A/B
 #   of a change built aside, or a wrapper that sets the worker's environment).
+#   CONVERGE_OPERATOR_NICE=N runs the manager and its children in a session of their own at
+#   autogroup nice N (/proc/self/autogroup): what the operator's CPU costs the control plane.
 #   CONVERGE_STORAGE=local: the members' volumes are static local PersistentVolumes, each
 #   with nodeAffinity naming its node (StorageClass local-static, kubernetes.io/no-provisioner,
 #   WaitForFirstConsumer: the scheduler picks a node with a free volume and binds it), as on
@@ -511,7 +538,16 @@ binding_chain() {
 # claim (PV status, claim, claim status), between two /metrics scrapes: the binding chain
 # above is 300 times their sum, so this says how much slower the server answered them.
 chain_write_latency() {
-  python3 - "$1" "$2" <<'PY'
+  pv_write_latency "$1" "$2" text
+}
+# pv_write_latency BEFORE AFTER [text] — the server's mean latency of the PV controller's
+# writes (PUT of PV status, claim, claim status: its serial binding chain) between two
+# /metrics snapshots. With text, one line per kind for the phases; else one number, ms over
+# all three kinds (null when there were none), which each result line carries as
+# pv_write_ms: every run's time follows it, operator's and floors' alike (see above), so
+# converge_rounds.sh can compare runs at equal control-plane latency.
+pv_write_latency() {
+  python3 - "$1" "$2" "${3:-}" <<'PY'
 import re, sys
 def load(path):
     d = {}
@@ -525,13 +561,17 @@ def load(path):
         d.setdefault(k, {})[m.group(1)] = float(m.group(3))
     return d
 a, b = load(sys.argv[1]), load(sys.argv[2])
-out = []
+out, tn, tt = [], 0, 0.0
 for name, k in (("PV status", ("persistentvolumes", "status")), ("claim", ("persistentvolumeclaims", "")),
                 ("claim status", ("persistentvolumeclaims", "status"))):
     n = b.get(k, {}).get("count", 0) - a.get(k, {}).get("count", 0)
     t = b.get(k, {}).get("sum", 0) - a.get(k, {}).get("sum", 0)
+    tn, tt = tn + n, tt + t
     out.append("%s %s" % (name, "%.1f ms (%d)" % (t / n * 1000, n) if n > 0 else "none"))
-print("PV controller's writes, the server's mean latency: " + ", ".join(out))
+if sys.argv[3] == "text":
+    print("PV controller's writes, the server's mean latency: " + ", ".join(out))
+else:
+    print("%.2f" % (tt / tn * 1000) if tn > 0 else "null")
 PY
 }
 # event_reasons — the namespace's Events by reporting component and reason (each Event object
@@ -614,7 +654,8 @@ free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0)
 
 HP=$(free_port); MP=$(free_port)
 log "manager: --workers $WORKERS --max-concurrent-reconciles $MCR, workers' API client $API_QPS qps burst $API_BURST"
-bin/godis-manager --kubeconfig "$W/operator.kubeconfig" --leader-elect=true \
+${CONVERGE_OPERATOR_NICE:+setsid sh -c "echo $CONVERGE_OPERATOR_NICE >/proc/self/autogroup && exec \"\$@\"" sh} \
+  bin/godis-manager --kubeconfig "$W/operator.kubeconfig" --leader-elect=true \
   --worker-arg="--kube-api-qps $API_QPS --kube-api-burst $API_BURST" \
   --leader-elect-resource-namespace default --leader-elect-resource-name "bench-converge-$$" \
   ${CONVERGE_WORKER_BIN:+--worker-bin "$CONVERGE_WORKER_BIN"} --workers "$WORKERS" --max-concurrent-reconciles "$MCR" --runtime-dir "$W/run" \
@@ -713,6 +754,7 @@ floor_run() {
     --token-file "$W/floor.token" --count "$COUNT" --timeout "$TIMEOUT" "$@") ||
     log "converge_floor.py $* failed: ${out:-no result}"
   cpu_all >"$W/${pre}_cpu1"; api GET /metrics >"$W/${pre}_api.metrics1"
+  pv_write_latency "$W/${pre}_api.metrics0" "$W/${pre}_api.metrics1" >"$W/${pre}_pvw" 2>/dev/null || echo null >"$W/${pre}_pvw"
   log "$pre result: ${out:-none}"
   log "$pre CPU seconds during its run (the machine is CPU bound in both: the difference in total is what the operator costs the control plane and itself):"
   cpu_delta "$W/${pre}_cpu0" "$W/${pre}_cpu1" >&2
@@ -742,11 +784,17 @@ mkdir -p "$(dirname "$OUT")"
 settings=$(jq -c --argjson w "$WORKERS" --argjson m "$MCR" --argjson n "$COUNT" --argjson r "$REPLICAS" \
   --arg l "$l0 $(cut -d' ' -f1 /proc/loadavg)" \
   --argjson q "$API_QPS" --argjson cpu "$(cpu_json "$W/cpu0" "$W/cpu1")" \
+  --argjson pvw "$(pv_write_latency "$W/api.metrics0" "$W/api.metrics1" 2>/dev/null || echo null)" \
   '{count: $n, replicas: $r, workers: $w, max_concurrent_reconciles: $m, worker_kube_api_qps: $q, load_avg_start_end: $l,
-    create_s, first_s, p50_s, p90_s, pods_ready_all_s, cpu_s: $cpu}' <<<"$res")
+    create_s, first_s, p50_s, p90_s, pods_ready_all_s, cpu_s: $cpu, pv_write_ms: $pvw}' <<<"$res")
 # floor_cpu PREFIX — that floor run's CPU seconds (cpu_json), {} when it did not run
 floor_cpu() {
   if [ -s "$W/$1_cpu0" ] && [ -s "$W/$1_cpu1" ]; then cpu_json "$W/$1_cpu0" "$W/$1_cpu1"; else echo '{}'; fi
+}
+# floor_pvw PREFIX — that floor run's pv_write_ms (pv_write_latency), null when unknown
+floor_pvw() {
+  local v; v=$(cat "$W/$1_pvw" 2>/dev/null) || v=null
+  [[ "$v" =~ ^[0-9]+(\.[0-9]+)?$ ]] && echo "$v" || echo null
 }
 jq -c --argjson v "$all" --argjson s "$settings" \
   --arg name "converge_${TAG}_s" '{name: $name, value: $v, unit: "s"} + $s +
@@ -758,9 +806,9 @@ jq -c --argjson v "$(awk -v r="$reqs" -v n="$COUNT" 'BEGIN{printf "%.1f", r/n}')
    {operator_requests: $total, all_clients_writes: $writes,
     note: "counted by the API server (APF flow of the operator identity, watches excluded) over the run"}' -n | tee -a "$OUT"
 if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
-  jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor)" \
+  jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor)" --argjson pvw "$(floor_pvw floor)" \
     --arg name "converge_floor_${TAG}_s" \
-    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu} +
+    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu, pv_write_ms: $pvw} +
      {note: "no operator: the same ConfigMaps, Services, PVCs and ReplicaSets created at t=0 from 16 threads, until every pod is Ready; what the control plane alone needs"}' -n | tee -a "$OUT"
   if [ "$(jq -r '.writable_s' <<<"$floor")" != null ]; then
     jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" \
@@ -771,9 +819,9 @@ if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
   log "like for like: all pods Ready $(jq -r '.pods_ready_all_s' <<<"$res") s with the operator against $(jq -r '.floor_s' <<<"$floor") s in the floor; every cluster writable and its status written $all s against every cluster writable $(jq -r '.writable_s' <<<"$floor") s in the floor"
 fi
 if [ -n "$floor_writes" ] && [ "$(jq -r '.floor_s' <<<"$floor_writes")" != null ]; then
-  jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor_writes)" \
+  jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor_writes)" --argjson pvw "$(floor_pvw floor_writes)" \
     --arg name "converge_floor_writes_${TAG}_s" \
-    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu} +
+    '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu, pv_write_ms: $pvw} +
      {note: "no operator process: the floor plus every other request the operator sends for a cluster (GodisCluster and its 2 status writes, 3 Godis and their status writes, PDB, Event; children owned as the operator owns them) from converge_floor.py --operator-writes, until every final status write returned; what the operator costs the control plane, without its own CPU"}' -n | tee -a "$OUT"
 fi
 exit "$rc"

@@ -21,6 +21,12 @@
 #                                       operator process's share (the same objects and writes)
 #   converge_ratio_floor_writes_<tag>   converge_floor_writes_<tag>_s / converge_floor_<tag>_s:
 #                                       the objects' share, no operator process
+#   converge_ratio_equal_latency_<tag>  goal 1 with the machine's noise taken out: one fit of
+#                                       every run's time on its pv_write_ms (the PV
+#                                       controller's write latency, which sets every run's
+#                                       pace and moves 6-14 ms between runs of one hour),
+#                                       the operator's offset at the floors' median latency
+#                                       (tools/bench/converge_fit.py says how)
 #
 # <tag> as in converge.sh (100x3, 100x3_local, 30x7, ...); its CONVERGE_* settings pass
 # through. A round whose run did not converge or whose floor did not finish gives no ratio
@@ -79,4 +85,9 @@ for spec in \
   if [ "$(jq -r '.rounds_with_ratio' <<<"$line")" = 0 ]; then log "$name: no round has both figures"; continue; fi
   tee -a "$OUT" <<<"$line"
 done
+if line=$(python3 "$ROOT/tools/bench/converge_fit.py" "$TAG" "$W/all.jsonl"); then
+  tee -a "$OUT" <<<"$(jq -c --argjson n "$ROUNDS" '. + {rounds: $n}' <<<"$line")"
+else
+  log "converge_ratio_equal_latency_$TAG: $(jq -r '.error // "no fit"' <<<"$line" 2>/dev/null)"
+fi
 exit "$failed"

@@ -20,7 +20,10 @@
 #   converge_ratio_{,writable_,pods_ready_,writes_,floor_writes_}100x3{,_local}  the median
 #                                     of BENCH_CONVERGE_ROUNDS (3) interleaved rounds' ratios
 #                                     (tools/bench/converge_rounds.sh), beside each round's
-#                                     converge_* lines
+#                                     converge_* lines (each with its pv_write_ms)
+#   converge_ratio_equal_latency_100x3{,_local}  goal 1 at equal control-plane latency: one
+#                                     fit of the rounds' times on their PV controller write
+#                                     latency (tools/bench/converge_fit.py)
 #
 # The first three run against bin/bench's replay source (a list, then a recorded watch
 # streamed as fast as the informer reads it: the API server on 2 cores writes far slower
