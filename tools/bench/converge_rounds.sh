@@ -88,6 +88,7 @@ done
 if line=$(python3 "$ROOT/tools/bench/converge_fit.py" "$TAG" "$W/all.jsonl"); then
   tee -a "$OUT" <<<"$(jq -c --argjson n "$ROUNDS" '. + {rounds: $n}' <<<"$line")"
 else
-  log "converge_ratio_equal_latency_$TAG: $(jq -r '.error // "no fit"' <<<"$line" 2>/dev/null)"
+  why=$(jq -r '.error // empty' <<<"$line" 2>/dev/null) || why=
+  log "converge_ratio_equal_latency_$TAG: ${why:-converge_fit.py gave no line}"
 fi
 exit "$failed"
