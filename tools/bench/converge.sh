@@ -574,6 +574,15 @@ else:
     print("%.2f" % (tt / tn * 1000) if tn > 0 else "null")
 PY
 }
+# save_pvw BEFORE AFTER NAME — a measurement's pv_write_ms into $W/NAME_pvw, taken once when
+# its metrics are scraped; read_pvw NAME gives it for a result line (null when unknown).
+save_pvw() {
+  pv_write_latency "$1" "$2" >"$W/$3_pvw" 2>/dev/null || echo null >"$W/$3_pvw"
+}
+read_pvw() {
+  local v; v=$(cat "$W/$1_pvw" 2>/dev/null) || v=null
+  [[ "$v" =~ ^[0-9]+(\.[0-9]+)?$ ]] && echo "$v" || echo null
+}
 # event_reasons — the namespace's Events by reporting component and reason (each Event object
 # is one POST; repeats of it are PATCHes of its count), most first: the measured run posts
 # more Events than the floor, and who posts them says where the extra work is.
@@ -681,6 +690,7 @@ res=$(bin/bench-converge --namespace "$NS" --count "$COUNT" --replicas "$REPLICA
   ${SC_ARG:+--storage-class "$SC_ARG"} \
   --timeout "$TIMEOUT" --detail-ms 5000 2> >(tee "$W/timeline" >&2)) || rc=$?
 r1=$(flow_requests); w1=$(writes_total); cpu_all >"$W/cpu1"; api GET /metrics >"$W/api.metrics1"
+save_pvw "$W/api.metrics0" "$W/api.metrics1" run
 keep_control_plane_state
 log "CPU seconds during the run (machine: $(nproc) cores, load average $l0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end):"
 cpu_delta "$W/cpu0" "$W/cpu1" >&2
@@ -754,7 +764,7 @@ floor_run() {
     --token-file "$W/floor.token" --count "$COUNT" --timeout "$TIMEOUT" "$@") ||
     log "converge_floor.py $* failed: ${out:-no result}"
   cpu_all >"$W/${pre}_cpu1"; api GET /metrics >"$W/${pre}_api.metrics1"
-  pv_write_latency "$W/${pre}_api.metrics0" "$W/${pre}_api.metrics1" >"$W/${pre}_pvw" 2>/dev/null || echo null >"$W/${pre}_pvw"
+  save_pvw "$W/${pre}_api.metrics0" "$W/${pre}_api.metrics1" "$pre"
   log "$pre result: ${out:-none}"
   log "$pre CPU seconds during its run (the machine is CPU bound in both: the difference in total is what the operator costs the control plane and itself):"
   cpu_delta "$W/${pre}_cpu0" "$W/${pre}_cpu1" >&2
@@ -784,17 +794,12 @@ mkdir -p "$(dirname "$OUT")"
 settings=$(jq -c --argjson w "$WORKERS" --argjson m "$MCR" --argjson n "$COUNT" --argjson r "$REPLICAS" \
   --arg l "$l0 $(cut -d' ' -f1 /proc/loadavg)" \
   --argjson q "$API_QPS" --argjson cpu "$(cpu_json "$W/cpu0" "$W/cpu1")" \
-  --argjson pvw "$(pv_write_latency "$W/api.metrics0" "$W/api.metrics1" 2>/dev/null || echo null)" \
+  --argjson pvw "$(read_pvw run)" \
   '{count: $n, replicas: $r, workers: $w, max_concurrent_reconciles: $m, worker_kube_api_qps: $q, load_avg_start_end: $l,
     create_s, first_s, p50_s, p90_s, pods_ready_all_s, cpu_s: $cpu, pv_write_ms: $pvw}' <<<"$res")
 # floor_cpu PREFIX — that floor run's CPU seconds (cpu_json), {} when it did not run
 floor_cpu() {
   if [ -s "$W/$1_cpu0" ] && [ -s "$W/$1_cpu1" ]; then cpu_json "$W/$1_cpu0" "$W/$1_cpu1"; else echo '{}'; fi
-}
-# floor_pvw PREFIX — that floor run's pv_write_ms (pv_write_latency), null when unknown
-floor_pvw() {
-  local v; v=$(cat "$W/$1_pvw" 2>/dev/null) || v=null
-  [[ "$v" =~ ^[0-9]+(\.[0-9]+)?$ ]] && echo "$v" || echo null
 }
 jq -c --argjson v "$all" --argjson s "$settings" \
   --arg name "converge_${TAG}_s" '{name: $name, value: $v, unit: "s"} + $s +
@@ -806,7 +811,7 @@ jq -c --argjson v "$(awk -v r="$reqs" -v n="$COUNT" 'BEGIN{printf "%.1f", r/n}')
    {operator_requests: $total, all_clients_writes: $writes,
     note: "counted by the API server (APF flow of the operator identity, watches excluded) over the run"}' -n | tee -a "$OUT"
 if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
-  jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor)" --argjson pvw "$(floor_pvw floor)" \
+  jq -c --argjson f "$floor" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor)" --argjson pvw "$(read_pvw floor)" \
     --arg name "converge_floor_${TAG}_s" \
     '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu, pv_write_ms: $pvw} +
      {note: "no operator: the same ConfigMaps, Services, PVCs and ReplicaSets created at t=0 from 16 threads, until every pod is Ready; what the control plane alone needs"}' -n | tee -a "$OUT"
@@ -819,7 +824,7 @@ if [ -n "$floor" ] && [ "$(jq -r '.floor_s' <<<"$floor")" != null ]; then
   log "like for like: all pods Ready $(jq -r '.pods_ready_all_s' <<<"$res") s with the operator against $(jq -r '.floor_s' <<<"$floor") s in the floor; every cluster writable and its status written $all s against every cluster writable $(jq -r '.writable_s' <<<"$floor") s in the floor"
 fi
 if [ -n "$floor_writes" ] && [ "$(jq -r '.floor_s' <<<"$floor_writes")" != null ]; then
-  jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor_writes)" --argjson pvw "$(floor_pvw floor_writes)" \
+  jq -c --argjson f "$floor_writes" --argjson n "$COUNT" --argjson r "$REPLICAS" --argjson cpu "$(floor_cpu floor_writes)" --argjson pvw "$(read_pvw floor_writes)" \
     --arg name "converge_floor_writes_${TAG}_s" \
     '{name: $name, value: $f.floor_s, unit: "s", count: $n, replicas: $r} + $f + {cpu_s: $cpu, pv_write_ms: $pvw} +
      {note: "no operator process: the floor plus every other request the operator sends for a cluster (GodisCluster and its 2 status writes, 3 Godis and their status writes, PDB, Event; children owned as the operator owns them) from converge_floor.py --operator-writes, until every final status write returned; what the operator costs the control plane, without its own CPU"}' -n | tee -a "$OUT"
